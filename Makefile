@@ -1,0 +1,103 @@
+# app-operator: one manager for the AppService, WebService, Memcached, MyWeb and
+# MicroServiceDeploy APIs. `make help` lists the targets.
+
+# Tool versions. The control-plane versions live in hack/controlplane/go.mod
+# (Kubernetes, etcd) and hack/controlplane/kwok/go.mod (kwok).
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+
+LOCALBIN := $(CURDIR)/bin
+CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/controlplane/go.mod)
+KWOK_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kwok" {print $$2}' hack/controlplane/kwok/go.mod)
+CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
+KUBECTL := $(CONTROLPLANE)/kubectl
+
+GO_TEST_FLAGS ?= -count=1 -timeout=40m
+
+# Fail a recipe on the first failing command of a pipeline.
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Demo
+
+.PHONY: demo
+demo: controlplane build ## Start the full local cluster, run the operator, apply every sample and show the result (Ctrl-C stops all).
+	go run ./hack/localcluster demo --operator=$(LOCALBIN)/app-operator
+
+.PHONY: cluster
+cluster: controlplane ## Start the full local cluster alone and print how to reach it (Ctrl-C stops it).
+	go run ./hack/localcluster up
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRDs and RBAC from the markers in the code.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./internal/controller/..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: verify
+verify: manifests generate ## Fail when generated files, formatting or go.mod are stale.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "Files need gofmt:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	go mod tidy -diff
+	cd hack/controlplane && go mod tidy -diff
+	cd hack/controlplane/kwok && go mod tidy -diff
+	@git diff --exit-code -- api config internal || { echo "Generated files are stale: run 'make manifests generate' and commit the result."; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- api config)" || { echo "Untracked generated files:"; git status --porcelain -- api config; exit 1; }
+	go vet ./...
+
+.PHONY: test
+test: controlplane ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster.
+	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-unit
+test-unit: ## Run the tests that need no cluster.
+	go test $(GO_TEST_FLAGS) ./api/... ./internal/resources/... ./internal/status/...
+
+##@ Build
+
+.PHONY: build
+build: ## Build the manager binary into bin/app-operator.
+	go build -o $(LOCALBIN)/app-operator ./cmd/app-operator
+
+.PHONY: run
+run: ## Run the operator against the cluster of the current kubeconfig.
+	go run ./cmd/app-operator --health-probe-bind-address=:8081
+
+.PHONY: install
+install: controlplane ## Install the CRDs into the cluster of the current kubeconfig.
+	$(KUBECTL) apply --server-side -k config/crd
+
+.PHONY: uninstall
+uninstall: controlplane ## Remove the CRDs (and every custom resource) from the cluster of the current kubeconfig.
+	$(KUBECTL) delete --ignore-not-found -k config/crd
+
+##@ Tools
+
+.PHONY: controlplane
+controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from source (cached).
+	@hack/controlplane/build.sh $(CONTROLPLANE)
+
+$(CONTROLLER_GEN):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	mv $(LOCALBIN)/controller-gen $@

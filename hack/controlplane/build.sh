@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds the local control plane (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl and kwok) from source at the versions pinned by the
+# go.mod files in this folder and in kwok/, into OUT_DIR. A binary that is already
+# there is reused, so only the first run pays for the build.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+out=${1:?usage: build.sh OUT_DIR}
+mkdir -p "$out"
+
+tools=(
+  "etcd go.etcd.io/etcd/server/v3"
+  "kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver"
+  "kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager"
+  "kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler"
+  "kubectl k8s.io/kubernetes/cmd/kubectl"
+)
+
+flags=(-trimpath -ldflags=-s\ -w)
+i=0
+for entry in "${tools[@]}"; do
+  i=$((i + 1))
+  name=${entry%% *}
+  pkg=${entry#* }
+  if [[ -x "$out/$name" ]]; then
+    echo "[$i/6] $name: cached in $out"
+    continue
+  fi
+  echo "[$i/6] $name: building $pkg (the first build of the control plane takes several minutes)"
+  start=$SECONDS
+  (cd "$here" && CGO_ENABLED=0 go build "${flags[@]}" -o "$out/$name.tmp" "$pkg")
+  mv "$out/$name.tmp" "$out/$name"
+  echo "[$i/6] $name: built in $((SECONDS - start))s"
+done
+
+if [[ -x "$out/kwok" ]]; then
+  echo "[6/6] kwok: cached in $out"
+else
+  echo "[6/6] kwok: building sigs.k8s.io/kwok/cmd/kwok"
+  start=$SECONDS
+  (cd "$here/kwok" && CGO_ENABLED=0 go build "${flags[@]}" -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok)
+  mv "$out/kwok.tmp" "$out/kwok"
+  echo "[6/6] kwok: built in $((SECONDS - start))s"
+fi
+
+# kwok needs its Stage definitions; they ship inside its module.
+if [[ ! -f "$out/kwok-stages.yaml" ]]; then
+  dir=$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  {
+    for f in "$dir"/kustomize/stage/node/fast/*.yaml "$dir"/kustomize/stage/node/heartbeat/*.yaml \
+      "$dir"/kustomize/stage/pod/fast/*.yaml; do
+      [[ $(basename "$f") == kustomization.yaml ]] && continue
+      echo "---"
+      cat "$f"
+    done
+  } > "$out/kwok-stages.yaml.tmp"
+  mv "$out/kwok-stages.yaml.tmp" "$out/kwok-stages.yaml"
+fi
+echo "Control plane ready in $out"
