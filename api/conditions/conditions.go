@@ -1,0 +1,44 @@
+// Package conditions names the status conditions and reasons that every
+// app-operator kind reports, so that `kubectl wait --for=condition=Ready` and
+// GitOps health checks work the same way for all of them.
+package conditions
+
+const (
+	// Ready is True when every child exists as the spec asks and the workload
+	// is available at the desired size for the current generation.
+	Ready = "Ready"
+	// Progressing is True while a change rolls out.
+	Progressing = "Progressing"
+	// Degraded is True when the operator cannot converge without help: a
+	// rejected spec, a child owned by someone else, a stalled rollout.
+	Degraded = "Degraded"
+)
+
+// Reasons. Each failure has its own, so alerts and scripts can tell them apart.
+const (
+	// ReasonAvailable: the workload is available at the desired size.
+	ReasonAvailable = "Available"
+	// ReasonRolloutInProgress: the Deployment is rolling out a change.
+	ReasonRolloutInProgress = "RolloutInProgress"
+	// ReasonRolloutComplete: the last change has rolled out.
+	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonAsExpected: nothing is wrong.
+	ReasonAsExpected = "AsExpected"
+	// ReasonProgressDeadlineExceeded: the Deployment stopped making progress.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonReplicaFailure: pods cannot be created (quota, admission).
+	ReasonReplicaFailure = "ReplicaFailure"
+	// ReasonChildConflict: a child with the name the operator needs exists
+	// and is not controlled by this resource; the operator leaves it alone.
+	ReasonChildConflict = "ChildConflict"
+	// ReasonNodePortAllocated: the requested node port belongs to another Service.
+	ReasonNodePortAllocated = "NodePortAllocated"
+	// ReasonApplyRejected: the API server rejected a child; the message
+	// carries the server's words.
+	ReasonApplyRejected = "ApplyRejected"
+	// ReasonApplyFailed: a child could not be applied for a transient reason
+	// (the operator retries).
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonInvalidSpec: the spec cannot be turned into children.
+	ReasonInvalidSpec = "InvalidSpec"
+)

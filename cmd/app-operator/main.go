@@ -1,0 +1,105 @@
+// Command app-operator runs the controllers of every app-operator API in one
+// manager.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/app-operator/app-operator/internal/controller"
+)
+
+func main() {
+	var (
+		metricsAddr      string
+		probeAddr        string
+		secureMetrics    bool
+		enableHTTP2      bool
+		leaderElect      bool
+		leaderElectionNS string
+		watchNamespaces  string
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
+		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the liveness and readiness probes bind to.")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true,
+		"Serve metrics over HTTPS, behind Kubernetes authentication and authorization.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false,
+		"Serve metrics and webhooks over HTTP/2 as well. Off by default: HTTP/2 Rapid Reset and Stream Cancellation.")
+	flag.BoolVar(&leaderElect, "leader-elect", false,
+		"Elect a leader through a Lease so that only one replica reconciles at a time.")
+	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "",
+		"Namespace of the leader-election Lease; defaults to the namespace the operator runs in.")
+	flag.StringVar(&watchNamespaces, "watch-namespaces", "",
+		"Comma-separated namespaces to watch; empty watches all namespaces.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	var tlsOpts []func(*tls.Config)
+	if !enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	cacheOpts := cache.Options{ByObject: controller.CacheByObject()}
+	if watchNamespaces != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range sets.List(sets.New(strings.Split(watchNamespaces, ",")...)) {
+			if ns = strings.TrimSpace(ns); ns != "" {
+				cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+			}
+		}
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  controller.NewScheme(),
+		Cache:                   cacheOpts,
+		Metrics:                 metricsOpts,
+		WebhookServer:           webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "app-operator.app.example.com",
+		LeaderElectionNamespace: leaderElectionNS,
+		// Step down at once on SIGTERM so a new leader takes over without
+		// waiting for the Lease to expire.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		log.Error(err, "Unable to create manager")
+		os.Exit(1)
+	}
+	if err := controller.SetupWithManager(mgr, controller.Options{}); err != nil {
+		log.Error(err, "Unable to set up controllers")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "Unable to set up health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "Unable to set up ready check")
+		os.Exit(1)
+	}
+
+	log.Info("Starting manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "Manager exited with an error")
+		os.Exit(1)
+	}
+}

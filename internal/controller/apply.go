@@ -1,0 +1,124 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// desiredChild is one child as a builder wants it: an apply configuration,
+// plus what the engine reads off it once.
+type desiredChild struct {
+	ac     runtime.ApplyConfiguration
+	gvk    schema.GroupVersionKind
+	name   string
+	fields map[string]any // the apply configuration as JSON, for comparisons
+}
+
+func newDesiredChild(ac runtime.ApplyConfiguration) (desiredChild, error) {
+	fields, err := toJSONMap(ac)
+	if err != nil {
+		return desiredChild{}, err
+	}
+	u := unstructured.Unstructured{Object: fields}
+	gvk := u.GroupVersionKind()
+	if gvk.Kind == "" || u.GetName() == "" {
+		return desiredChild{}, fmt.Errorf("apply configuration %T has no kind or name", ac)
+	}
+	return desiredChild{ac: ac, gvk: gvk, name: u.GetName(), fields: fields}, nil
+}
+
+func (d desiredChild) String() string { return d.gvk.Kind + " " + d.name }
+
+// upToDate reports whether the live object already holds every field the
+// field manager applies with the value it would apply. It compares the
+// fields the manager owns on the live object (from managedFields) with the
+// desired ones: a field someone else changed is no longer owned by the
+// manager, so it shows up as a difference and is applied again.
+func upToDate(tc managedfields.TypeConverter, live runtime.Object, gvk schema.GroupVersionKind, manager string, desired map[string]any) (bool, error) {
+	accessor, ok := live.(metav1.Object)
+	if !ok {
+		return false, fmt.Errorf("%T has no object metadata", live)
+	}
+	var entry *metav1.ManagedFieldsEntry
+	for i, mf := range accessor.GetManagedFields() {
+		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" {
+			entry = &accessor.GetManagedFields()[i]
+			break
+		}
+	}
+	if entry == nil || entry.FieldsV1 == nil {
+		return false, nil
+	}
+	set := &fieldpath.Set{}
+	if err := set.FromJSON(entry.FieldsV1.GetRawReader()); err != nil {
+		return false, fmt.Errorf("decode managed fields: %w", err)
+	}
+
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	if err != nil {
+		return false, err
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(gvk)
+	typed, err := tc.ObjectToTyped(u)
+	if err != nil {
+		return false, fmt.Errorf("convert %s to typed value: %w", gvk.Kind, err)
+	}
+	owned, ok := typed.ExtractItems(set.Leaves()).AsValue().Unstructured().(map[string]any)
+	if !ok {
+		return false, nil
+	}
+	ownedNorm, err := toJSONMap(owned)
+	if err != nil {
+		return false, err
+	}
+	return reflect.DeepEqual(ownedNorm, withoutIdentity(desired)), nil
+}
+
+// withoutIdentity drops the fields that identify an object rather than set
+// it (apiVersion, kind, name, namespace); managedFields never list them.
+func withoutIdentity(fields map[string]any) map[string]any {
+	out := make(map[string]any, len(fields))
+	for k, v := range fields {
+		if k == "apiVersion" || k == "kind" {
+			continue
+		}
+		out[k] = v
+	}
+	if md, ok := fields["metadata"].(map[string]any); ok {
+		m := make(map[string]any, len(md))
+		for k, v := range md {
+			if k != "name" && k != "namespace" {
+				m[k] = v
+			}
+		}
+		if len(m) == 0 {
+			delete(out, "metadata")
+		} else {
+			out["metadata"] = m
+		}
+	}
+	return out
+}
+
+// toJSONMap normalises v through JSON, so that two values of different Go
+// types but the same serialisation compare equal.
+func toJSONMap(v any) (map[string]any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

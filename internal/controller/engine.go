@@ -1,0 +1,348 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/status"
+)
+
+// conflictRecheck is how often a resource blocked by a child it does not
+// control looks again: the blocking object is not watched.
+const conflictRecheck = time.Minute
+
+// object is a custom resource the engine reconciles.
+type object interface {
+	client.Object
+	// GetConditions returns status.conditions.
+	GetConditions() []metav1.Condition
+}
+
+// kind describes one custom resource kind to the engine: how to build its
+// children and how to report its status. Everything else is shared.
+type kind[T object] struct {
+	// name is the lower-case kind; it names the controller and its field owner.
+	name      string
+	gvk       schema.GroupVersionKind
+	newObject func() T
+	// owns lists the child types. The controller watches them, and deletes a
+	// child of these types that it controls but no longer wants.
+	owns []client.Object
+	// build returns the desired children, in the order they are applied. It
+	// must be pure: the same object always gives the same children.
+	build func(obj T) ([]runtime.ApplyConfiguration, error)
+	// setStatus writes obj's status from the children observed in this pass
+	// and the pass's failure (nil when it converged).
+	setStatus func(obj T, children observed, failure *status.Failure, now metav1.Time)
+	// watch adds watches beyond the owned children, e.g. pods by label.
+	watch func(b *builder.Builder) *builder.Builder
+}
+
+// observed holds the live children at the end of a pass, by kind and name.
+type observed map[string]client.Object
+
+func childKey(kind, name string) string { return kind + "/" + name }
+
+// Deployment returns the observed Deployment called name, or nil.
+func (o observed) Deployment(name string) *appsv1.Deployment {
+	d, _ := o[childKey("Deployment", name)].(*appsv1.Deployment)
+	return d
+}
+
+// Service returns the observed Service called name, or nil.
+func (o observed) Service(name string) *corev1.Service {
+	s, _ := o[childKey("Service", name)].(*corev1.Service)
+	return s
+}
+
+// reconciler runs the shared reconcile shape for one kind:
+// get -> build -> apply what differs -> prune -> status, written once if changed.
+type reconciler[T object] struct {
+	kind       kind[T]
+	client     client.Client
+	apiReader  client.Reader
+	scheme     *runtime.Scheme
+	recorder   events.EventRecorder
+	types      managedfields.TypeConverter
+	clock      clock.PassiveClock
+	fieldOwner string
+}
+
+func (k kind[T]) setup(mgr ctrl.Manager, clk clock.PassiveClock) error {
+	r := &reconciler[T]{
+		kind:       k,
+		client:     mgr.GetClient(),
+		apiReader:  mgr.GetAPIReader(),
+		scheme:     mgr.GetScheme(),
+		recorder:   mgr.GetEventRecorder("app-operator-" + k.name),
+		types:      applyconfigurations.NewTypeConverter(mgr.GetScheme()),
+		clock:      clk,
+		fieldOwner: FieldOwner(k.name),
+	}
+	// Status writes bump no generation: the predicate keeps the operator's
+	// own status writes from waking it up again.
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(k.name).
+		For(k.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	for _, o := range k.owns {
+		b = b.Owns(o)
+	}
+	if k.watch != nil {
+		b = k.watch(b)
+	}
+	return b.Complete(r)
+}
+
+// FieldOwner is the server-side apply field manager of a kind's controller.
+func FieldOwner(kindName string) string { return "app-operator-" + kindName }
+
+func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := r.kind.newObject()
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		// The garbage collector deletes the children through their owner
+		// references; nothing lives outside the cluster.
+		return ctrl.Result{}, nil
+	}
+	before := obj.DeepCopyObject().(T)
+
+	children := observed{}
+	result, failure, err := r.converge(ctx, obj, children)
+	r.kind.setStatus(obj, children, failure, metav1.NewTime(r.clock.Now()))
+	if !equality.Semantic.DeepEqual(before, obj) {
+		if serr := r.client.Status().Patch(ctx, obj, client.MergeFrom(before)); serr != nil {
+			return ctrl.Result{}, errors.Join(err, fmt.Errorf("write status: %w", serr))
+		}
+		r.recordTransition(before, obj)
+	}
+	return result, err
+}
+
+// converge applies the desired children and prunes the unwanted ones. It
+// returns the failure to report, if any, and the error for the work queue.
+func (r *reconciler[T]) converge(ctx context.Context, obj T, children observed) (ctrl.Result, *status.Failure, error) {
+	acs, err := r.kind.build(obj)
+	if err != nil {
+		f := &status.Failure{Reason: conditions.ReasonInvalidSpec, Message: err.Error()}
+		return ctrl.Result{}, f, reconcile.TerminalError(err)
+	}
+	desired := make([]desiredChild, 0, len(acs))
+	for _, ac := range acs {
+		d, err := newDesiredChild(ac)
+		if err != nil {
+			return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonInvalidSpec, Message: err.Error()}, reconcile.TerminalError(err)
+		}
+		desired = append(desired, d)
+	}
+
+	// Read every child first, so that a conflict on any of them leaves all
+	// of them untouched.
+	live := make([]client.Object, len(desired))
+	for i, d := range desired {
+		o, err := r.getChild(ctx, obj.GetNamespace(), d)
+		if err != nil {
+			return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: fmt.Sprintf("read %s: %v", d, err)}, err
+		}
+		if o != nil && !metav1.IsControlledBy(o, obj) {
+			owner := "it is not controlled by any resource"
+			if ref := metav1.GetControllerOf(o); ref != nil {
+				owner = fmt.Sprintf("it is controlled by %s %s", ref.Kind, ref.Name)
+			}
+			f := &status.Failure{Reason: conditions.ReasonChildConflict, Message: fmt.Sprintf(
+				"%s %s already exists and %s; the operator leaves it alone until it is deleted or renamed", d.gvk.Kind, d.name, owner)}
+			return ctrl.Result{RequeueAfter: conflictRecheck}, f, nil
+		}
+		live[i] = o
+	}
+
+	log := ctrl.LoggerFrom(ctx)
+	for i, d := range desired {
+		if live[i] != nil {
+			same, err := upToDate(r.types, live[i], d.gvk, r.fieldOwner, d.fields)
+			if err != nil {
+				return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: fmt.Sprintf("compare %s: %v", d, err)}, err
+			}
+			if same {
+				children[childKey(d.gvk.Kind, d.name)] = live[i]
+				continue
+			}
+		}
+		if err := r.client.Apply(ctx, d.ac, client.FieldOwner(r.fieldOwner), client.ForceOwnership); err != nil {
+			f, err := applyFailure(d, err)
+			return ctrl.Result{}, f, err
+		}
+		applied, err := r.fromApplied(d)
+		if err != nil {
+			return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: err.Error()}, err
+		}
+		children[childKey(d.gvk.Kind, d.name)] = applied
+		log.V(1).Info("Applied "+d.gvk.Kind, strings.ToLower(d.gvk.Kind), klog.KObj(applied))
+	}
+
+	if err := r.prune(ctx, obj, desired); err != nil {
+		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: err.Error()}, err
+	}
+	return ctrl.Result{}, nil, nil
+}
+
+// getChild reads a child from the cache. The cache only holds objects
+// labelled as managed by the operator, so on a miss it asks the API server:
+// an unlabelled object of the same name must be found, not overwritten.
+func (r *reconciler[T]) getChild(ctx context.Context, namespace string, d desiredChild) (client.Object, error) {
+	o, err := r.newChild(d.gvk)
+	if err != nil {
+		return nil, err
+	}
+	key := client.ObjectKey{Namespace: namespace, Name: d.name}
+	err = r.client.Get(ctx, key, o)
+	if apierrors.IsNotFound(err) {
+		err = r.apiReader.Get(ctx, key, o)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (r *reconciler[T]) newChild(gvk schema.GroupVersionKind) (client.Object, error) {
+	ro, err := r.scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := ro.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an object", gvk)
+	}
+	return o, nil
+}
+
+// fromApplied decodes the server's answer to an apply, which the client
+// wrote back into the apply configuration, into a typed object.
+func (r *reconciler[T]) fromApplied(d desiredChild) (client.Object, error) {
+	o, err := r.newChild(d.gvk)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(d.ac)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, o); err != nil {
+		return nil, fmt.Errorf("decode applied %s: %w", d, err)
+	}
+	return o, nil
+}
+
+// prune deletes the children of the owned types that obj controls but that
+// are no longer desired (an optional child whose feature was turned off).
+func (r *reconciler[T]) prune(ctx context.Context, obj T, desired []desiredChild) error {
+	want := map[string]bool{}
+	for _, d := range desired {
+		want[childKey(d.gvk.Kind, d.name)] = true
+	}
+	for _, owned := range r.kind.owns {
+		gvk, err := apiutil.GVKForObject(owned, r.scheme)
+		if err != nil {
+			return err
+		}
+		ro, err := r.scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err != nil {
+			return err
+		}
+		tl := ro.(client.ObjectList)
+		if err := r.client.List(ctx, tl, client.InNamespace(obj.GetNamespace()),
+			client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy, resources.LabelInstance: obj.GetName()}); err != nil {
+			return fmt.Errorf("list %s: %w", gvk.Kind, err)
+		}
+		items, err := meta.ExtractList(tl)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			child := item.(client.Object)
+			if !metav1.IsControlledBy(child, obj) || want[childKey(gvk.Kind, child.GetName())] {
+				continue
+			}
+			uid := child.GetUID()
+			if err := r.client.Delete(ctx, child, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete %s %s: %w", gvk.Kind, child.GetName(), err)
+			}
+			ctrl.LoggerFrom(ctx).V(1).Info("Deleted "+gvk.Kind+" no longer wanted", strings.ToLower(gvk.Kind), klog.KObj(child))
+		}
+	}
+	return nil
+}
+
+// applyFailure turns an apply error into the condition to report and the
+// error for the work queue. A spec the API server rejects is terminal until
+// the resource changes, except a node port taken by another Service, which
+// may be released: that one is retried with backoff.
+func applyFailure(d desiredChild, err error) (*status.Failure, error) {
+	msg := fmt.Sprintf("apply %s: %s", d, apiMessage(err))
+	switch {
+	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "provided port is already allocated"):
+		return &status.Failure{Reason: conditions.ReasonNodePortAllocated, Message: msg}, err
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return &status.Failure{Reason: conditions.ReasonApplyRejected, Message: msg}, reconcile.TerminalError(err)
+	case apierrors.IsForbidden(err):
+		return &status.Failure{Reason: conditions.ReasonApplyRejected, Message: msg}, err
+	default:
+		return &status.Failure{Reason: conditions.ReasonApplyFailed, Message: msg}, err
+	}
+}
+
+func apiMessage(err error) string {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) && se.Status().Message != "" {
+		return se.Status().Message
+	}
+	return err.Error()
+}
+
+// recordTransition emits one event when the Ready condition changes status
+// or reason: a Warning for a failure, Normal otherwise. Steady passes are silent.
+func (r *reconciler[T]) recordTransition(before, after T) {
+	oldReady := readyOf(before)
+	newReady := readyOf(after)
+	if newReady == nil || (oldReady != nil && oldReady.Status == newReady.Status && oldReady.Reason == newReady.Reason) {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if meta.IsStatusConditionTrue(after.GetConditions(), conditions.Degraded) {
+		eventType = corev1.EventTypeWarning
+	}
+	r.recorder.Eventf(after, nil, eventType, newReady.Reason, "Reconcile", "%s", newReady.Message)
+}
+
+func readyOf(o object) *metav1.Condition { return meta.FindStatusCondition(o.GetConditions(), conditions.Ready) }

@@ -1,0 +1,207 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/test/cluster"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// The controller tests run the operator against a real kube-apiserver (the
+// APIOnly profile): no built-in controllers run, so a test that needs a
+// Deployment to be available writes its status itself.
+
+var (
+	testCluster *cluster.Cluster
+	k8s         client.Client
+	repoRoot    string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	var err error
+	if repoRoot, err = cluster.RepoRoot(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	c, err := cluster.Start(ctx, cluster.Options{Profile: cluster.APIOnly})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start the local cluster:", err)
+		return 1
+	}
+	testCluster = c
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop the local cluster:", err)
+		}
+	}()
+	if err := c.InstallCRDs(ctx, filepath.Join(repoRoot, "config", "crd", "bases")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if k8s, err = client.New(c.Config(), client.Options{Scheme: controller.NewScheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if code == 0 {
+		defer func() { _ = c.RemoveDir() }()
+	} else {
+		fmt.Fprintln(os.Stderr, "component logs kept in", c.Dir)
+	}
+	return code
+}
+
+// startOperator creates a namespace and runs the operator, watching only it.
+func startOperator(t *testing.T) (string, *testenv.Operator) {
+	t.Helper()
+	ns := testenv.NewNamespace(t, k8s)
+	return ns, testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+}
+
+// loadSample reads a sample CR from config/samples, unchanged, into obj.
+func loadSample(t *testing.T, file string, obj client.Object, ns string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, obj); err != nil {
+		t.Fatalf("decode %s: %v", file, err)
+	}
+	obj.SetNamespace(ns)
+}
+
+func get(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatalf("get %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// conditionsOf is implemented by every kind.
+type conditionsOf interface {
+	client.Object
+	GetConditions() []metav1.Condition
+}
+
+// waitForCondition waits until obj's condition has the status and reason.
+func waitForCondition(t *testing.T, obj conditionsOf, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	var found *metav1.Condition
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false, err.Error()
+		}
+		found = meta.FindStatusCondition(obj.GetConditions(), condType)
+		if found == nil {
+			return false, fmt.Sprintf("no %s condition in %v", condType, obj.GetConditions())
+		}
+		return found.Status == status && (reason == "" || found.Reason == reason), fmt.Sprintf("%s=%s reason %s: %s", condType, found.Status, found.Reason, found.Message)
+	})
+	return found
+}
+
+// waitForObject waits until obj exists and returns it.
+func waitForObject(t *testing.T, obj client.Object) {
+	t.Helper()
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+}
+
+// markAvailable plays the Deployment controller: it reports every replica
+// of the current generation updated, ready and available.
+func markAvailable(t *testing.T, ns, name string) {
+	t.Helper()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(d), d); err != nil {
+			return false, err.Error()
+		}
+		n := int32(1)
+		if d.Spec.Replicas != nil {
+			n = *d.Spec.Replicas
+		}
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation,
+			Replicas:           n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+			},
+		}
+		if err := k8s.Status().Update(context.Background(), d); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+}
+
+// reconcileCount is how many passes the named controller has finished, in
+// this process, according to controller-runtime's own metric.
+func reconcileCount(t *testing.T, controllerName string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controllerName {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// expectNoMutations waits for trigger to cause at least one more pass of the
+// controller, then lets the operator idle, and fails on any mutating request
+// the operator made in ns meanwhile.
+func expectNoMutations(t *testing.T, op *testenv.Operator, ns, controllerName string, trigger func()) {
+	t.Helper()
+	op.Mutations.Reset()
+	before := reconcileCount(t, controllerName)
+	trigger()
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		n := reconcileCount(t, controllerName)
+		return n > before, fmt.Sprintf("no pass after the trigger (%v passes)", n)
+	})
+	time.Sleep(time.Second)
+	if muts := op.Mutations.In(ns); len(muts) != 0 {
+		t.Fatalf("at steady state the operator made %d mutating requests, want 0:\n%s", len(muts), strings.Join(muts, "\n"))
+	}
+}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

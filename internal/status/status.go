@@ -1,0 +1,150 @@
+// Package status turns what the operator observed into status and
+// conditions. It is pure: the caller passes the clock's reading in.
+package status
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/app-operator/app-operator/api/conditions"
+)
+
+// Failure is why a reconcile pass could not converge: a reason from the
+// conditions package and a human message. Messages never hold values that
+// change from pass to pass, so an unchanged failure writes no status.
+type Failure struct {
+	Reason  string
+	Message string
+}
+
+func (f *Failure) Error() string { return f.Reason + ": " + f.Message }
+
+// rolloutPhase classifies a Deployment the way `kubectl rollout status` does.
+type rolloutPhase int
+
+const (
+	phaseMissing rolloutPhase = iota
+	phaseProgressing
+	phaseStalled
+	phaseAvailable
+)
+
+type rollout struct {
+	phase   rolloutPhase
+	reason  string
+	message string
+}
+
+// observeRollout reads the state of a Deployment's rollout from its status.
+func observeRollout(d *appsv1.Deployment) rollout {
+	if d == nil {
+		return rollout{phaseMissing, conditions.ReasonRolloutInProgress, "Waiting for the Deployment to be created"}
+	}
+	if d.Status.ObservedGeneration < d.Generation {
+		return rollout{phaseProgressing, conditions.ReasonRolloutInProgress, "Waiting for the Deployment controller to observe the new spec"}
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			return rollout{phaseStalled, conditions.ReasonProgressDeadlineExceeded, fmt.Sprintf("Deployment %s exceeded its progress deadline", d.Name)}
+		}
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			return rollout{phaseStalled, conditions.ReasonReplicaFailure, fmt.Sprintf("Deployment %s cannot create pods: %s", d.Name, c.Message)}
+		}
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	switch {
+	case s.UpdatedReplicas < want:
+		return rollout{phaseProgressing, conditions.ReasonRolloutInProgress, fmt.Sprintf("%d of %d pods updated", s.UpdatedReplicas, want)}
+	case s.Replicas > s.UpdatedReplicas:
+		return rollout{phaseProgressing, conditions.ReasonRolloutInProgress, fmt.Sprintf("%d old pods pending termination", s.Replicas-s.UpdatedReplicas)}
+	case s.AvailableReplicas < s.UpdatedReplicas:
+		return rollout{phaseProgressing, conditions.ReasonRolloutInProgress, fmt.Sprintf("%d of %d updated pods available", s.AvailableReplicas, s.UpdatedReplicas)}
+	}
+	return rollout{phaseAvailable, conditions.ReasonAvailable, fmt.Sprintf("%d of %d pods available", s.AvailableReplicas, want)}
+}
+
+// readyCondition is True when the pass succeeded and the rollout is complete.
+func readyCondition(generation int64, r rollout, failure *Failure) metav1.Condition {
+	c := metav1.Condition{Type: conditions.Ready, ObservedGeneration: generation}
+	switch {
+	case failure != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, failure.Reason, failure.Message
+	case r.phase == phaseAvailable:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, r.reason, r.message
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, r.reason, r.message
+	}
+	return c
+}
+
+// progressingCondition is True while a change rolls out.
+func progressingCondition(generation int64, r rollout) metav1.Condition {
+	c := metav1.Condition{Type: conditions.Progressing, ObservedGeneration: generation}
+	switch r.phase {
+	case phaseMissing, phaseProgressing:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, r.reason, r.message
+	case phaseStalled:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, r.reason, r.message
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, "The last change has rolled out"
+	}
+	return c
+}
+
+// degradedCondition is True when the operator needs help to converge.
+func degradedCondition(generation int64, r rollout, failure *Failure) metav1.Condition {
+	c := metav1.Condition{Type: conditions.Degraded, ObservedGeneration: generation}
+	switch {
+	case failure != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, failure.Reason, failure.Message
+	case r.phase == phaseStalled:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, r.reason, r.message
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, conditions.ReasonAsExpected, "Nothing is wrong"
+	}
+	return c
+}
+
+// Workload is the status every Deployment-backed kind reports.
+type Workload struct {
+	Replicas            int32
+	ReadyReplicas       int32
+	AvailableReplicas   int32
+	UpdatedReplicas     int32
+	UnavailableReplicas int32
+	// Ready is whether the Ready condition is True.
+	Ready bool
+}
+
+// SetWorkloadConditions sets Ready, Progressing and Degraded on conds from
+// the Deployment d (nil when it does not exist) and the pass's failure (nil
+// when it converged), and returns the replica counts. A condition's
+// lastTransitionTime moves only when its status changes.
+func SetWorkloadConditions(conds *[]metav1.Condition, generation int64, d *appsv1.Deployment, failure *Failure, now metav1.Time) Workload {
+	r := observeRollout(d)
+	for _, c := range []metav1.Condition{
+		readyCondition(generation, r, failure),
+		progressingCondition(generation, r),
+		degradedCondition(generation, r, failure),
+	} {
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(conds, c)
+	}
+	w := Workload{Ready: meta.IsStatusConditionTrue(*conds, conditions.Ready)}
+	if d != nil {
+		w.Replicas = d.Status.Replicas
+		w.ReadyReplicas = d.Status.ReadyReplicas
+		w.AvailableReplicas = d.Status.AvailableReplicas
+		w.UpdatedReplicas = d.Status.UpdatedReplicas
+		w.UnavailableReplicas = d.Status.UnavailableReplicas
+	}
+	return w
+}

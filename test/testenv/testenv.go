@@ -1,0 +1,207 @@
+// Package testenv runs the operator inside a test, against a cluster from
+// package cluster, and counts the API requests it makes.
+package testenv
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/app-operator/app-operator/internal/controller"
+)
+
+// Mutations records the mutating requests (POST, PUT, PATCH, DELETE) a
+// client makes, by namespace.
+type Mutations struct {
+	mu   sync.Mutex
+	reqs map[string][]string
+}
+
+var namespaceInPath = regexp.MustCompile(`/namespaces/([^/]+)/`)
+
+// Wrap makes cfg record its mutating requests here.
+func (m *Mutations) Wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			switch req.Method {
+			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+				ns := ""
+				if match := namespaceInPath.FindStringSubmatch(req.URL.Path); match != nil {
+					ns = match[1]
+				}
+				m.mu.Lock()
+				if m.reqs == nil {
+					m.reqs = map[string][]string{}
+				}
+				m.reqs[ns] = append(m.reqs[ns], req.Method+" "+req.URL.Path)
+				m.mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return cfg
+}
+
+// In returns the mutating requests made so far in namespace ns.
+func (m *Mutations) In(ns string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.reqs[ns]...)
+}
+
+// Reset forgets every request recorded so far.
+func (m *Mutations) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reqs = nil
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Operator is the operator's manager running inside a test.
+type Operator struct {
+	// Mutations are the mutating requests the operator made.
+	Mutations *Mutations
+	stop      func()
+}
+
+// Stop stops the manager and waits for it to exit.
+func (o *Operator) Stop() { o.stop() }
+
+// StartOptions configure StartOperator.
+type StartOptions struct {
+	// Namespaces limits the cache, as the --watch-namespaces flag does.
+	Namespaces []string
+	// Clock stamps condition transitions.
+	Clock clock.PassiveClock
+}
+
+// StartOperator runs every controller against cfg until the test ends (or
+// Stop is called), and waits for its caches to sync.
+func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator {
+	t.Helper()
+	muts := &Mutations{}
+	cacheOpts := cache.Options{ByObject: controller.CacheByObject()}
+	if len(opts.Namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.Namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	// Several managers in one test binary register the same controller names.
+	skipNameValidation := true
+	logs := &testWriter{t: t}
+	mgr, err := ctrl.NewManager(muts.Wrap(cfg), ctrl.Options{
+		Scheme:                 controller.NewScheme(),
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 zap.New(zap.UseDevMode(true), zap.WriteTo(logs)),
+		Controller:             config.Controller{SkipNameValidation: &skipNameValidation},
+	})
+	if err != nil {
+		t.Fatalf("create manager: %v", err)
+	}
+	if err := controller.SetupWithManager(mgr, controller.Options{Clock: opts.Clock}); err != nil {
+		t.Fatalf("set up controllers: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		cancel()
+		t.Fatalf("operator caches did not sync: %v", <-done)
+	}
+	var once sync.Once
+	o := &Operator{Mutations: muts, stop: func() {
+		once.Do(func() {
+			cancel()
+			err := <-done
+			logs.close()
+			if err != nil {
+				t.Errorf("operator exited with an error: %v", err)
+			}
+		})
+	}}
+	t.Cleanup(o.Stop)
+	return o
+}
+
+// NewNamespace creates a namespace for one test and deletes it afterwards.
+func NewNamespace(t testing.TB, c client.Client) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// Eventually polls cond every 100ms until it returns true, failing the test
+// with the last explanation after timeout.
+func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, why := cond()
+		last = why
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("condition not met within %s: %s", timeout, last)
+	}
+}
+
+// Sorted returns a sorted copy of s, for stable failure messages.
+func Sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+// testWriter sends the manager's log to the test log, so it shows only for
+// failing tests. Lines written after the manager stopped are dropped: the
+// test may be over by then.
+type testWriter struct {
+	mu     sync.Mutex
+	t      testing.TB
+	closed bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.t.Log(string(p))
+	}
+	return len(p), nil
+}
+
+func (w *testWriter) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+}
+
