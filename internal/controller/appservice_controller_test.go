@@ -318,7 +318,7 @@ func TestAppServiceNodePortTakenReportsAndKeepsChildren(t *testing.T) {
 	taken := nextNodePort()
 	holder := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80, NodePort: taken}}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80, NodePort: taken}}},
 	}
 	create(t, holder)
 	original := app.Spec.Ports[0].NodePort

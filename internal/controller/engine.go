@@ -345,4 +345,6 @@ func (r *reconciler[T]) recordTransition(before, after T) {
 	r.recorder.Eventf(after, nil, eventType, newReady.Reason, "Reconcile", "%s", newReady.Message)
 }
 
-func readyOf(o object) *metav1.Condition { return meta.FindStatusCondition(o.GetConditions(), conditions.Ready) }
+func readyOf(o object) *metav1.Condition {
+	return meta.FindStatusCondition(o.GetConditions(), conditions.Ready)
+}

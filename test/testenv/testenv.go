@@ -204,4 +204,3 @@ func (w *testWriter) close() {
 	defer w.mu.Unlock()
 	w.closed = true
 }
-
