@@ -1,5 +1,6 @@
 // Command app-operator runs the controllers of every app-operator API in one
-// manager.
+// manager. `app-operator preview -f FILE` prints the children it would apply
+// for the resources in FILE, without a cluster.
 package main
 
 import (
@@ -18,9 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/preview"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "preview" {
+		os.Exit(preview.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	var (
 		metricsAddr      string
 		probeAddr        string

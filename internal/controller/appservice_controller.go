@@ -28,7 +28,7 @@ func appServiceKind() kind[*appv1.AppService] {
 		newObject: func() *appv1.AppService { return &appv1.AppService{} },
 		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
 		build: func(o *appv1.AppService) ([]runtime.ApplyConfiguration, error) {
-			return buildAppService(resources.OwnerOf(o, gvk), &o.Spec), nil
+			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec).Objects(), nil
 		},
 		setStatus: func(o *appv1.AppService, children observed, failure *status.Failure, now metav1.Time) {
 			setAppServiceStatus(resources.OwnerOf(o, gvk), o.Generation, &o.Status, children, failure, now)
@@ -45,19 +45,12 @@ func webServiceKind() kind[*appv1.WebService] {
 		newObject: func() *appv1.WebService { return &appv1.WebService{} },
 		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
 		build: func(o *appv1.WebService) ([]runtime.ApplyConfiguration, error) {
-			return buildAppService(resources.OwnerOf(o, gvk), &o.Spec), nil
+			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec).Objects(), nil
 		},
 		setStatus: func(o *appv1.WebService, children observed, failure *status.Failure, now metav1.Time) {
 			setAppServiceStatus(resources.OwnerOf(o, gvk), o.Generation, &o.Status, children, failure, now)
 		},
 	}
-}
-
-// buildAppService orders the children: the Service first, so that a spec
-// the cluster rejects there (a node port already taken) changes nothing.
-func buildAppService(owner resources.Owner, spec *appv1.AppServiceSpec) []runtime.ApplyConfiguration {
-	c := appservice.Build(owner, spec)
-	return []runtime.ApplyConfiguration{c.Service, c.Deployment}
 }
 
 func setAppServiceStatus(owner resources.Owner, generation int64, st *appv1.AppServiceStatus, children observed, failure *status.Failure, now metav1.Time) {

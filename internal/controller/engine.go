@@ -57,6 +57,9 @@ type kind[T object] struct {
 	// build returns the desired children, in the order they are applied. It
 	// must be pure: the same object always gives the same children.
 	build func(obj T) ([]runtime.ApplyConfiguration, error)
+	// observe reads what the status needs beyond the children (the pods of a
+	// Memcached, say) from the cache into children; nil when nothing.
+	observe func(ctx context.Context, r client.Reader, obj T, children observed) error
 	// setStatus writes obj's status from the children observed in this pass
 	// and the pass's failure (nil when it converged).
 	setStatus func(obj T, children observed, failure *status.Failure, now metav1.Time)
@@ -92,6 +95,22 @@ type reconciler[T object] struct {
 	types      managedfields.TypeConverter
 	clock      clock.PassiveClock
 	fieldOwner string
+}
+
+// registered is a kind of any type, as SetupWithManager and Build see it.
+type registered interface {
+	setup(mgr ctrl.Manager, clk clock.PassiveClock) error
+	// buildAny builds obj's children if obj is of this kind.
+	buildAny(obj runtime.Object) ([]runtime.ApplyConfiguration, bool, error)
+}
+
+func (k kind[T]) buildAny(obj runtime.Object) ([]runtime.ApplyConfiguration, bool, error) {
+	t, ok := obj.(T)
+	if !ok {
+		return nil, false, nil
+	}
+	acs, err := k.build(t)
+	return acs, true, err
 }
 
 func (k kind[T]) setup(mgr ctrl.Manager, clk clock.PassiveClock) error {
@@ -136,6 +155,11 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 
 	children := observed{}
 	result, failure, err := r.converge(ctx, obj, children)
+	if r.kind.observe != nil {
+		if oerr := r.kind.observe(ctx, r.client, obj, children); oerr != nil {
+			return ctrl.Result{}, errors.Join(err, oerr)
+		}
+	}
 	r.kind.setStatus(obj, children, failure, metav1.NewTime(r.clock.Now()))
 	if !equality.Semantic.DeepEqual(before, obj) {
 		if serr := r.client.Status().Patch(ctx, obj, client.MergeFrom(before)); serr != nil {

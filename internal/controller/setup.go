@@ -3,6 +3,8 @@
 package controller
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,19 +46,35 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	}
 }
 
+// kinds lists every kind the operator serves.
+func kinds() []registered {
+	return []registered{
+		appServiceKind(),
+		webServiceKind(),
+	}
+}
+
 // SetupWithManager registers every controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	for _, setup := range []func(ctrl.Manager, clock.PassiveClock) error{
-		appServiceKind().setup,
-		webServiceKind().setup,
-	} {
-		if err := setup(mgr, clk); err != nil {
+	for _, k := range kinds() {
+		if err := k.setup(mgr, clk); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Build returns the children the operator would apply for obj, in order,
+// without a cluster: the builders are pure.
+func Build(obj runtime.Object) ([]runtime.ApplyConfiguration, error) {
+	for _, k := range kinds() {
+		if acs, ok, err := k.buildAny(obj); ok {
+			return acs, err
+		}
+	}
+	return nil, fmt.Errorf("%T is not a kind app-operator serves", obj)
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/app-operator/app-operator/test/cluster"
@@ -25,6 +26,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	testCluster = c
+	if err := c.InstallCRDs(context.Background(), filepath.Join(mustRepoRoot(), "config", "crd", "bases")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = c.Stop()
+		return 1
+	}
 	code := m.Run()
 	if err := c.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop the local cluster:", err)
@@ -35,4 +41,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "component logs kept in", c.Dir)
 	}
 	return code
+}
+
+func mustRepoRoot() string {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		panic(err)
+	}
+	return root
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -19,6 +20,13 @@ import (
 type Children struct {
 	Deployment *appsv1ac.DeploymentApplyConfiguration
 	Service    *corev1ac.ServiceApplyConfiguration
+}
+
+// Objects returns the children in the order they are applied: the Service
+// first, so that a spec the cluster rejects there (a node port already
+// taken) changes nothing.
+func (c Children) Objects() []runtime.ApplyConfiguration {
+	return []runtime.ApplyConfiguration{c.Service, c.Deployment}
 }
 
 // Build returns the desired children of the resource owner with the given spec.

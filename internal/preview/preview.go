@@ -1,0 +1,106 @@
+// Package preview prints the children the operator would apply for custom
+// resources read from YAML, without a cluster. The builders are pure, so
+// what it prints is what the operator applies (apart from the owner's uid,
+// which only the cluster assigns).
+package preview
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/app-operator/app-operator/internal/controller"
+)
+
+// Main runs `app-operator preview -f FILE`; it returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("f", "-", "YAML file of one or more custom resources; - reads standard input")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: app-operator preview -f FILE\n\nPrints, as YAML, the children the operator would apply for each resource in FILE.\nA resource without a namespace is previewed in namespace default.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	in := stdin
+	if *file != "-" {
+		f, err := os.Open(*file)
+		if err != nil {
+			fmt.Fprintln(stderr, "Error:", err)
+			return 1
+		}
+		defer f.Close()
+		in = f
+	}
+	if err := Render(stdout, in); err != nil {
+		fmt.Fprintln(stderr, "Error:", err)
+		return 1
+	}
+	return 0
+}
+
+// Render reads YAML documents of custom resources from in and writes the
+// children of each to out, as a YAML stream.
+func Render(out io.Writer, in io.Reader) error {
+	decoder := serializer.NewCodecFactory(controller.NewScheme(), serializer.EnableStrict).UniversalDeserializer()
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(in))
+	first := true
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := decoder.Decode(doc, nil, nil)
+		if err != nil {
+			return fmt.Errorf("decode resource: %w", err)
+		}
+		// As kubectl would, in a context without a namespace.
+		if m, ok := obj.(metav1.Object); ok && m.GetNamespace() == "" {
+			m.SetNamespace(metav1.NamespaceDefault)
+		}
+		children, err := controller.Build(obj)
+		if err != nil {
+			return err
+		}
+		if err := write(out, children, &first); err != nil {
+			return err
+		}
+	}
+}
+
+func write(out io.Writer, children []runtime.ApplyConfiguration, first *bool) error {
+	for _, c := range children {
+		data, err := yaml.Marshal(c)
+		if err != nil {
+			return err
+		}
+		if !*first {
+			if _, err := io.WriteString(out, "---\n"); err != nil {
+				return err
+			}
+		}
+		*first = false
+		if _, err := out.Write(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
