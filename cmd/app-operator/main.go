@@ -4,12 +4,14 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"os"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/sets"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/permissions"
 	"github.com/app-operator/app-operator/internal/preview"
 )
 
@@ -63,16 +66,38 @@ func main() {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	cacheOpts := cache.Options{ByObject: controller.CacheByObject()}
-	if watchNamespaces != "" {
+	var namespaces []string
+	for _, ns := range strings.Split(watchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	if len(namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range sets.List(sets.New(strings.Split(watchNamespaces, ",")...)) {
-			if ns = strings.TrimSpace(ns); ns != "" {
-				cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-			}
+		for _, ns := range namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	// A missing RBAC rule would leave the operator running but unable to
+	// act: refuse to start instead, naming what is missing.
+	authz, err := authorizationclient.NewForConfig(cfg)
+	if err != nil {
+		log.Error(err, "Unable to create an authorization client")
+		os.Exit(1)
+	}
+	missing, err := permissions.Missing(context.Background(), authz, namespaces)
+	if err != nil {
+		log.Error(err, "Unable to check the operator's permissions")
+		os.Exit(1)
+	}
+	if len(missing) > 0 {
+		log.Error(errors.New("missing RBAC permissions"), "The operator's identity lacks permissions its controllers need; grant the rules of config/rbac/role.yaml", "missing", missing)
+		os.Exit(1)
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  controller.NewScheme(),
 		Cache:                   cacheOpts,
 		Metrics:                 metricsOpts,
