@@ -81,6 +81,14 @@ test-unit: ## Run the tests that need no cluster.
 build: ## Build the manager binary into bin/app-operator.
 	go build -o $(LOCALBIN)/app-operator ./cmd/app-operator
 
+IMG ?= app-operator:latest
+IMAGE_ARCH ?= amd64
+
+.PHONY: image
+image: ## Build the container image as an OCI archive in dist/ without a container engine (IMG, IMAGE_ARCH).
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/manager ./cmd/app-operator
+	go run ./hack/image --binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/manager --arch=$(IMAGE_ARCH) --tag=$(IMG) --output=dist/app-operator-$(IMAGE_ARCH).oci.tar
+
 .PHONY: run
 run: ## Run the operator against the cluster of the current kubeconfig.
 	go run ./cmd/app-operator --health-probe-bind-address=:8081
