@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"flag"
 	"os"
 	"strings"
@@ -20,9 +21,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/app-operator/app-operator/api/podsecurity"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/permissions"
 	"github.com/app-operator/app-operator/internal/preview"
+	"github.com/app-operator/app-operator/internal/resources"
 )
 
 func main() {
@@ -37,6 +40,7 @@ func main() {
 		leaderElect      bool
 		leaderElectionNS string
 		watchNamespaces  string
+		securityProfile  string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
@@ -51,11 +55,17 @@ func main() {
 		"Namespace of the leader-election Lease; defaults to the namespace the operator runs in.")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "",
 		"Comma-separated namespaces to watch; empty watches all namespaces.")
+	flag.StringVar(&securityProfile, "default-security-profile", string(podsecurity.Baseline),
+		"Pod Security Standard the generated pods are built to pass when a resource does not choose: Baseline or Restricted.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	if p := podsecurity.Profile(securityProfile); p != podsecurity.Baseline && p != podsecurity.Restricted {
+		log.Error(fmt.Errorf("unknown profile %q", securityProfile), "--default-security-profile must be Baseline or Restricted")
+		os.Exit(2)
+	}
 
 	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {
@@ -114,7 +124,8 @@ func main() {
 		log.Error(err, "Unable to create manager")
 		os.Exit(1)
 	}
-	if err := controller.SetupWithManager(mgr, controller.Options{}); err != nil {
+	opts := controller.Options{Defaults: resources.Defaults{SecurityProfile: podsecurity.Profile(securityProfile)}}
+	if err := controller.SetupWithManager(mgr, opts); err != nil {
 		log.Error(err, "Unable to set up controllers")
 		os.Exit(1)
 	}

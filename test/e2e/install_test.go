@@ -131,7 +131,7 @@ func TestInstalledOperatorRunsOnItsOwnRBAC(t *testing.T) {
 	defer stop()
 	waitHTTP(t, "http://127.0.0.1:"+strconv.Itoa(probe)+"/readyz", 60*time.Second)
 
-	t.Run("every sample becomes Ready", func(t *testing.T) {
+	t.Run("every sample becomes Ready, its pods admitted under Pod Security baseline", func(t *testing.T) {
 		c := operatorClient(t)
 		samples, err := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
 		if err != nil {
@@ -151,34 +151,16 @@ func TestInstalledOperatorRunsOnItsOwnRBAC(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The AppService and WebService samples both ask for node port
-			// 30002; the WebService lets the cluster pick one here.
-			if u.GetKind() == "WebService" {
-				ports, _, _ := unstructured.NestedSlice(u.Object, "spec", "ports")
-				for _, p := range ports {
-					delete(p.(map[string]any), "nodePort")
-				}
-				_ = unstructured.SetNestedSlice(u.Object, ports, "spec", "ports")
-			}
-			u.SetNamespace(newNamespace(t, cs, nil))
+			// 30002 (and other tests use it): let the cluster pick.
+			dropNodePorts(u)
+			u.SetNamespace(newNamespace(t, cs, map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}))
 			if err := c.Create(ctx, u); err != nil {
 				t.Fatalf("create the sample %s: %v", filepath.Base(f), err)
 			}
 			objs = append(objs, u)
 		}
 		for _, u := range objs {
-			testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
-				if err := c.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
-					return false, err.Error()
-				}
-				conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-				for _, cond := range conds {
-					m := cond.(map[string]any)
-					if m["type"] == "Ready" {
-						return m["status"] == "True", fmt.Sprintf("%s %s: Ready=%v %v: %v", u.GetKind(), u.GetName(), m["status"], m["reason"], m["message"])
-					}
-				}
-				return false, fmt.Sprintf("%s %s has no Ready condition", u.GetKind(), u.GetName())
-			})
+			waitReadyUnstructured(t, c, u, 3*time.Minute)
 		}
 	})
 
@@ -216,6 +198,24 @@ func TestInstalledOperatorRunsOnItsOwnRBAC(t *testing.T) {
 				return err == nil && code == tc.want, fmt.Sprintf("status %d (err %v), want %d", code, err, tc.want)
 			})
 		}
+	})
+}
+
+// waitReadyUnstructured waits for Ready=True on any kind.
+func waitReadyUnstructured(t *testing.T, c client.Client, u *unstructured.Unstructured, timeout time.Duration) {
+	t.Helper()
+	testenv.Eventually(t, timeout, func() (bool, string) {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(u), u); err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, cond := range conds {
+			m := cond.(map[string]any)
+			if m["type"] == "Ready" {
+				return m["status"] == "True", fmt.Sprintf("%s %s: Ready=%v %v: %v", u.GetKind(), u.GetName(), m["status"], m["reason"], m["message"])
+			}
+		}
+		return false, fmt.Sprintf("%s %s has no Ready condition", u.GetKind(), u.GetName())
 	})
 }
 
