@@ -7,8 +7,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 
