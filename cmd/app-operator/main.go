@@ -20,6 +20,7 @@ import (
 
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/preview"
+	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
 func main() {
@@ -34,6 +35,7 @@ func main() {
 		leaderElect      bool
 		leaderElectionNS string
 		watchNamespaces  string
+		msd              microservicedeploy.Options
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
@@ -48,6 +50,14 @@ func main() {
 		"Namespace of the leader-election Lease; defaults to the namespace the operator runs in.")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "",
 		"Comma-separated namespaces to watch; empty watches all namespaces.")
+	flag.StringVar(&msd.BaseDomain, "microservice-base-domain", "",
+		"DNS domain MicroServiceDeploy instances are exposed under, through an Ingress at <msName>-<path>.<domain>. Empty exposes none.")
+	flag.StringVar(&msd.IngressClassName, "microservice-ingress-class", "",
+		"Ingress class of the MicroServiceDeploy Ingresses; empty uses the cluster's default class.")
+	flag.StringVar(&msd.AuthURL, "microservice-auth-url", "",
+		"External authentication endpoint the Ingress of a MicroServiceDeploy with needAuth checks every request with. Empty: such instances are not exposed.")
+	flag.StringVar(&msd.AuthURLAnnotation, "microservice-auth-url-annotation", microservicedeploy.DefaultAuthURLAnnotation,
+		"Ingress annotation that carries the external authentication endpoint (the Ingress controller's).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -89,7 +99,7 @@ func main() {
 		log.Error(err, "Unable to create manager")
 		os.Exit(1)
 	}
-	if err := controller.SetupWithManager(mgr, controller.Options{}); err != nil {
+	if err := controller.SetupWithManager(mgr, controller.Options{MicroServiceDeploy: msd}); err != nil {
 		log.Error(err, "Unable to set up controllers")
 		os.Exit(1)
 	}
