@@ -144,7 +144,7 @@ type ResourceRequirements struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=3
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'])",message="spec.resourceRequirements.limits may only name cpu, memory and ephemeral-storage"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, quantity(string(self[k])).sign() >= 0)",message="spec.resourceRequirements.limits must not be negative"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="spec.resourceRequirements.limits must not be negative"
 	Limits corev1.ResourceList `json:"limits,omitempty"`
 
 	// Requests are what the container is guaranteed; a missing request
@@ -152,7 +152,7 @@ type ResourceRequirements struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=3
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'])",message="spec.resourceRequirements.requests may only name cpu, memory and ephemeral-storage"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, quantity(string(self[k])).sign() >= 0)",message="spec.resourceRequirements.requests must not be negative"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="spec.resourceRequirements.requests must not be negative"
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 }
 
