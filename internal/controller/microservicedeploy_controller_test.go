@@ -30,8 +30,8 @@ import (
 const msdSample = "custom_v1_microservicedeploy.yaml"
 
 var (
-	msdManager      = controller.FieldOwner("microservicedeploy")
-	handoverManager = controller.FieldOwner("microservicedeploy") + "-handover"
+	msdManager         = controller.FieldOwner("microservicedeploy")
+	msdHandoverManager = controller.FieldOwner("microservicedeploy") + "-handover"
 )
 
 // startMSDOperator creates a namespace and runs the operator with opts,
@@ -68,20 +68,20 @@ func msdChildren(ns, name string) []client.Object {
 	}
 }
 
-func hpaOf(ns, name string) *autoscalingv2.HorizontalPodAutoscaler {
+func msdHPA(ns, name string) *autoscalingv2.HorizontalPodAutoscaler {
 	return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 }
 
-func deploymentOf(ns, name string) *appsv1.Deployment {
+func msdDeployment(ns, name string) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 }
 
-func quotaOf(ns string) *corev1.ResourceQuota {
+func msdQuota(ns string) *corev1.ResourceQuota {
 	return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: microservicedeploy.QuotaName}}
 }
 
-// waitGone waits until obj no longer exists.
-func waitGone(t *testing.T, obj client.Object) {
+// msdWaitGone waits until obj no longer exists.
+func msdWaitGone(t *testing.T, obj client.Object) {
 	t.Helper()
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
@@ -89,8 +89,8 @@ func waitGone(t *testing.T, obj client.Object) {
 	})
 }
 
-// replicasManagers returns the field managers that own spec.replicas of d.
-func replicasManagers(t *testing.T, d *appsv1.Deployment) []string {
+// msdReplicasOwners returns the field managers that own spec.replicas of d.
+func msdReplicasOwners(t *testing.T, d *appsv1.Deployment) []string {
 	t.Helper()
 	var out []string
 	for _, mf := range d.ManagedFields {
@@ -107,16 +107,16 @@ func replicasManagers(t *testing.T, d *appsv1.Deployment) []string {
 	return testenv.Sorted(out)
 }
 
-// recordReplicas watches the Deployment ns/name from its current version
+// msdRecordReplicas watches the Deployment ns/name from its current version
 // and returns a function that stops watching and returns every value of
 // spec.replicas it saw, so that a transient value cannot go unnoticed.
-func recordReplicas(t *testing.T, ns, name string) func() []int32 {
+func msdRecordReplicas(t *testing.T, ns, name string) func() []int32 {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(testCluster.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := deploymentOf(ns, name)
+	d := msdDeployment(ns, name)
 	get(t, d)
 	w, err := cs.AppsV1().Deployments(ns).Watch(context.Background(), metav1.ListOptions{
 		FieldSelector: "metadata.name=" + name, ResourceVersion: d.ResourceVersion,
@@ -158,7 +158,7 @@ func TestMicroServiceDeploySampleCreatesItsChildrenAndBecomesReady(t *testing.T)
 	create(t, m)
 	name := "ms-sample-v1s0"
 
-	for _, o := range append(msdChildren(ns, name), hpaOf(ns, name)) {
+	for _, o := range append(msdChildren(ns, name), msdHPA(ns, name)) {
 		waitForObject(t, o)
 		if !metav1.IsControlledBy(o, m) {
 			t.Errorf("%T %s is not controlled by the MicroServiceDeploy: %v", o, o.GetName(), o.GetOwnerReferences())
@@ -168,7 +168,7 @@ func TestMicroServiceDeploySampleCreatesItsChildrenAndBecomesReady(t *testing.T)
 			t.Errorf("%T labels = %v", o, l)
 		}
 	}
-	dep := deploymentOf(ns, name)
+	dep := msdDeployment(ns, name)
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
 		return ptr.Deref(dep.Spec.Replicas, 0) == 3, fmt.Sprintf("replicas = %d, want 3", ptr.Deref(dep.Spec.Replicas, -1))
@@ -184,12 +184,12 @@ func TestMicroServiceDeploySampleCreatesItsChildrenAndBecomesReady(t *testing.T)
 	if cm.Data["config"] != "password=88888888" {
 		t.Errorf("ConfigMap data = %v", cm.Data)
 	}
-	hpa := hpaOf(ns, name)
+	hpa := msdHPA(ns, name)
 	get(t, hpa)
 	if *hpa.Spec.MinReplicas != 3 || hpa.Spec.MaxReplicas != 6 || hpa.Spec.ScaleTargetRef.Name != name {
 		t.Errorf("HPA spec = %+v", hpa.Spec)
 	}
-	quota := quotaOf(ns)
+	quota := msdQuota(ns)
 	waitForObject(t, quota)
 	if len(quota.OwnerReferences) != 1 || quota.OwnerReferences[0].UID != m.UID || metav1.GetControllerOf(quota) != nil {
 		t.Errorf("quota owners = %v, want the instance, not as controller", quota.OwnerReferences)
@@ -223,15 +223,15 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	m := newMSD(t, ns, "", nil)
 	create(t, m)
 	name := m.Name
-	dep := deploymentOf(ns, name)
-	waitForObject(t, hpaOf(ns, name))
+	dep := msdDeployment(ns, name)
+	waitForObject(t, msdHPA(ns, name))
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
 		return ptr.Deref(dep.Spec.Replicas, 0) == 3, fmt.Sprintf("replicas = %d", ptr.Deref(dep.Spec.Replicas, -1))
 	})
 	// Created with autoscaling: the operator's manager never set replicas.
-	if got := replicasManagers(t, dep); strings.Join(got, ",") != handoverManager {
-		t.Errorf("spec.replicas owned by %v, want only %s", got, handoverManager)
+	if got := msdReplicasOwners(t, dep); strings.Join(got, ",") != msdHandoverManager {
+		t.Errorf("spec.replicas owned by %v, want only %s", got, msdHandoverManager)
 	}
 
 	// The HPA scales the Deployment through its scale subresource: the
@@ -265,30 +265,30 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	if *dep.Spec.Replicas != 5 {
 		t.Errorf("replicas = %d after the HPA scaled to 5", *dep.Spec.Replicas)
 	}
-	if got := replicasManagers(t, dep); strings.Join(got, ",") != "hpa-test" {
+	if got := msdReplicasOwners(t, dep); strings.Join(got, ",") != "hpa-test" {
 		t.Errorf("spec.replicas owned by %v, want only the HPA's manager", got)
 	}
 
 	// Autoscaling off: the HPA goes, the operator owns replicas again.
 	update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Autoscaling = false })
-	waitGone(t, hpaOf(ns, name))
+	msdWaitGone(t, msdHPA(ns, name))
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
-		got := replicasManagers(t, dep)
+		got := msdReplicasOwners(t, dep)
 		return *dep.Spec.Replicas == 3 && strings.Join(got, ",") == msdManager, fmt.Sprintf("replicas %d owned by %v", *dep.Spec.Replicas, got)
 	})
 
 	// Autoscaling on again: the operator lets go of replicas without the
 	// count ever falling back to the default of 1.
-	stop := recordReplicas(t, ns, name)
+	stop := msdRecordReplicas(t, ns, name)
 	update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Autoscaling = true })
-	waitForObject(t, hpaOf(ns, name))
+	waitForObject(t, msdHPA(ns, name))
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
-		got := replicasManagers(t, dep)
-		return !contains(got, msdManager), fmt.Sprintf("spec.replicas owned by %v", got)
+		got := msdReplicasOwners(t, dep)
+		return !msdHas(got, msdManager), fmt.Sprintf("spec.replicas owned by %v", got)
 	})
-	if seen := stop(); len(seen) == 0 || containsInt(seen, 1) || containsInt(seen, -1) {
+	if seen := stop(); len(seen) == 0 || msdHasInt(seen, 1) || msdHasInt(seen, -1) {
 		t.Errorf("replicas went through %v during the handover, want 3 throughout", seen)
 	}
 	if *dep.Spec.Replicas != 3 {
@@ -296,7 +296,7 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	}
 }
 
-func contains(s []string, v string) bool {
+func msdHas(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
 			return true
@@ -305,7 +305,7 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-func containsInt(s []int32, v int32) bool {
+func msdHasInt(s []int32, v int32) bool {
 	for _, x := range s {
 		if x == v {
 			return true
@@ -328,8 +328,8 @@ func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 	}
 
 	update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Idle = true })
-	waitGone(t, hpaOf(ns, name))
-	dep := deploymentOf(ns, name)
+	msdWaitGone(t, msdHPA(ns, name))
+	dep := msdDeployment(ns, name)
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
 		return *dep.Spec.Replicas == 0, fmt.Sprintf("replicas = %d", *dep.Spec.Replicas)
@@ -344,7 +344,7 @@ func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 		}
 	}
 	// An idle instance needs no room in the quota.
-	quota := quotaOf(ns)
+	quota := msdQuota(ns)
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, quota)
 		cpu := quota.Spec.Hard[corev1.ResourceName("requests.cpu")]
@@ -352,15 +352,15 @@ func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 	})
 
 	// Idle off restores the shape, replicas straight back to 3.
-	stop := recordReplicas(t, ns, name)
+	stop := msdRecordReplicas(t, ns, name)
 	update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Idle = false })
-	waitForObject(t, hpaOf(ns, name))
+	waitForObject(t, msdHPA(ns, name))
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
-		return *dep.Spec.Replicas == 3 && !contains(replicasManagers(t, dep), msdManager),
-			fmt.Sprintf("replicas %d owned by %v", *dep.Spec.Replicas, replicasManagers(t, dep))
+		return *dep.Spec.Replicas == 3 && !msdHas(msdReplicasOwners(t, dep), msdManager),
+			fmt.Sprintf("replicas %d owned by %v", *dep.Spec.Replicas, msdReplicasOwners(t, dep))
 	})
-	if seen := stop(); containsInt(seen, 1) {
+	if seen := stop(); msdHasInt(seen, 1) {
 		t.Errorf("replicas went through %v when idle turned off, want 0 then 3", seen)
 	}
 	waitForCondition(t, m, conditions.Idle, metav1.ConditionFalse, conditions.ReasonActive)
@@ -375,7 +375,7 @@ func TestMicroServiceDeployConfigChangeRollsThePods(t *testing.T) {
 	ns, _ := startMSDOperator(t, microservicedeploy.Options{})
 	m := newMSD(t, ns, "", nil)
 	create(t, m)
-	dep := deploymentOf(ns, m.Name)
+	dep := msdDeployment(ns, m.Name)
 	waitForObject(t, dep)
 	oldHash := dep.Spec.Template.Annotations[microservicedeploy.ConfigHashAnnotation]
 
@@ -431,7 +431,7 @@ func TestMicroServiceDeployExposure(t *testing.T) {
 
 		// needAuth on, and no endpoint to enforce it: the Ingress goes.
 		update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.NeedAuth = true })
-		waitGone(t, ing)
+		msdWaitGone(t, ing)
 		cond := waitForCondition(t, m, conditions.Exposed, metav1.ConditionFalse, conditions.ReasonAuthUnavailable)
 		if !strings.Contains(cond.Message, "needAuth") || m.Status.URL != "" {
 			t.Errorf("Exposed message %q, url %q", cond.Message, m.Status.URL)
@@ -450,15 +450,15 @@ func TestMicroServiceDeployInstancesShareOneQuota(t *testing.T) {
 	})
 	create(t, a)
 	create(t, b)
-	quota := quotaOf(ns)
+	quota := msdQuota(ns)
 	// a: 6 pods at most + 2 of surge; b: 1 + 1. 2 cpu and 4Gi each.
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(quota), quota); err != nil {
 			return false, err.Error()
 		}
 		h := quota.Spec.Hard
-		return len(quota.OwnerReferences) == 2 && qty(h, "requests.cpu") == "20" && qty(h, "limits.cpu") == "20" &&
-				qty(h, "requests.memory") == "40Gi" && qty(h, "limits.memory") == "40Gi",
+		return len(quota.OwnerReferences) == 2 && msdQty(h, "requests.cpu") == "20" && msdQty(h, "limits.cpu") == "20" &&
+				msdQty(h, "requests.memory") == "40Gi" && msdQty(h, "limits.memory") == "40Gi",
 			fmt.Sprintf("owners %d, hard %v", len(quota.OwnerReferences), h)
 	})
 	for _, ref := range quota.OwnerReferences {
@@ -477,7 +477,7 @@ func TestMicroServiceDeployInstancesShareOneQuota(t *testing.T) {
 	}
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, quota)
-		return len(quota.OwnerReferences) == 1 && quota.OwnerReferences[0].UID == b.UID && qty(quota.Spec.Hard, "requests.cpu") == "4",
+		return len(quota.OwnerReferences) == 1 && quota.OwnerReferences[0].UID == b.UID && msdQty(quota.Spec.Hard, "requests.cpu") == "4",
 			fmt.Sprintf("owners %v, hard %v", quota.OwnerReferences, quota.Spec.Hard)
 	})
 	if quota.UID != quotaUID {
@@ -488,10 +488,10 @@ func TestMicroServiceDeployInstancesShareOneQuota(t *testing.T) {
 	if err := k8s.Delete(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, quota)
+	msdWaitGone(t, quota)
 }
 
-func qty(l corev1.ResourceList, name string) string {
+func msdQty(l corev1.ResourceList, name string) string {
 	q, ok := l[corev1.ResourceName(name)]
 	if !ok {
 		return "<none>"
@@ -531,7 +531,7 @@ func TestMicroServiceDeployLeavesAForeignQuotaAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForCondition(t, m, conditions.QuotaReady, metav1.ConditionTrue, conditions.ReasonQuotaApplied)
-	quota := quotaOf(ns)
+	quota := msdQuota(ns)
 	get(t, quota)
 	if !microservicedeploy.IsOperatorQuota(quota.Labels) {
 		t.Errorf("quota labels = %v", quota.Labels)
@@ -545,8 +545,8 @@ func TestMicroServiceDeployRepairsDriftAndRefusesToAdopt(t *testing.T) {
 		create(t, m)
 		name := m.Name
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		hpa := hpaOf(ns, name)
-		quota := quotaOf(ns)
+		hpa := msdHPA(ns, name)
+		quota := msdQuota(ns)
 		waitForObject(t, cm)
 		waitForObject(t, hpa)
 		waitForObject(t, quota)
@@ -569,7 +569,7 @@ func TestMicroServiceDeployRepairsDriftAndRefusesToAdopt(t *testing.T) {
 			return string(c.UID) != old["cm"] && string(h.UID) != old["hpa"] && string(q.UID) != old["quota"], "not recreated yet"
 		})
 
-		dep := deploymentOf(ns, name)
+		dep := msdDeployment(ns, name)
 		update(t, dep, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "busybox" })
 		update(t, cm, func(c *corev1.ConfigMap) { c.Data["config"] = "password=stolen" })
 		update(t, quota, func(q *corev1.ResourceQuota) {
@@ -580,8 +580,8 @@ func TestMicroServiceDeployRepairsDriftAndRefusesToAdopt(t *testing.T) {
 			get(t, cm)
 			get(t, quota)
 			return dep.Spec.Template.Spec.Containers[0].Image == "just a image url" && cm.Data["config"] == "password=88888888" &&
-					qty(quota.Spec.Hard, "requests.cpu") == "16",
-				fmt.Sprintf("image %s, config %s, quota cpu %s", dep.Spec.Template.Spec.Containers[0].Image, cm.Data["config"], qty(quota.Spec.Hard, "requests.cpu"))
+					msdQty(quota.Spec.Hard, "requests.cpu") == "16",
+				fmt.Sprintf("image %s, config %s, quota cpu %s", dep.Spec.Template.Spec.Containers[0].Image, cm.Data["config"], msdQty(quota.Spec.Hard, "requests.cpu"))
 		})
 	})
 
@@ -628,7 +628,7 @@ func TestMicroServiceDeploySteadyStateMakesNoWrites(t *testing.T) {
 	})
 	// So does a change to the quota's status, as pods come and go.
 	expectNoMutations(t, op, ns, "microservicedeploy-quota", func() {
-		q := quotaOf(ns)
+		q := msdQuota(ns)
 		get(t, q)
 		q.Status.Hard = q.Spec.Hard
 		q.Status.Used = corev1.ResourceList{corev1.ResourceName("requests.cpu"): resource.MustParse("6")}

@@ -60,7 +60,7 @@ func TestMicroServiceDeploySampleRunsAutoscaledAndIdles(t *testing.T) {
 	if len(quota.OwnerReferences) != 1 || quota.OwnerReferences[0].UID != m.UID {
 		t.Errorf("quota owners = %v", quota.OwnerReferences)
 	}
-	expectRunningPods(t, c, ns, name, 3, "")
+	msdExpectPods(t, c, ns, name, 3, "")
 	// The quota controller counts the three pods: 2 cpu each.
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(quota), quota); err != nil {
@@ -75,10 +75,10 @@ func TestMicroServiceDeploySampleRunsAutoscaledAndIdles(t *testing.T) {
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(dep), dep); err != nil {
 			t.Fatal(err)
 		}
-		return replicasManagers(t, dep)
+		return msdReplicasOwners(t, dep)
 	}
 	operatorManager := controller.FieldOwner("microservicedeploy")
-	if got := owners(); contains(got, operatorManager) {
+	if got := owners(); msdHas(got, operatorManager) {
 		t.Errorf("the operator owns spec.replicas under autoscaling: %v", got)
 	}
 	// Someone scales the Deployment below the HPA's minimum: the HPA scales
@@ -93,16 +93,16 @@ func TestMicroServiceDeploySampleRunsAutoscaledAndIdles(t *testing.T) {
 	}
 	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
 		got := owners()
-		return ptr.Deref(dep.Spec.Replicas, 0) == 3 && !contains(got, "e2e-test") && !contains(got, operatorManager),
+		return ptr.Deref(dep.Spec.Replicas, 0) == 3 && !msdHas(got, "e2e-test") && !msdHas(got, operatorManager),
 			fmt.Sprintf("replicas %d owned by %v", ptr.Deref(dep.Spec.Replicas, 0), got)
 	})
 	t.Logf("spec.replicas is owned by %v", owners())
 	waitReady(t, c, m, 2*time.Minute)
 
 	// Idle: no pods, no HPA; the Service, ConfigMap and ServiceAccount stay.
-	patchSpec(t, c, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Idle = true })
+	msdUpdateSpec(t, c, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Idle = true })
 	waitReady(t, c, m, 2*time.Minute)
-	expectRunningPods(t, c, ns, name, 0, "")
+	msdExpectPods(t, c, ns, name, 0, "")
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &autoscalingv2.HorizontalPodAutoscaler{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the HPA of an idle instance: %v", err)
 	}
@@ -111,18 +111,18 @@ func TestMicroServiceDeploySampleRunsAutoscaledAndIdles(t *testing.T) {
 			t.Errorf("%T of an idle instance: %v", kept, err)
 		}
 	}
-	if cond := findCondition(m, conditions.Idle); cond == nil || cond.Status != metav1.ConditionTrue {
+	if cond := msdCondition(m, conditions.Idle); cond == nil || cond.Status != metav1.ConditionTrue {
 		t.Errorf("Idle condition = %+v", cond)
 	}
 
 	// Idle off: the instance runs again as before.
-	patchSpec(t, c, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Idle = false })
+	msdUpdateSpec(t, c, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Idle = false })
 	waitReady(t, c, m, 2*time.Minute)
-	expectRunningPods(t, c, ns, name, 3, "")
+	msdExpectPods(t, c, ns, name, 3, "")
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &autoscalingv2.HorizontalPodAutoscaler{}); err != nil {
 		t.Errorf("the HPA after idle: %v", err)
 	}
-	if got := owners(); contains(got, operatorManager) {
+	if got := owners(); msdHas(got, operatorManager) {
 		t.Errorf("the operator owns spec.replicas after idle: %v", got)
 	}
 }
@@ -147,8 +147,8 @@ func TestMicroServiceDeployInstancesShareAQuotaAndRollOnConfig(t *testing.T) {
 	for _, m := range []*customv1.MicroServiceDeploy{a, b} {
 		waitReady(t, c, m, 2*time.Minute)
 	}
-	expectRunningPods(t, c, ns, a.Name, 3, "")
-	expectRunningPods(t, c, ns, b.Name, 2, "")
+	msdExpectPods(t, c, ns, a.Name, 3, "")
+	msdExpectPods(t, c, ns, b.Name, 2, "")
 
 	quotas := &corev1.ResourceQuotaList{}
 	if err := c.List(context.Background(), quotas, client.InNamespace(ns)); err != nil {
@@ -177,12 +177,12 @@ func TestMicroServiceDeployInstancesShareAQuotaAndRollOnConfig(t *testing.T) {
 
 	// A new configuration rolls b's pods: every Running pod is new and
 	// carries the new configuration's hash.
-	old := podUIDs(t, c, ns, b.Name)
-	patchSpec(t, c, b, func(m *customv1.MicroServiceDeploy) { m.Spec.Config = "password=99999999" })
+	old := msdPodUIDs(t, c, ns, b.Name)
+	msdUpdateSpec(t, c, b, func(m *customv1.MicroServiceDeploy) { m.Spec.Config = "password=99999999" })
 	newHash := microservicedeploy.ConfigHash("password=99999999")
 	waitReady(t, c, b, 2*time.Minute)
-	expectRunningPods(t, c, ns, b.Name, 2, newHash)
-	for uid := range podUIDs(t, c, ns, b.Name) {
+	msdExpectPods(t, c, ns, b.Name, 2, newHash)
+	for uid := range msdPodUIDs(t, c, ns, b.Name) {
 		if old[uid] {
 			t.Errorf("pod %s survived the configuration change", uid)
 		}
@@ -213,8 +213,8 @@ func TestMicroServiceDeployInstancesShareAQuotaAndRollOnConfig(t *testing.T) {
 	}
 }
 
-// patchSpec changes m's spec, retrying on conflicts.
-func patchSpec(t *testing.T, c client.Client, m *customv1.MicroServiceDeploy, mutate func(*customv1.MicroServiceDeploy)) {
+// msdUpdateSpec changes m's spec, retrying on conflicts.
+func msdUpdateSpec(t *testing.T, c client.Client, m *customv1.MicroServiceDeploy, mutate func(*customv1.MicroServiceDeploy)) {
 	t.Helper()
 	testenv.Eventually(t, 30*time.Second, func() (bool, string) {
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(m), m); err != nil {
@@ -228,9 +228,9 @@ func patchSpec(t *testing.T, c client.Client, m *customv1.MicroServiceDeploy, mu
 	})
 }
 
-// expectRunningPods waits until exactly n pods of the instance exist, all
+// msdExpectPods waits until exactly n pods of the instance exist, all
 // Running on the kwok node (and, when hash is set, of that configuration).
-func expectRunningPods(t *testing.T, c client.Client, ns, instance string, n int, hash string) {
+func msdExpectPods(t *testing.T, c client.Client, ns, instance string, n int, hash string) {
 	t.Helper()
 	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
 		pods := &corev1.PodList{}
@@ -248,7 +248,7 @@ func expectRunningPods(t *testing.T, c client.Client, ns, instance string, n int
 	})
 }
 
-func podUIDs(t *testing.T, c client.Client, ns, instance string) map[string]bool {
+func msdPodUIDs(t *testing.T, c client.Client, ns, instance string) map[string]bool {
 	t.Helper()
 	pods := &corev1.PodList{}
 	if err := c.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(microservicedeploy.Selector(instance))); err != nil {
@@ -261,8 +261,8 @@ func podUIDs(t *testing.T, c client.Client, ns, instance string) map[string]bool
 	return out
 }
 
-// replicasManagers returns the field managers that own spec.replicas of d.
-func replicasManagers(t *testing.T, d *appsv1.Deployment) []string {
+// msdReplicasOwners returns the field managers that own spec.replicas of d.
+func msdReplicasOwners(t *testing.T, d *appsv1.Deployment) []string {
 	t.Helper()
 	var out []string
 	for _, mf := range d.ManagedFields {
@@ -279,7 +279,7 @@ func replicasManagers(t *testing.T, d *appsv1.Deployment) []string {
 	return testenv.Sorted(out)
 }
 
-func contains(s []string, v string) bool {
+func msdHas(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
 			return true
@@ -288,7 +288,7 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-func findCondition(obj conditioned, condType string) *metav1.Condition {
+func msdCondition(obj conditioned, condType string) *metav1.Condition {
 	for i, c := range obj.GetConditions() {
 		if c.Type == condType {
 			return &obj.GetConditions()[i]
