@@ -42,3 +42,36 @@ const (
 	// ReasonInvalidSpec: the spec cannot be turned into children.
 	ReasonInvalidSpec = "InvalidSpec"
 )
+
+// Conditions of a MicroServiceDeploy beyond Ready, Progressing and Degraded.
+const (
+	// Idle is True while the instance is parked (spec.idle): no pods, no HPA.
+	Idle = "Idle"
+	// Exposed is True when the instance is reachable through its Ingress.
+	Exposed = "Exposed"
+	// QuotaReady is True when the namespace's ResourceQuota, kept by the
+	// operator, counts the instance.
+	QuotaReady = "QuotaReady"
+)
+
+// Reasons of the MicroServiceDeploy conditions.
+const (
+	// ReasonParked: spec.idle is true; the instance runs no pods.
+	ReasonParked = "Parked"
+	// ReasonActive: spec.idle is false.
+	ReasonActive = "Active"
+	// ReasonIngressApplied: the Ingress is applied; status.url is its address.
+	ReasonIngressApplied = "IngressApplied"
+	// ReasonNoBaseDomain: the operator has no base domain, so it exposes nothing.
+	ReasonNoBaseDomain = "NoBaseDomain"
+	// ReasonAuthUnavailable: spec.needAuth is true but the operator has no
+	// external authentication endpoint; the instance is not exposed.
+	ReasonAuthUnavailable = "AuthUnavailable"
+	// ReasonQuotaApplied: the namespace's quota counts the instance.
+	ReasonQuotaApplied = "QuotaApplied"
+	// ReasonQuotaPending: the namespace's quota does not count the instance yet.
+	ReasonQuotaPending = "QuotaPending"
+	// ReasonQuotaConflict: a ResourceQuota of the name the operator needs
+	// exists and was not created by it; the operator leaves it alone.
+	ReasonQuotaConflict = "QuotaConflict"
+)

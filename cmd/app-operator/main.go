@@ -26,6 +26,7 @@ import (
 	"github.com/app-operator/app-operator/internal/permissions"
 	"github.com/app-operator/app-operator/internal/preview"
 	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
 func main() {
@@ -41,6 +42,7 @@ func main() {
 		leaderElectionNS string
 		watchNamespaces  string
 		securityProfile  string
+		msd              microservicedeploy.Options
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
@@ -57,6 +59,14 @@ func main() {
 		"Comma-separated namespaces to watch; empty watches all namespaces.")
 	flag.StringVar(&securityProfile, "default-security-profile", string(podsecurity.Baseline),
 		"Pod Security Standard the generated pods are built to pass when a resource does not choose: Baseline or Restricted.")
+	flag.StringVar(&msd.BaseDomain, "microservice-base-domain", "",
+		"DNS domain MicroServiceDeploy instances are exposed under, through an Ingress at <msName>-<path>.<domain>. Empty exposes none.")
+	flag.StringVar(&msd.IngressClassName, "microservice-ingress-class", "",
+		"Ingress class of the MicroServiceDeploy Ingresses; empty uses the cluster's default class.")
+	flag.StringVar(&msd.AuthURL, "microservice-auth-url", "",
+		"External authentication endpoint the Ingress of a MicroServiceDeploy with needAuth checks every request with. Empty: such instances are not exposed.")
+	flag.StringVar(&msd.AuthURLAnnotation, "microservice-auth-url-annotation", microservicedeploy.DefaultAuthURLAnnotation,
+		"Ingress annotation that carries the external authentication endpoint (the Ingress controller's).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -124,7 +134,10 @@ func main() {
 		log.Error(err, "Unable to create manager")
 		os.Exit(1)
 	}
-	opts := controller.Options{Defaults: resources.Defaults{SecurityProfile: podsecurity.Profile(securityProfile)}}
+	opts := controller.Options{
+		Defaults:           resources.Defaults{SecurityProfile: podsecurity.Profile(securityProfile)},
+		MicroServiceDeploy: msd,
+	}
 	if err := controller.SetupWithManager(mgr, opts); err != nil {
 		log.Error(err, "Unable to set up controllers")
 		os.Exit(1)

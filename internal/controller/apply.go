@@ -43,23 +43,9 @@ func (d desiredChild) String() string { return d.gvk.Kind + " " + d.name }
 // desired ones: a field someone else changed is no longer owned by the
 // manager, so it shows up as a difference and is applied again.
 func upToDate(tc managedfields.TypeConverter, live runtime.Object, gvk schema.GroupVersionKind, manager string, desired map[string]any) (bool, error) {
-	accessor, ok := live.(metav1.Object)
-	if !ok {
-		return false, fmt.Errorf("%T has no object metadata", live)
-	}
-	var entry *metav1.ManagedFieldsEntry
-	for i, mf := range accessor.GetManagedFields() {
-		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" {
-			entry = &accessor.GetManagedFields()[i]
-			break
-		}
-	}
-	if entry == nil || entry.FieldsV1 == nil {
-		return false, nil
-	}
-	set := &fieldpath.Set{}
-	if err := set.FromJSON(entry.FieldsV1.GetRawReader()); err != nil {
-		return false, fmt.Errorf("decode managed fields: %w", err)
+	set, err := appliedFields(live, manager)
+	if err != nil || set == nil {
+		return false, err
 	}
 
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
@@ -81,6 +67,46 @@ func upToDate(tc managedfields.TypeConverter, live runtime.Object, gvk schema.Gr
 		return false, err
 	}
 	return reflect.DeepEqual(ownedNorm, withoutIdentity(desired)), nil
+}
+
+// appliedFields returns the fields manager owns on live through apply; nil
+// when it owns none.
+func appliedFields(live runtime.Object, manager string) (*fieldpath.Set, error) {
+	accessor, ok := live.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T has no object metadata", live)
+	}
+	for _, mf := range accessor.GetManagedFields() {
+		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+			return nil, fmt.Errorf("decode managed fields: %w", err)
+		}
+		return set, nil
+	}
+	return nil, nil
+}
+
+// ownsAny reports whether manager owns, through apply, any field that the
+// partial object fields (an apply configuration as JSON) sets on live.
+func ownsAny(tc managedfields.TypeConverter, live runtime.Object, gvk schema.GroupVersionKind, manager string, fields map[string]any) (bool, error) {
+	owned, err := appliedFields(live, manager)
+	if err != nil || owned == nil {
+		return false, err
+	}
+	u := &unstructured.Unstructured{Object: fields}
+	u.SetGroupVersionKind(gvk)
+	typed, err := tc.ObjectToTyped(u)
+	if err != nil {
+		return false, fmt.Errorf("convert %s to typed value: %w", gvk.Kind, err)
+	}
+	set, err := typed.ToFieldSet()
+	if err != nil {
+		return false, err
+	}
+	return !owned.Leaves().Intersection(set.Leaves()).Empty(), nil
 }
 
 // withoutIdentity drops the fields that identify an object rather than set

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -65,6 +66,20 @@ type kind[T object] struct {
 	setStatus func(obj T, children observed, failure *status.Failure, now metav1.Time)
 	// watch adds watches beyond the owned children, e.g. pods by label.
 	watch func(b *builder.Builder) *builder.Builder
+	// handover returns, for some children, values the operator sets once and
+	// then leaves to another writer (the replica count of a Deployment that
+	// an HPA scales). Each is an apply configuration of the same object as a
+	// child, holding only those fields. The engine applies it under a field
+	// manager of its own (FieldOwner(name)+"-handover") only when the child
+	// is created, or while the kind's field manager still owns one of its
+	// fields and the child leaves it out: server-side apply would otherwise
+	// reset a field the kind stops setting to its default. A later pass never
+	// applies it again, so the other writer is never fought. Nil when none.
+	handover func(obj T) ([]runtime.ApplyConfiguration, error)
+	// related are object types that are not children but that setStatus
+	// reads through observe: a change to one wakes every resource of the
+	// kind in its namespace.
+	related []client.Object
 }
 
 // observed holds the live children at the end of a pass, by kind and name.
@@ -132,10 +147,38 @@ func (k kind[T]) setup(mgr ctrl.Manager, clk clock.PassiveClock) error {
 	for _, o := range k.owns {
 		b = b.Owns(o)
 	}
+	for _, o := range k.related {
+		b = b.Watches(o, handler.EnqueueRequestsFromMapFunc(r.allInNamespace))
+	}
 	if k.watch != nil {
 		b = k.watch(b)
 	}
 	return b.Complete(r)
+}
+
+// allInNamespace maps an object to every resource of the kind in its namespace.
+func (r *reconciler[T]) allInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	ro, err := r.scheme.New(r.kind.gvk.GroupVersion().WithKind(r.kind.gvk.Kind + "List"))
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Unable to map a related object", "kind", r.kind.gvk.Kind)
+		return nil
+	}
+	list := ro.(client.ObjectList)
+	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Unable to list resources for a related object", "kind", r.kind.gvk.Kind)
+		return nil
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(items))
+	for _, item := range items {
+		if m, ok := item.(client.Object); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
+		}
+	}
+	return reqs
 }
 
 // FieldOwner is the server-side apply field manager of a kind's controller.
@@ -187,6 +230,11 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, children observed) 
 		desired = append(desired, d)
 	}
 
+	handovers, err := r.handovers(obj)
+	if err != nil {
+		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonInvalidSpec, Message: err.Error()}, reconcile.TerminalError(err)
+	}
+
 	// Read every child first, so that a conflict on any of them leaves all
 	// of them untouched.
 	live := make([]client.Object, len(desired))
@@ -209,6 +257,19 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, children observed) 
 
 	log := ctrl.LoggerFrom(ctx)
 	for i, d := range desired {
+		h, hasHandover := handovers[childKey(d.gvk.Kind, d.name)]
+		if hasHandover && live[i] != nil {
+			owns, err := ownsAny(r.types, live[i], h.gvk, r.fieldOwner, h.fields)
+			if err != nil {
+				return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: fmt.Sprintf("compare %s: %v", d, err)}, err
+			}
+			if owns {
+				if err := r.applyHandover(ctx, h); err != nil {
+					f, err := applyFailure(h, err)
+					return ctrl.Result{}, f, err
+				}
+			}
+		}
 		if live[i] != nil {
 			same, err := upToDate(r.types, live[i], d.gvk, r.fieldOwner, d.fields)
 			if err != nil {
@@ -223,6 +284,14 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, children observed) 
 			f, err := applyFailure(d, err)
 			return ctrl.Result{}, f, err
 		}
+		if hasHandover && live[i] == nil {
+			// Just created: give the handed-over fields their first value.
+			if err := r.applyHandover(ctx, h); err != nil {
+				f, err := applyFailure(h, err)
+				return ctrl.Result{}, f, err
+			}
+			d = h
+		}
 		applied, err := r.fromApplied(d)
 		if err != nil {
 			return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: err.Error()}, err
@@ -235,6 +304,37 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, children observed) 
 		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: err.Error()}, err
 	}
 	return ctrl.Result{}, nil, nil
+}
+
+// handovers returns the kind's handover apply configurations by child key.
+func (r *reconciler[T]) handovers(obj T) (map[string]desiredChild, error) {
+	if r.kind.handover == nil {
+		return nil, nil
+	}
+	acs, err := r.kind.handover(obj)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]desiredChild, len(acs))
+	for _, ac := range acs {
+		h, err := newDesiredChild(ac)
+		if err != nil {
+			return nil, err
+		}
+		out[childKey(h.gvk.Kind, h.name)] = h
+	}
+	return out, nil
+}
+
+// applyHandover applies h under the handover field manager. It forces
+// ownership: the kind's own manager, which may still hold the fields, is
+// about to let go of them.
+func (r *reconciler[T]) applyHandover(ctx context.Context, h desiredChild) error {
+	if err := r.client.Apply(ctx, h.ac, client.FieldOwner(r.fieldOwner+"-handover"), client.ForceOwnership); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Handed fields over", strings.ToLower(h.gvk.Kind), h.name, "manager", r.fieldOwner+"-handover")
+	return nil
 }
 
 // getChild reads a child from the cache. The cache only holds objects

@@ -6,7 +6,10 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -17,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -28,6 +33,9 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Defaults are the operator-wide settings of every builder.
 	Defaults resources.Defaults
+	// MicroServiceDeploy are the operator-wide settings of that kind: how
+	// it exposes instances.
+	MicroServiceDeploy microservicedeploy.Options
 }
 
 // NewScheme returns a scheme with the built-in kinds and every app-operator API.
@@ -35,6 +43,7 @@ func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(appv1.AddToScheme(s))
+	utilruntime.Must(customv1.AddToScheme(s))
 	return s
 }
 
@@ -43,8 +52,15 @@ func NewScheme() *runtime.Scheme {
 func CacheByObject() map[client.Object]cache.ByObject {
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})}
 	return map[client.Object]cache.ByObject{
-		&appsv1.Deployment{}: managed,
-		&corev1.Service{}:    managed,
+		&appsv1.Deployment{}:                     managed,
+		&corev1.Service{}:                        managed,
+		&corev1.ServiceAccount{}:                 managed,
+		&corev1.ConfigMap{}:                      managed,
+		&autoscalingv2.HorizontalPodAutoscaler{}: managed,
+		&networkingv1.Ingress{}:                  managed,
+		// Only the MicroServiceDeploy quota, whoever made it: one of that
+		// name without the operator's labels must be seen to be left alone.
+		&corev1.ResourceQuota{}: {Field: fields.OneTermEqualSelector("metadata.name", microservicedeploy.QuotaName)},
 	}
 }
 
@@ -53,6 +69,7 @@ func kinds(opts Options) []registered {
 	return []registered{
 		appServiceKind(opts),
 		webServiceKind(opts),
+		microServiceDeployKind(opts),
 	}
 }
 
@@ -62,12 +79,15 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	if err := opts.MicroServiceDeploy.Validate(); err != nil {
+		return fmt.Errorf("MicroServiceDeploy options: %w", err)
+	}
 	for _, k := range kinds(opts) {
 		if err := k.setup(mgr, clk); err != nil {
 			return err
 		}
 	}
-	return nil
+	return setupNamespaceQuota(mgr)
 }
 
 // Build returns the children the operator would apply for obj, in order,

@@ -55,12 +55,12 @@ func TestSamplePodsPassPodSecurity(t *testing.T) {
 				}
 				deployments := 0
 				for _, doc := range strings.Split(out.String(), "\n---\n") {
-					if !strings.Contains(doc, "kind: Deployment\n") {
-						continue
-					}
 					d := &appsv1.Deployment{}
 					if err := utilyaml.Unmarshal([]byte(doc), d); err != nil {
 						t.Fatal(err)
+					}
+					if d.Kind != "Deployment" {
+						continue
 					}
 					deployments++
 					lv := api.LevelVersion{Level: tc.level, Version: api.LatestVersion()}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
 // Mutations records the mutating requests (POST, PUT, PATCH, DELETE) a
@@ -96,6 +97,9 @@ type StartOptions struct {
 	Clock clock.PassiveClock
 	// Defaults are the operator-wide builder settings (flags of the manager).
 	Defaults resources.Defaults
+	// MicroServiceDeploy are the operator-wide settings of that kind, as
+	// the --microservice-* flags give them.
+	MicroServiceDeploy microservicedeploy.Options
 }
 
 // StartOperator runs every controller against cfg until the test ends (or
@@ -124,7 +128,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator 
 	if err != nil {
 		t.Fatalf("create manager: %v", err)
 	}
-	if err := controller.SetupWithManager(mgr, controller.Options{Clock: opts.Clock, Defaults: opts.Defaults}); err != nil {
+	if err := controller.SetupWithManager(mgr, controller.Options{Clock: opts.Clock, Defaults: opts.Defaults, MicroServiceDeploy: opts.MicroServiceDeploy}); err != nil {
 		t.Fatalf("set up controllers: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

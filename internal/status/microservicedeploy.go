@@ -1,0 +1,138 @@
+package status
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/app-operator/app-operator/api/conditions"
+	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+)
+
+// MicroServiceDeployObserved is what the status of a MicroServiceDeploy is
+// computed from.
+type MicroServiceDeployObserved struct {
+	// Deployment is the instance's Deployment; nil when missing.
+	Deployment *appsv1.Deployment
+	// Idle is spec.idle.
+	Idle bool
+	// URL is where the Ingress exposes the instance; empty when the
+	// operator does not expose it.
+	URL string
+	// IngressApplied is whether the Ingress exists as the operator wants it.
+	IngressApplied bool
+	// ExposureReason and ExposureMessage explain the exposure decision.
+	ExposureReason, ExposureMessage string
+	// Quota is the live ResourceQuota named QuotaName; nil when missing.
+	Quota     *corev1.ResourceQuota
+	QuotaName string
+	// QuotaIsOperators is whether Quota carries the operator's labels.
+	QuotaIsOperators bool
+	// UID is the instance's uid, which the quota lists among its owners.
+	UID types.UID
+}
+
+// MicroServiceDeploy sets the status of a MicroServiceDeploy from what the
+// pass observed and its failure (nil on success).
+//
+// Ready is True when every child is applied, the Deployment has rolled out
+// at its size (zero when idle), and the namespace's quota counts the
+// instance. It does not wait for what only an Ingress controller or a
+// metrics server provides (an Ingress address, HPA metrics); Exposed tells
+// whether the instance is reachable from outside.
+//
+// A quota of the operator's name that someone else created is a failure
+// (Ready False, Degraded True, reason QuotaConflict). observedGeneration
+// moves when the pass applied the children of this generation.
+func MicroServiceDeploy(st *customv1.MicroServiceDeployStatus, generation int64, o MicroServiceDeployObserved, failure *Failure, now metav1.Time) {
+	quota := quotaCondition(generation, o)
+	effective := failure
+	if effective == nil && quota.Reason == conditions.ReasonQuotaConflict {
+		effective = &Failure{Reason: quota.Reason, Message: quota.Message}
+	}
+
+	// Work out Ready, Progressing and Degraded on a scratch list first, so
+	// that Ready can wait for the quota without its transition time moving
+	// on every pass.
+	var scratch []metav1.Condition
+	w := SetWorkloadConditions(&scratch, generation, o.Deployment, effective, now)
+	ready := *meta.FindStatusCondition(scratch, conditions.Ready)
+	if ready.Status == metav1.ConditionTrue && quota.Status != metav1.ConditionTrue {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, quota.Reason, quota.Message
+	}
+	for _, c := range []metav1.Condition{
+		ready,
+		*meta.FindStatusCondition(scratch, conditions.Progressing),
+		*meta.FindStatusCondition(scratch, conditions.Degraded),
+		quota,
+		idleCondition(generation, o.Idle),
+		exposedCondition(generation, o),
+	} {
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+
+	st.Replicas = w.Replicas
+	st.ReadyReplicas = w.ReadyReplicas
+	st.AvailableReplicas = w.AvailableReplicas
+	st.UpdatedReplicas = w.UpdatedReplicas
+	st.UnavailableReplicas = w.UnavailableReplicas
+	st.URL = ""
+	if o.URL != "" && o.IngressApplied {
+		st.URL = o.URL
+	}
+	if failure == nil {
+		st.ObservedGeneration = generation
+	}
+}
+
+func quotaCondition(generation int64, o MicroServiceDeployObserved) metav1.Condition {
+	c := metav1.Condition{Type: conditions.QuotaReady, ObservedGeneration: generation, Status: metav1.ConditionFalse}
+	switch {
+	case o.Quota == nil:
+		c.Reason, c.Message = conditions.ReasonQuotaPending, fmt.Sprintf("Waiting for ResourceQuota %s to be created", o.QuotaName)
+	case !o.QuotaIsOperators:
+		c.Reason, c.Message = conditions.ReasonQuotaConflict, fmt.Sprintf(
+			"ResourceQuota %s already exists and was not created by the operator; the operator leaves it alone, so it does not count this instance", o.QuotaName)
+	case !ownedBy(o.Quota, o.UID):
+		c.Reason, c.Message = conditions.ReasonQuotaPending, fmt.Sprintf("Waiting for ResourceQuota %s to count this instance", o.QuotaName)
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, conditions.ReasonQuotaApplied, fmt.Sprintf("ResourceQuota %s counts this instance", o.QuotaName)
+	}
+	return c
+}
+
+func ownedBy(obj metav1.Object, uid types.UID) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+func idleCondition(generation int64, idle bool) metav1.Condition {
+	if idle {
+		return metav1.Condition{Type: conditions.Idle, Status: metav1.ConditionTrue, ObservedGeneration: generation,
+			Reason: conditions.ReasonParked, Message: "spec.idle is true: the instance runs no pods and no HPA; its Service and configuration stay"}
+	}
+	return metav1.Condition{Type: conditions.Idle, Status: metav1.ConditionFalse, ObservedGeneration: generation,
+		Reason: conditions.ReasonActive, Message: "The instance runs as its spec says"}
+}
+
+func exposedCondition(generation int64, o MicroServiceDeployObserved) metav1.Condition {
+	c := metav1.Condition{Type: conditions.Exposed, Status: metav1.ConditionFalse, ObservedGeneration: generation,
+		Reason: o.ExposureReason, Message: o.ExposureMessage}
+	switch {
+	case o.URL == "":
+	case o.IngressApplied:
+		c.Status = metav1.ConditionTrue
+	default:
+		c.Reason, c.Message = conditions.ReasonRolloutInProgress, "Waiting for the Ingress to be applied"
+	}
+	return c
+}
