@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	"github.com/app-operator/app-operator/internal/resources"
 )
 
@@ -33,6 +35,7 @@ func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(appv1.AddToScheme(s))
+	utilruntime.Must(cachev1alpha1.AddToScheme(s))
 	return s
 }
 
@@ -43,6 +46,11 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}: managed,
 		&corev1.Service{}:    managed,
+
+		&policyv1.PodDisruptionBudget{}: managed,
+		// Pods (of a Memcached, for status.nodes) are never applied: their
+		// managedFields are dropped to save memory.
+		&corev1.Pod{}: {Label: managed.Label, Transform: cache.TransformStripManagedFields()},
 	}
 }
 
@@ -51,6 +59,7 @@ func kinds() []registered {
 	return []registered{
 		appServiceKind(),
 		webServiceKind(),
+		memcachedKind(),
 	}
 }
 
