@@ -4,9 +4,11 @@
 # Tool versions. The control-plane versions live in hack/controlplane/go.mod
 # (Kubernetes, etcd) and hack/controlplane/kwok/go.mod (kwok).
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
+HELM_VERSION ?= v4.3.1
 
 LOCALBIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/controlplane/go.mod)
 KWOK_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kwok" {print $$2}' hack/controlplane/kwok/go.mod)
 CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
@@ -42,6 +44,11 @@ cluster: controlplane ## Start the full local cluster alone and print how to rea
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRDs and RBAC from the markers in the code.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./internal/controller/..." output:crd:artifacts:config=config/crd/bases
+	# Copies for the Helm chart, and for the manager's start-up permission check.
+	rm -rf charts/app-operator/files/crds && mkdir -p charts/app-operator/files/crds
+	cp config/crd/bases/*.yaml charts/app-operator/files/crds/
+	cp config/rbac/role.yaml charts/app-operator/files/role.yaml
+	cp config/rbac/role.yaml internal/permissions/role.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.
@@ -61,13 +68,13 @@ verify: manifests generate ## Fail when generated files, formatting or go.mod ar
 	go mod tidy -diff
 	cd hack/controlplane && go mod tidy -diff
 	cd hack/controlplane/kwok && go mod tidy -diff
-	@git diff --exit-code -- api config internal || { echo "Generated files are stale: run 'make manifests generate' and commit the result."; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- api config)" || { echo "Untracked generated files:"; git status --porcelain -- api config; exit 1; }
+	@git diff --exit-code -- api config internal charts || { echo "Generated files are stale: run 'make manifests generate' and commit the result."; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 	go vet ./...
 
 .PHONY: test
-test: controlplane ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster.
-	go test $(GO_TEST_FLAGS) ./...
+test: controlplane $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster.
+	HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no cluster.
@@ -78,6 +85,14 @@ test-unit: ## Run the tests that need no cluster.
 .PHONY: build
 build: ## Build the manager binary into bin/app-operator.
 	go build -o $(LOCALBIN)/app-operator ./cmd/app-operator
+
+IMG ?= app-operator:latest
+IMAGE_ARCH ?= amd64
+
+.PHONY: image
+image: ## Build the container image as an OCI archive in dist/ without a container engine (IMG, IMAGE_ARCH).
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/manager ./cmd/app-operator
+	go run ./hack/image --binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/manager --arch=$(IMAGE_ARCH) --tag=$(IMG) --output=dist/app-operator-$(IMAGE_ARCH).oci.tar
 
 .PHONY: run
 run: ## Run the operator against the cluster of the current kubeconfig.
@@ -101,3 +116,10 @@ $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $@
+
+.PHONY: helm
+helm: $(HELM) ## Install Helm into bin/.
+$(HELM):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/helm $@

@@ -4,12 +4,15 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/sets"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -18,8 +21,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/app-operator/app-operator/api/podsecurity"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/permissions"
 	"github.com/app-operator/app-operator/internal/preview"
+	"github.com/app-operator/app-operator/internal/resources"
 )
 
 func main() {
@@ -34,6 +40,7 @@ func main() {
 		leaderElect      bool
 		leaderElectionNS string
 		watchNamespaces  string
+		securityProfile  string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
@@ -48,11 +55,17 @@ func main() {
 		"Namespace of the leader-election Lease; defaults to the namespace the operator runs in.")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "",
 		"Comma-separated namespaces to watch; empty watches all namespaces.")
+	flag.StringVar(&securityProfile, "default-security-profile", string(podsecurity.Baseline),
+		"Pod Security Standard the generated pods are built to pass when a resource does not choose: Baseline or Restricted.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	if p := podsecurity.Profile(securityProfile); p != podsecurity.Baseline && p != podsecurity.Restricted {
+		log.Error(fmt.Errorf("unknown profile %q", securityProfile), "--default-security-profile must be Baseline or Restricted")
+		os.Exit(2)
+	}
 
 	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {
@@ -63,16 +76,38 @@ func main() {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	cacheOpts := cache.Options{ByObject: controller.CacheByObject()}
-	if watchNamespaces != "" {
+	var namespaces []string
+	for _, ns := range strings.Split(watchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	if len(namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range sets.List(sets.New(strings.Split(watchNamespaces, ",")...)) {
-			if ns = strings.TrimSpace(ns); ns != "" {
-				cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-			}
+		for _, ns := range namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	// A missing RBAC rule would leave the operator running but unable to
+	// act: refuse to start instead, naming what is missing.
+	authz, err := authorizationclient.NewForConfig(cfg)
+	if err != nil {
+		log.Error(err, "Unable to create an authorization client")
+		os.Exit(1)
+	}
+	missing, err := permissions.Missing(context.Background(), authz, namespaces)
+	if err != nil {
+		log.Error(err, "Unable to check the operator's permissions")
+		os.Exit(1)
+	}
+	if len(missing) > 0 {
+		log.Error(errors.New("missing RBAC permissions"), "The operator's identity lacks permissions its controllers need; grant the rules of config/rbac/role.yaml", "missing", missing)
+		os.Exit(1)
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  controller.NewScheme(),
 		Cache:                   cacheOpts,
 		Metrics:                 metricsOpts,
@@ -89,7 +124,8 @@ func main() {
 		log.Error(err, "Unable to create manager")
 		os.Exit(1)
 	}
-	if err := controller.SetupWithManager(mgr, controller.Options{}); err != nil {
+	opts := controller.Options{Defaults: resources.Defaults{SecurityProfile: podsecurity.Profile(securityProfile)}}
+	if err := controller.SetupWithManager(mgr, opts); err != nil {
 		log.Error(err, "Unable to set up controllers")
 		os.Exit(1)
 	}

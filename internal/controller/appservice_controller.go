@@ -20,7 +20,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 
 // appServiceKind reconciles AppService: a Deployment and a Service.
-func appServiceKind() kind[*appv1.AppService] {
+func appServiceKind(opts Options) kind[*appv1.AppService] {
 	gvk := appv1.GroupVersion.WithKind("AppService")
 	return kind[*appv1.AppService]{
 		name:      "appservice",
@@ -28,7 +28,7 @@ func appServiceKind() kind[*appv1.AppService] {
 		newObject: func() *appv1.AppService { return &appv1.AppService{} },
 		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
 		build: func(o *appv1.AppService) ([]runtime.ApplyConfiguration, error) {
-			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec).Objects(), nil
+			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
 		setStatus: func(o *appv1.AppService, children observed, failure *status.Failure, now metav1.Time) {
 			setAppServiceStatus(resources.OwnerOf(o, gvk), o.Generation, &o.Status, children, failure, now)
@@ -37,7 +37,7 @@ func appServiceKind() kind[*appv1.AppService] {
 }
 
 // webServiceKind reconciles WebService: the same spec and children as AppService.
-func webServiceKind() kind[*appv1.WebService] {
+func webServiceKind(opts Options) kind[*appv1.WebService] {
 	gvk := appv1.GroupVersion.WithKind("WebService")
 	return kind[*appv1.WebService]{
 		name:      "webservice",
@@ -45,7 +45,7 @@ func webServiceKind() kind[*appv1.WebService] {
 		newObject: func() *appv1.WebService { return &appv1.WebService{} },
 		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
 		build: func(o *appv1.WebService) ([]runtime.ApplyConfiguration, error) {
-			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec).Objects(), nil
+			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
 		setStatus: func(o *appv1.WebService, children observed, failure *status.Failure, now metav1.Time) {
 			setAppServiceStatus(resources.OwnerOf(o, gvk), o.Generation, &o.Status, children, failure, now)

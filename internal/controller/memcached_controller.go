@@ -38,7 +38,7 @@ const podKind = "Pod"
 
 // memcachedKind reconciles Memcached: a Deployment, a headless Service and a
 // PodDisruptionBudget, with the names of the pods in status.nodes.
-func memcachedKind() kind[*cachev1alpha1.Memcached] {
+func memcachedKind(opts Options) kind[*cachev1alpha1.Memcached] {
 	gvk := cachev1alpha1.GroupVersion.WithKind("Memcached")
 	return kind[*cachev1alpha1.Memcached]{
 		name:      "memcached",
@@ -46,7 +46,7 @@ func memcachedKind() kind[*cachev1alpha1.Memcached] {
 		newObject: func() *cachev1alpha1.Memcached { return &cachev1alpha1.Memcached{} },
 		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}},
 		build: func(o *cachev1alpha1.Memcached) ([]runtime.ApplyConfiguration, error) {
-			return memcached.Build(resources.OwnerOf(o, gvk), &o.Spec).Objects(), nil
+			return memcached.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
 		observe: observeMemcachedPods,
 		setStatus: func(o *cachev1alpha1.Memcached, children observed, failure *status.Failure, now metav1.Time) {

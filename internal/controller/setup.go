@@ -28,6 +28,8 @@ import (
 type Options struct {
 	// Clock stamps condition transitions; the real clock when nil.
 	Clock clock.PassiveClock
+	// Defaults are the operator-wide settings of every builder.
+	Defaults resources.Defaults
 }
 
 // NewScheme returns a scheme with the built-in kinds and every app-operator API.
@@ -55,11 +57,11 @@ func CacheByObject() map[client.Object]cache.ByObject {
 }
 
 // kinds lists every kind the operator serves.
-func kinds() []registered {
+func kinds(opts Options) []registered {
 	return []registered{
-		appServiceKind(),
-		webServiceKind(),
-		memcachedKind(),
+		appServiceKind(opts),
+		webServiceKind(opts),
+		memcachedKind(opts),
 	}
 }
 
@@ -69,7 +71,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	for _, k := range kinds() {
+	for _, k := range kinds(opts) {
 		if err := k.setup(mgr, clk); err != nil {
 			return err
 		}
@@ -79,8 +81,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 
 // Build returns the children the operator would apply for obj, in order,
 // without a cluster: the builders are pure.
-func Build(obj runtime.Object) ([]runtime.ApplyConfiguration, error) {
-	for _, k := range kinds() {
+func Build(obj runtime.Object, opts Options) ([]runtime.ApplyConfiguration, error) {
+	for _, k := range kinds(opts) {
 		if acs, ok, err := k.buildAny(obj); ok {
 			return acs, err
 		}

@@ -19,7 +19,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/app-operator/app-operator/api/podsecurity"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/resources"
 )
 
 // Main runs `app-operator preview -f FILE`; it returns the exit code.
@@ -27,6 +29,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("f", "-", "YAML file of one or more custom resources; - reads standard input")
+	profile := fs.String("default-security-profile", string(podsecurity.Baseline), "the operator's --default-security-profile to preview with")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: app-operator preview -f FILE\n\nPrints, as YAML, the children the operator would apply for each resource in FILE.\nA resource without a namespace is previewed in namespace default.")
 		fs.PrintDefaults()
@@ -44,7 +47,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		in = f
 	}
-	if err := Render(stdout, in); err != nil {
+	opts := controller.Options{Defaults: resources.Defaults{SecurityProfile: podsecurity.Profile(*profile)}}
+	if err := Render(stdout, in, opts); err != nil {
 		fmt.Fprintln(stderr, "Error:", err)
 		return 1
 	}
@@ -53,7 +57,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // Render reads YAML documents of custom resources from in and writes the
 // children of each to out, as a YAML stream.
-func Render(out io.Writer, in io.Reader) error {
+func Render(out io.Writer, in io.Reader, opts controller.Options) error {
 	decoder := serializer.NewCodecFactory(controller.NewScheme(), serializer.EnableStrict).UniversalDeserializer()
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(in))
 	first := true
@@ -76,7 +80,7 @@ func Render(out io.Writer, in io.Reader) error {
 		if m, ok := obj.(metav1.Object); ok && m.GetNamespace() == "" {
 			m.SetNamespace(metav1.NamespaceDefault)
 		}
-		children, err := controller.Build(obj)
+		children, err := controller.Build(obj, opts)
 		if err != nil {
 			return err
 		}

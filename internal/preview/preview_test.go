@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/app-operator/app-operator/internal/controller"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata from the current builders")
@@ -34,7 +36,7 @@ func TestSamplesGolden(t *testing.T) {
 			}
 			defer in.Close()
 			var got bytes.Buffer
-			if err := Render(&got, in); err != nil {
+			if err := Render(&got, in, controller.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			golden := filepath.Join("testdata", name+".golden.yaml")

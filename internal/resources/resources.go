@@ -7,10 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	"github.com/app-operator/app-operator/api/podsecurity"
 )
 
 // Recommended labels (https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/).
@@ -102,4 +106,37 @@ func Convert[AC any](in any) *AC {
 		panic(fmt.Sprintf("unmarshal %T into %T: %v", in, out, err))
 	}
 	return out
+}
+
+// Defaults are the operator-wide settings a builder falls back on.
+type Defaults struct {
+	// SecurityProfile applies to resources that do not choose one.
+	SecurityProfile podsecurity.Profile
+}
+
+// SecurityContexts returns the pod- and container-level security contexts
+// for the settings: the profile's (the resource's, else the operator's
+// default, else Baseline), each replaced by the user's own when given.
+func SecurityContexts(s podsecurity.Settings, d Defaults) (*corev1ac.PodSecurityContextApplyConfiguration, *corev1ac.SecurityContextApplyConfiguration) {
+	profile := s.SecurityProfile
+	if profile == "" {
+		profile = d.SecurityProfile
+	}
+	pod := corev1ac.PodSecurityContext().
+		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+	container := corev1ac.SecurityContext().WithAllowPrivilegeEscalation(false)
+	if profile == podsecurity.Restricted {
+		pod.WithRunAsNonRoot(true)
+		container.
+			WithRunAsNonRoot(true).
+			WithReadOnlyRootFilesystem(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
+	}
+	if s.PodSecurityContext != nil {
+		pod = Convert[corev1ac.PodSecurityContextApplyConfiguration](s.PodSecurityContext)
+	}
+	if s.SecurityContext != nil {
+		container = Convert[corev1ac.SecurityContextApplyConfiguration](s.SecurityContext)
+	}
+	return pod, container
 }

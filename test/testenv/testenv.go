@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/resources"
 )
 
 // Mutations records the mutating requests (POST, PUT, PATCH, DELETE) a
@@ -93,6 +94,8 @@ type StartOptions struct {
 	Namespaces []string
 	// Clock stamps condition transitions.
 	Clock clock.PassiveClock
+	// Defaults are the operator-wide builder settings (flags of the manager).
+	Defaults resources.Defaults
 }
 
 // StartOperator runs every controller against cfg until the test ends (or
@@ -121,7 +124,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator 
 	if err != nil {
 		t.Fatalf("create manager: %v", err)
 	}
-	if err := controller.SetupWithManager(mgr, controller.Options{Clock: opts.Clock}); err != nil {
+	if err := controller.SetupWithManager(mgr, controller.Options{Clock: opts.Clock, Defaults: opts.Defaults}); err != nil {
 		t.Fatalf("set up controllers: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/app-operator/app-operator/api/podsecurity"
 )
 
 // AppServiceSpec is the desired state of an AppService or a WebService: an
@@ -59,6 +61,10 @@ type AppServiceSpec struct {
 	// PodAnnotations are added to the pods.
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+
+	// Pod security: the profile (Baseline or Restricted) and optional
+	// security contexts that replace the profile's.
+	podsecurity.Settings `json:",inline"`
 }
 
 // ServicePort is one port of the Service, written as a core/v1 ServicePort.

@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/app-operator/app-operator/api/podsecurity"
 )
 
 // The defaults of the optional fields. The CRD carries the same values (see
@@ -46,6 +48,10 @@ type MemcachedSpec struct {
 	// +optional
 	// +kubebuilder:default={requests:{cpu:"100m",memory:"128Mi"},limits:{memory:"128Mi"}}
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Pod security: the profile (Baseline or Restricted) and optional
+	// security contexts that replace the profile's.
+	podsecurity.Settings `json:",inline"`
 }
 
 // MemcachedStatus is the observed state.

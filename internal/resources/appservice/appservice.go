@@ -31,11 +31,11 @@ func (c Children) Objects() []runtime.ApplyConfiguration {
 
 // Build returns the desired children of the resource owner with the given spec.
 // Both children are named after the owner.
-func Build(owner resources.Owner, spec *appv1.AppServiceSpec) Children {
+func Build(owner resources.Owner, spec *appv1.AppServiceSpec, defaults resources.Defaults) Children {
 	selector := Selector(owner)
 	labels := resources.Labels(selector)
 	return Children{
-		Deployment: deployment(owner, spec, selector, labels),
+		Deployment: deployment(owner, spec, defaults, selector, labels),
 		Service:    service(owner, spec, selector, labels),
 	}
 }
@@ -46,12 +46,14 @@ func Selector(owner resources.Owner) map[string]string {
 	return resources.Selector(strings.ToLower(owner.GVK.Kind), owner.Name, map[string]string{"app": owner.Name})
 }
 
-func deployment(owner resources.Owner, spec *appv1.AppServiceSpec, selector, labels map[string]string) *appsv1ac.DeploymentApplyConfiguration {
+func deployment(owner resources.Owner, spec *appv1.AppServiceSpec, defaults resources.Defaults, selector, labels map[string]string) *appsv1ac.DeploymentApplyConfiguration {
+	podSecurity, containerSecurity := resources.SecurityContexts(spec.Settings, defaults)
 	container := corev1ac.Container().
 		WithName(owner.Name).
 		WithImage(spec.Image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithPorts(containerPorts(spec.Ports)...)
+		WithPorts(containerPorts(spec.Ports)...).
+		WithSecurityContext(containerSecurity)
 	if len(spec.Envs) > 0 {
 		for i := range spec.Envs {
 			container.WithEnv(resources.Convert[corev1ac.EnvVarApplyConfiguration](spec.Envs[i]))
@@ -64,7 +66,7 @@ func deployment(owner resources.Owner, spec *appv1.AppServiceSpec, selector, lab
 	template := corev1ac.PodTemplateSpec().
 		// User labels first: the selector labels must win.
 		WithLabels(resources.Merge(spec.PodLabels, labels)).
-		WithSpec(corev1ac.PodSpec().WithContainers(container))
+		WithSpec(corev1ac.PodSpec().WithSecurityContext(podSecurity).WithContainers(container))
 	if len(spec.PodAnnotations) > 0 {
 		template.WithAnnotations(spec.PodAnnotations)
 	}

@@ -49,7 +49,7 @@ func TestBuildService(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			svc := Build(owner, &tt.spec).Service
+			svc := Build(owner, &tt.spec, resources.Defaults{}).Service
 			if *svc.Spec.Type != tt.wantType {
 				t.Errorf("type = %s, want %s", *svc.Spec.Type, tt.wantType)
 			}
@@ -88,7 +88,7 @@ func TestBuildDeployment(t *testing.T) {
 		PodLabels:      map[string]string{"team": "web", "app": "hijack"},
 		PodAnnotations: map[string]string{"prometheus.io/scrape": "true"},
 	}
-	d := Build(owner, &spec).Deployment
+	d := Build(owner, &spec, resources.Defaults{}).Deployment
 
 	if *d.Spec.Replicas != 3 {
 		t.Errorf("replicas = %d, want 3", *d.Spec.Replicas)
@@ -128,7 +128,7 @@ func TestBuildDeployment(t *testing.T) {
 }
 
 func TestBuildOmitsWhatTheSpecLeavesOut(t *testing.T) {
-	d := Build(owner, &appv1.AppServiceSpec{Image: "nginx"}).Deployment
+	d := Build(owner, &appv1.AppServiceSpec{Image: "nginx"}, resources.Defaults{}).Deployment
 	c := d.Spec.Template.Spec.Containers[0]
 	if d.Spec.Replicas != nil || c.Resources != nil || c.Env != nil || d.Spec.Template.Annotations != nil {
 		t.Errorf("the builder set fields the spec leaves out: replicas %v, resources %v, env %v, annotations %v",

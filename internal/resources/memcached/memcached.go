@@ -28,9 +28,7 @@ const (
 	// PortName and Port are memcached's port, on the container and the Service.
 	PortName = "memcache"
 	Port     = 11211
-	// userID is the memcache user and group of the official image. Set
-	// explicitly because the image names its user, and the kubelet can only
-	// check runAsNonRoot against a number.
+	// userID is the memcache user and group of the official image.
 	userID = 11211
 	// hostnameKey spreads the pods across nodes.
 	hostnameKey = "kubernetes.io/hostname"
@@ -55,13 +53,13 @@ func (c Children) Objects() []runtime.ApplyConfiguration {
 }
 
 // Build returns the desired children of the Memcached owner with the given
-// spec. Every child is named after the owner.
-func Build(owner resources.Owner, spec *cachev1alpha1.MemcachedSpec) Children {
+// spec and the operator's defaults. Every child is named after the owner.
+func Build(owner resources.Owner, spec *cachev1alpha1.MemcachedSpec, defaults resources.Defaults) Children {
 	selector := Selector(owner.Name)
 	labels := resources.Labels(selector)
 	c := Children{
 		Service:    service(owner, selector, labels),
-		Deployment: deployment(owner, spec, selector, labels),
+		Deployment: deployment(owner, spec, defaults, selector, labels),
 	}
 	if spec.Size > 1 {
 		c.PodDisruptionBudget = podDisruptionBudget(owner, selector, labels)
@@ -114,7 +112,7 @@ func CacheMegabytes(res corev1.ResourceRequirements) (mb int64, ok bool) {
 	return max(mib-headroom, 1), true
 }
 
-func deployment(owner resources.Owner, spec *cachev1alpha1.MemcachedSpec, selector, labels map[string]string) *appsv1ac.DeploymentApplyConfiguration {
+func deployment(owner resources.Owner, spec *cachev1alpha1.MemcachedSpec, defaults resources.Defaults, selector, labels map[string]string) *appsv1ac.DeploymentApplyConfiguration {
 	image := spec.Image
 	if image == "" {
 		image = cachev1alpha1.DefaultImage
@@ -123,6 +121,12 @@ func deployment(owner resources.Owner, spec *cachev1alpha1.MemcachedSpec, select
 	args := []string{"-p", strconv.Itoa(Port)}
 	if mb, ok := CacheMegabytes(res); ok {
 		args = append(args, "-m", strconv.FormatInt(mb, 10))
+	}
+	podSecurity, containerSecurity := resources.SecurityContexts(spec.Settings, defaults)
+	if spec.PodSecurityContext == nil {
+		// The image's user, by number: the image names it (memcache), and
+		// the kubelet can check runAsNonRoot only against a number.
+		podSecurity.WithRunAsUser(userID).WithRunAsGroup(userID)
 	}
 	probe := func() *corev1ac.ProbeApplyConfiguration {
 		return corev1ac.Probe().WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(PortName)))
@@ -136,10 +140,7 @@ func deployment(owner resources.Owner, spec *cachev1alpha1.MemcachedSpec, select
 		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(Port).WithProtocol(corev1.ProtocolTCP)).
 		WithReadinessProbe(probe()).
 		WithLivenessProbe(probe()).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+		WithSecurityContext(containerSecurity)
 	if len(res.Limits) > 0 || len(res.Requests) > 0 || len(res.Claims) > 0 {
 		container.WithResources(resources.Convert[corev1ac.ResourceRequirementsApplyConfiguration](res))
 	}
@@ -148,11 +149,7 @@ func deployment(owner resources.Owner, spec *cachev1alpha1.MemcachedSpec, select
 		WithContainers(container).
 		// memcached never talks to the API server.
 		WithAutomountServiceAccountToken(false).
-		WithSecurityContext(corev1ac.PodSecurityContext().
-			WithRunAsNonRoot(true).
-			WithRunAsUser(userID).
-			WithRunAsGroup(userID).
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithSecurityContext(podSecurity).
 		// Spread the servers across nodes, so that losing a node loses as
 		// little of the cache as it can; a preference, never a reason to
 		// leave a pod pending.

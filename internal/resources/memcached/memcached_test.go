@@ -2,13 +2,16 @@ package memcached
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
+	"github.com/app-operator/app-operator/api/podsecurity"
 	"github.com/app-operator/app-operator/internal/resources"
 )
 
@@ -112,7 +115,7 @@ func TestBuildDeployment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Build(owner, &tt.spec).Deployment
+			d := Build(owner, &tt.spec, resources.Defaults{}).Deployment
 			if d.Spec.Replicas == nil || *d.Spec.Replicas != tt.wantReplicas {
 				t.Errorf("replicas = %v, want %d", d.Spec.Replicas, tt.wantReplicas)
 			}
@@ -135,7 +138,7 @@ func TestBuildDeployment(t *testing.T) {
 }
 
 func TestBuildPodTemplate(t *testing.T) {
-	d := Build(owner, &cachev1alpha1.MemcachedSpec{Size: 3}).Deployment
+	d := Build(owner, &cachev1alpha1.MemcachedSpec{Size: 3}, resources.Defaults{}).Deployment
 	wantSelector := map[string]string{resources.LabelName: "memcached", resources.LabelInstance: "cache"}
 	if diff := cmp.Diff(wantSelector, d.Spec.Selector.MatchLabels); diff != "" {
 		t.Errorf("selector (-want +got):\n%s", diff)
@@ -169,12 +172,6 @@ func TestBuildPodTemplate(t *testing.T) {
 	if c.ReadinessProbe == nil || c.ReadinessProbe.TCPSocket.Port.StrVal != PortName || c.LivenessProbe == nil {
 		t.Errorf("probes: readiness %+v, liveness %+v", c.ReadinessProbe, c.LivenessProbe)
 	}
-	// What the restricted Pod Security Standard asks for.
-	psc, sc := pod.SecurityContext, c.SecurityContext
-	if !*psc.RunAsNonRoot || *psc.RunAsUser != 11211 || *psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
-		*sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
-		t.Errorf("security contexts: pod %+v, container %+v", psc, sc)
-	}
 	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
 		t.Errorf("automountServiceAccountToken = %v, want false", pod.AutomountServiceAccountToken)
 	}
@@ -184,8 +181,69 @@ func TestBuildPodTemplate(t *testing.T) {
 	}
 }
 
+func TestBuildSecurityContexts(t *testing.T) {
+	tests := []struct {
+		name     string
+		settings podsecurity.Settings
+		defaults resources.Defaults
+		// want* describe the contexts: the uid set, runAsNonRoot, read-only root.
+		wantUID        *int64
+		wantNonRoot    bool
+		wantReadOnlyFS bool
+		wantNoEscalate bool
+		wantDropAll    bool
+		wantSeccompPod bool
+	}{
+		{
+			name:    "should run as the image's memcache uid under the default Baseline profile",
+			wantUID: ptr.To[int64](11211), wantNoEscalate: true, wantSeccompPod: true,
+		},
+		{
+			name:     "should lock the pod down under the Restricted profile, with a numeric uid the kubelet can check",
+			settings: podsecurity.Settings{SecurityProfile: podsecurity.Restricted},
+			wantUID:  ptr.To[int64](11211), wantNonRoot: true, wantReadOnlyFS: true, wantNoEscalate: true, wantDropAll: true, wantSeccompPod: true,
+		},
+		{
+			name:     "should follow the operator's default profile",
+			defaults: resources.Defaults{SecurityProfile: podsecurity.Restricted},
+			wantUID:  ptr.To[int64](11211), wantNonRoot: true, wantReadOnlyFS: true, wantNoEscalate: true, wantDropAll: true, wantSeccompPod: true,
+		},
+		{
+			name: "should take the user's own pod security context as it is",
+			settings: podsecurity.Settings{SecurityProfile: podsecurity.Restricted,
+				PodSecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1001), RunAsNonRoot: ptr.To(true)}},
+			wantUID: ptr.To[int64](1001), wantNonRoot: true, wantReadOnlyFS: true, wantNoEscalate: true, wantDropAll: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := cachev1alpha1.MemcachedSpec{Size: 1, Settings: tt.settings}
+			pod := Build(owner, &spec, tt.defaults).Deployment.Spec.Template.Spec
+			psc, sc := pod.SecurityContext, pod.Containers[0].SecurityContext
+			if !cmp.Equal(tt.wantUID, psc.RunAsUser) {
+				t.Errorf("runAsUser = %v, want %v", ptr.Deref(psc.RunAsUser, -1), ptr.Deref(tt.wantUID, -1))
+			}
+			if got := ptr.Deref(psc.RunAsNonRoot, false); got != tt.wantNonRoot {
+				t.Errorf("runAsNonRoot = %v, want %v", got, tt.wantNonRoot)
+			}
+			if got := psc.SeccompProfile != nil && *psc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault; got != tt.wantSeccompPod {
+				t.Errorf("pod seccomp RuntimeDefault = %v, want %v", got, tt.wantSeccompPod)
+			}
+			if got := ptr.Deref(sc.ReadOnlyRootFilesystem, false); got != tt.wantReadOnlyFS {
+				t.Errorf("readOnlyRootFilesystem = %v, want %v", got, tt.wantReadOnlyFS)
+			}
+			if got := sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation; got != tt.wantNoEscalate {
+				t.Errorf("allowPrivilegeEscalation false = %v, want %v", got, tt.wantNoEscalate)
+			}
+			if got := sc.Capabilities != nil && slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}); got != tt.wantDropAll {
+				t.Errorf("capabilities drop ALL = %v, want %v", got, tt.wantDropAll)
+			}
+		})
+	}
+}
+
 func TestBuildHeadlessService(t *testing.T) {
-	svc := Build(owner, &cachev1alpha1.MemcachedSpec{Size: 3}).Service
+	svc := Build(owner, &cachev1alpha1.MemcachedSpec{Size: 3}, resources.Defaults{}).Service
 	if *svc.Spec.ClusterIP != corev1.ClusterIPNone {
 		t.Errorf("clusterIP = %q, want None: clients must resolve every pod", *svc.Spec.ClusterIP)
 	}
@@ -210,7 +268,7 @@ func TestBuildPodDisruptionBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Build(owner, &cachev1alpha1.MemcachedSpec{Size: tt.size})
+			c := Build(owner, &cachev1alpha1.MemcachedSpec{Size: tt.size}, resources.Defaults{})
 			pdb := c.PodDisruptionBudget
 			if (pdb != nil) != tt.wantPDB {
 				t.Fatalf("PodDisruptionBudget = %v, want one: %v", pdb, tt.wantPDB)
@@ -241,7 +299,7 @@ func TestBuildPodDisruptionBudget(t *testing.T) {
 func TestTwoMemcachedsNeverSharePods(t *testing.T) {
 	other := owner
 	other.Name = "cache-2"
-	a, b := Build(owner, &cachev1alpha1.MemcachedSpec{Size: 2}), Build(other, &cachev1alpha1.MemcachedSpec{Size: 2})
+	a, b := Build(owner, &cachev1alpha1.MemcachedSpec{Size: 2}, resources.Defaults{}), Build(other, &cachev1alpha1.MemcachedSpec{Size: 2}, resources.Defaults{})
 	sa, sb := a.Deployment.Spec.Selector.MatchLabels, b.Deployment.Spec.Selector.MatchLabels
 	if matches(sa, b.Deployment.Spec.Template.Labels) || matches(sb, a.Deployment.Spec.Template.Labels) {
 		t.Errorf("the selector of one Memcached matches the pods of the other: %v, %v", sa, sb)

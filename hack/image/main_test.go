@@ -1,0 +1,141 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"debug/elf"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+)
+
+// TestImageReadBack builds the manager as `make image` does, packs it, reads
+// the archive back as an OCI layout and checks what a cluster will run.
+func TestImageReadBack(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "manager")
+	gobuild := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "../../cmd/app-operator")
+	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := gobuild.CombinedOutput(); err != nil {
+		t.Fatalf("build the manager: %v\n%s", err, out)
+	}
+	archive := filepath.Join(dir, "image.oci.tar")
+	if err := build(bin, archive, "app-operator:test", "amd64"); err != nil {
+		t.Fatal(err)
+	}
+
+	layoutDir := filepath.Join(dir, "layout")
+	untar(t, archive, layoutDir)
+	index, err := layout.ImageIndexFromPath(layoutDir)
+	if err != nil {
+		t.Fatalf("read the OCI layout: %v", err)
+	}
+	manifest, err := index.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(manifest.Manifests) != 1 || manifest.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "app-operator:test" {
+		t.Fatalf("index = %+v", manifest.Manifests)
+	}
+	img, err := index.Image(manifest.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Config.Entrypoint, " "); got != "/manager" {
+		t.Errorf("entrypoint = %q, want /manager", got)
+	}
+	if cfg.Config.User != "65532:65532" {
+		t.Errorf("user = %q, want the non-root 65532:65532", cfg.Config.User)
+	}
+	if cfg.OS != "linux" || cfg.Architecture != "amd64" {
+		t.Errorf("platform = %s/%s", cfg.OS, cfg.Architecture)
+	}
+
+	// The filesystem: the manager alone. No shell, nothing else to run.
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	var manager []byte
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			hdr, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, hdr.Name)
+			if hdr.Name == "manager" {
+				if manager, err = io.ReadAll(tr); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		rc.Close()
+	}
+	if strings.Join(files, ",") != "manager" {
+		t.Errorf("image files = %v, want only the manager (no shell)", files)
+	}
+	exe, err := elf.NewFile(bytes.NewReader(manager))
+	if err != nil {
+		t.Fatalf("the manager in the image is not an ELF binary: %v", err)
+	}
+	for _, p := range exe.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("the manager is dynamically linked; the image has no libc")
+		}
+	}
+}
+
+func untar(t *testing.T, archive, dst string) {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dst, hdr.Name)
+		if hdr.Typeflag == tar.TypeDir {
+			if err := os.MkdirAll(path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,330 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+const (
+	installNamespace = "app-operator-system"
+	operatorSA       = "app-operator-controller-manager"
+	managerRole      = "app-operator-manager-role"
+)
+
+// TestInstalledOperatorRunsOnItsOwnRBAC applies config/default as a cluster
+// administrator would, then runs the manager binary authenticated only as the
+// operator's ServiceAccount, so nothing but the rendered RBAC lets it act.
+func TestInstalledOperatorRunsOnItsOwnRBAC(t *testing.T) {
+	ctx := context.Background()
+	root := mustRepoRoot()
+	kubectl(t, "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(root, "config", "default"))
+	cs := clientset(t)
+
+	t.Run("the manager pod is admitted under Pod Security restricted", func(t *testing.T) {
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, installNamespace, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+			t.Fatalf("namespace %s does not enforce restricted: %v", installNamespace, ns.Labels)
+		}
+		testenv.Eventually(t, time.Minute, func() (bool, string) {
+			pods, err := cs.CoreV1().Pods(installNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller-manager"})
+			if err != nil || len(pods.Items) == 0 {
+				return false, fmt.Sprintf("no manager pod yet (%v)", err)
+			}
+			return pods.Items[0].Status.Phase == corev1.PodRunning, string(pods.Items[0].Status.Phase)
+		})
+	})
+
+	bin := buildManager(t)
+	saKubeconfig := serviceAccountKubeconfig(t, installNamespace, operatorSA)
+
+	t.Run("a missing rule stops the manager with a message naming it", func(t *testing.T) {
+		role, err := cs.RbacV1().ClusterRoles().Get(ctx, managerRole, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := role.DeepCopy()
+		var kept []rbacv1.PolicyRule
+		var removed rbacv1.PolicyRule
+		for _, r := range role.Rules {
+			if len(r.Resources) > 0 && r.Resources[0] == "services" && removed.Resources == nil {
+				removed = r
+				continue
+			}
+			kept = append(kept, r)
+		}
+		if removed.Resources == nil {
+			t.Fatalf("no services rule in %s", managerRole)
+		}
+		role.Rules = kept
+		if _, err := cs.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			cur, err := cs.RbacV1().ClusterRoles().Get(ctx, managerRole, metav1.GetOptions{})
+			if err == nil {
+				cur.Rules = full.Rules
+				_, err = cs.RbacV1().ClusterRoles().Update(ctx, cur, metav1.UpdateOptions{})
+			}
+			if err != nil {
+				t.Fatalf("restore %s: %v", managerRole, err)
+			}
+		}()
+
+		// RBAC changes reach the authorizer through a watch; the manager
+		// must exit on every attempt from the moment the rule is gone.
+		var out bytes.Buffer
+		var exitErr error
+		testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+			out.Reset()
+			cmd := exec.Command(bin, "--kubeconfig="+saKubeconfig, "--health-probe-bind-address=0", "--metrics-bind-address=0")
+			cmd.Stdout, cmd.Stderr = &out, &out
+			done := make(chan error, 1)
+			if err := cmd.Start(); err != nil {
+				return false, err.Error()
+			}
+			go func() { done <- cmd.Wait() }()
+			select {
+			case exitErr = <-done:
+				return exitErr != nil, "the manager exited cleanly"
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+				return false, "the manager kept running without the services rule"
+			}
+		})
+		if !strings.Contains(out.String(), "core/services") || !strings.Contains(out.String(), "lacks permissions") {
+			t.Errorf("the manager's error does not name the missing rule:\n%s", out.String())
+		}
+	})
+
+	probe, metrics := freePort(t), freePort(t)
+	stop := startManager(t, bin, saKubeconfig,
+		"--leader-elect", "--leader-election-namespace="+installNamespace,
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe),
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metrics))
+	defer stop()
+	waitHTTP(t, "http://127.0.0.1:"+strconv.Itoa(probe)+"/readyz", 60*time.Second)
+
+	t.Run("every sample becomes Ready, its pods admitted under Pod Security baseline", func(t *testing.T) {
+		c := operatorClient(t)
+		samples, err := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var objs []*unstructured.Unstructured
+		for _, f := range samples {
+			if filepath.Base(f) == "kustomization.yaml" {
+				continue
+			}
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(data, &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			// The AppService and WebService samples both ask for node port
+			// 30002 (and other tests use it): let the cluster pick.
+			dropNodePorts(u)
+			u.SetNamespace(newNamespace(t, cs, map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}))
+			if err := c.Create(ctx, u); err != nil {
+				t.Fatalf("create the sample %s: %v", filepath.Base(f), err)
+			}
+			objs = append(objs, u)
+		}
+		for _, u := range objs {
+			waitReadyUnstructured(t, c, u, 3*time.Minute)
+		}
+	})
+
+	t.Run("metrics answer 401 without a token, 403 without the reader role, 200 with it", func(t *testing.T) {
+		url := "https://127.0.0.1:" + strconv.Itoa(metrics) + "/metrics"
+		for _, name := range []string{"no-metrics", "scraper"} {
+			if _, err := cs.CoreV1().ServiceAccounts(installNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "scraper-metrics-reader"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "app-operator-metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "scraper", Namespace: installNamespace}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tokenOf := func(sa string) string {
+			cfg, err := testCluster.ServiceAccountConfig(ctx, installNamespace, sa)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cfg.BearerToken
+		}
+		for _, tc := range []struct {
+			token string
+			want  int
+		}{
+			{"", http.StatusUnauthorized},
+			{tokenOf("no-metrics"), http.StatusForbidden},
+			{tokenOf("scraper"), http.StatusOK},
+		} {
+			testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+				code, err := get(url, tc.token)
+				return err == nil && code == tc.want, fmt.Sprintf("status %d (err %v), want %d", code, err, tc.want)
+			})
+		}
+	})
+}
+
+// waitReadyUnstructured waits for Ready=True on any kind.
+func waitReadyUnstructured(t *testing.T, c client.Client, u *unstructured.Unstructured, timeout time.Duration) {
+	t.Helper()
+	testenv.Eventually(t, timeout, func() (bool, string) {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(u), u); err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, cond := range conds {
+			m := cond.(map[string]any)
+			if m["type"] == "Ready" {
+				return m["status"] == "True", fmt.Sprintf("%s %s: Ready=%v %v: %v", u.GetKind(), u.GetName(), m["status"], m["reason"], m["message"])
+			}
+		}
+		return false, fmt.Sprintf("%s %s has no Ready condition", u.GetKind(), u.GetName())
+	})
+}
+
+func kubectl(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(testCluster.BinDir(), "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+testCluster.Kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// buildManager builds the manager binary the way `make build` does.
+func buildManager(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "app-operator")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/app-operator")
+	cmd.Dir = mustRepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the manager: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// serviceAccountKubeconfig writes a kubeconfig whose only credential is a
+// token of the ServiceAccount.
+func serviceAccountKubeconfig(t *testing.T, ns, name string) string {
+	t.Helper()
+	cfg, err := testCluster.ServiceAccountConfig(context.Background(), ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name, Namespace: ns}
+	kc.CurrentContext = "local"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startManager runs the manager binary until stop is called.
+func startManager(t *testing.T, bin, kubeconfig string, args ...string) (stop func()) {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "manager.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Error("the manager did not shut down within 15s of SIGTERM")
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			data, _ := os.ReadFile(logPath)
+			t.Logf("manager log:\n%s", data)
+		}
+	}
+}
+
+func waitHTTP(t *testing.T, url string, timeout time.Duration) {
+	t.Helper()
+	testenv.Eventually(t, timeout, func() (bool, string) {
+		code, err := get(url, "")
+		return err == nil && code == http.StatusOK, fmt.Sprintf("%s: %d %v", url, code, err)
+	})
+}
+
+func get(url, token string) (int, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	// The metrics server's certificate is self-signed.
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

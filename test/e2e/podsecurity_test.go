@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/app-operator/app-operator/api/podsecurity"
+	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// TestSamplesRunUnderPodSecurityRestricted: with the operator's default
+// profile set to Restricted, every sample becomes Ready in a namespace that
+// enforces the restricted Pod Security Standard, so its pods were admitted.
+func TestSamplesRunUnderPodSecurityRestricted(t *testing.T) {
+	ctx := context.Background()
+	cs, c := clientset(t), operatorClient(t)
+	samples, err := filepath.Glob(filepath.Join(mustRepoRoot(), "config", "samples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var namespaces []string
+	var objs []*unstructured.Unstructured
+	for _, f := range samples {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		// Node ports are cluster-wide and other tests use the samples' own.
+		dropNodePorts(u)
+		ns := newNamespace(t, cs, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+		u.SetNamespace(ns)
+		namespaces = append(namespaces, ns)
+		objs = append(objs, u)
+	}
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{
+		Namespaces: namespaces,
+		Defaults:   resources.Defaults{SecurityProfile: podsecurity.Restricted},
+	})
+	for _, u := range objs {
+		if err := c.Create(ctx, u); err != nil {
+			t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	for _, u := range objs {
+		waitReadyUnstructured(t, c, u, 3*time.Minute)
+	}
+}
+
+// dropNodePorts removes the node ports a sample asks for, so the cluster
+// picks free ones.
+func dropNodePorts(u *unstructured.Unstructured) {
+	if ports, found, _ := unstructured.NestedSlice(u.Object, "spec", "ports"); found {
+		for _, p := range ports {
+			delete(p.(map[string]any), "nodePort")
+		}
+		_ = unstructured.SetNestedSlice(u.Object, ports, "spec", "ports")
+	}
+}

@@ -1,0 +1,245 @@
+// Package manifests checks the two ways to install the operator, the
+// kustomize tree under config/ and the Helm chart under charts/, against each
+// other and against the least-privilege rules.
+package manifests
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/app-operator/app-operator/test/cluster"
+)
+
+// render runs a command that prints a YAML stream and decodes it.
+func render(t *testing.T, name string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			t.Fatalf("decode the output of %s: %v", name, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+func kustomize(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	bin, err := cluster.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return render(t, filepath.Join(bin, "kubectl"), "kustomize", "config/default")
+}
+
+func helm(t *testing.T, set ...string) []*unstructured.Unstructured {
+	t.Helper()
+	bin := os.Getenv("HELM")
+	if bin == "" {
+		root, _ := cluster.RepoRoot()
+		matches, _ := filepath.Glob(filepath.Join(root, "bin", "helm-*"))
+		if len(matches) == 0 {
+			t.Fatal("helm not found: run `make helm` (or set HELM)")
+		}
+		bin = matches[len(matches)-1]
+	}
+	args := []string{"template", "app-operator", "charts/app-operator", "--namespace", "app-operator-system"}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return render(t, bin, args...)
+}
+
+func byKind(objs []*unstructured.Unstructured, kind string) map[string]*unstructured.Unstructured {
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out[o.GetName()] = o
+		}
+	}
+	return out
+}
+
+func rulesOf(t *testing.T, o *unstructured.Unstructured) []rbacv1.PolicyRule {
+	t.Helper()
+	role := &rbacv1.ClusterRole{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role); err != nil {
+		t.Fatal(err)
+	}
+	return role.Rules
+}
+
+func TestChartAndKustomizeInstallTheSameCRDs(t *testing.T) {
+	k, h := byKind(kustomize(t), "CustomResourceDefinition"), byKind(helm(t), "CustomResourceDefinition")
+	if len(k) == 0 {
+		t.Fatal("config/default renders no CRD")
+	}
+	if diff := cmp.Diff(sortedKeys(k), sortedKeys(h)); diff != "" {
+		t.Fatalf("CRD names (-kustomize +helm):\n%s", diff)
+	}
+	for name := range k {
+		if diff := cmp.Diff(k[name].Object["spec"], h[name].Object["spec"]); diff != "" {
+			t.Errorf("CRD %s spec (-kustomize +helm):\n%s", name, diff)
+		}
+	}
+}
+
+func TestChartAndKustomizeGrantTheSameRules(t *testing.T) {
+	k, h := kustomize(t), helm(t)
+	for _, pair := range []struct{ kind, suffix string }{
+		{"ClusterRole", "manager-role"},
+		{"ClusterRole", "metrics-auth-role"},
+		{"ClusterRole", "metrics-reader"},
+		{"Role", "leader-election-role"},
+	} {
+		kr, hr := bySuffix(t, k, pair.kind, pair.suffix), bySuffix(t, h, pair.kind, pair.suffix)
+		if diff := cmp.Diff(rulesOf(t, kr), rulesOf(t, hr)); diff != "" {
+			t.Errorf("%s %s rules (-kustomize +helm):\n%s", pair.kind, pair.suffix, diff)
+		}
+	}
+}
+
+func TestChartAndKustomizeHardenTheManagerAlike(t *testing.T) {
+	k := bySuffix(t, kustomize(t), "Deployment", "controller-manager")
+	h := bySuffix(t, helm(t), "Deployment", "controller-manager")
+	for _, path := range [][]string{
+		{"spec", "template", "spec", "securityContext"},
+		{"spec", "template", "spec", "containers"},
+	} {
+		kv, _, _ := unstructured.NestedFieldNoCopy(k.Object, path...)
+		hv, _, _ := unstructured.NestedFieldNoCopy(h.Object, path...)
+		if path[len(path)-1] == "containers" {
+			kv, hv = hardening(kv), hardening(hv)
+		}
+		if diff := cmp.Diff(kv, hv); diff != "" {
+			t.Errorf("%s (-kustomize +helm):\n%s", strings.Join(path, "."), diff)
+		}
+	}
+}
+
+// hardening keeps what decides how safely the manager runs.
+func hardening(containers any) any {
+	var out []any
+	for _, c := range containers.([]any) {
+		m := c.(map[string]any)
+		out = append(out, map[string]any{
+			"securityContext": m["securityContext"], "livenessProbe": m["livenessProbe"],
+			"readinessProbe": m["readinessProbe"], "resources": m["resources"],
+		})
+	}
+	return out
+}
+
+// TestLeastPrivilege counts, in both renders and in the namespaced variant,
+// the rules no install of this operator may carry.
+func TestLeastPrivilege(t *testing.T) {
+	for name, objs := range map[string][]*unstructured.Unstructured{
+		"kustomize":            kustomize(t),
+		"helm":                 helm(t),
+		"helm watchNamespaces": helm(t, "watchNamespaces={team-a,team-b}"),
+	} {
+		var wildcards, secrets, dangerous []string
+		for _, o := range objs {
+			if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
+				continue
+			}
+			for _, r := range rulesOf(t, o) {
+				where := fmt.Sprintf("%s %s %+v", o.GetKind(), o.GetName(), r)
+				for _, list := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.NonResourceURLs} {
+					for _, v := range list {
+						if v == "*" {
+							wildcards = append(wildcards, where)
+						}
+					}
+				}
+				for _, res := range r.Resources {
+					if res == "secrets" {
+						secrets = append(secrets, where)
+					}
+				}
+				for _, v := range r.Verbs {
+					if v == "escalate" || v == "bind" || v == "impersonate" {
+						dangerous = append(dangerous, where)
+					}
+				}
+			}
+		}
+		if len(wildcards)+len(secrets)+len(dangerous) != 0 {
+			t.Errorf("%s: %d wildcard rules %v, %d Secret rules %v, %d escalate/bind/impersonate rules %v",
+				name, len(wildcards), wildcards, len(secrets), secrets, len(dangerous), dangerous)
+		}
+	}
+}
+
+func TestWatchNamespacesUsesRolesOnly(t *testing.T) {
+	objs := helm(t, "watchNamespaces={team-a,team-b}")
+	if _, ok := byKind(objs, "ClusterRole")["app-operator-manager-role"]; ok {
+		t.Error("with watchNamespaces the chart still grants the manager a ClusterRole")
+	}
+	var namespaces []string
+	for _, o := range objs {
+		if o.GetKind() == "Role" && strings.HasSuffix(o.GetName(), "manager-role") {
+			namespaces = append(namespaces, o.GetNamespace())
+		}
+	}
+	sort.Strings(namespaces)
+	if diff := cmp.Diff([]string{"team-a", "team-b"}, namespaces); diff != "" {
+		t.Errorf("namespaces of the manager Roles (-want +got):\n%s", diff)
+	}
+	dep := bySuffix(t, objs, "Deployment", "controller-manager")
+	args, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	if !strings.Contains(fmt.Sprint(args), "--watch-namespaces=team-a,team-b") {
+		t.Errorf("the manager is not told which namespaces to watch: %v", args)
+	}
+}
+
+func bySuffix(t *testing.T, objs []*unstructured.Unstructured, kind, suffix string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && strings.HasSuffix(o.GetName(), suffix) {
+			return o
+		}
+	}
+	t.Fatalf("no %s named *%s", kind, suffix)
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
