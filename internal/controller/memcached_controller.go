@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -73,11 +72,12 @@ func observeMemcachedPods(ctx context.Context, r client.Reader, o *cachev1alpha1
 	return nil
 }
 
-// podsOf returns the pods observeMemcachedPods found.
+// podsOf returns the pods observeMemcachedPods found, in no particular
+// order (status.Nodes sorts them).
 func podsOf(children observed) []*corev1.Pod {
 	var pods []*corev1.Pod
-	for key, o := range children {
-		if p, ok := o.(*corev1.Pod); ok && strings.HasPrefix(key, podKind+"/") {
+	for _, o := range children {
+		if p, ok := o.(*corev1.Pod); ok {
 			pods = append(pods, p)
 		}
 	}
