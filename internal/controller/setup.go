@@ -9,6 +9,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
@@ -44,6 +46,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(appv1.AddToScheme(s))
 	utilruntime.Must(customv1.AddToScheme(s))
+	utilruntime.Must(cachev1alpha1.AddToScheme(s))
 	return s
 }
 
@@ -60,7 +63,11 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&networkingv1.Ingress{}:                  managed,
 		// Only the MicroServiceDeploy quota, whoever made it: one of that
 		// name without the operator's labels must be seen to be left alone.
-		&corev1.ResourceQuota{}: {Field: fields.OneTermEqualSelector("metadata.name", microservicedeploy.QuotaName)},
+		&corev1.ResourceQuota{}:         {Field: fields.OneTermEqualSelector("metadata.name", microservicedeploy.QuotaName)},
+		&policyv1.PodDisruptionBudget{}: managed,
+		// Pods (of a Memcached, for status.nodes) are never applied: their
+		// managedFields are dropped to save memory.
+		&corev1.Pod{}: {Label: managed.Label, Transform: cache.TransformStripManagedFields()},
 	}
 }
 
@@ -70,6 +77,7 @@ func kinds(opts Options) []registered {
 		appServiceKind(opts),
 		webServiceKind(opts),
 		microServiceDeployKind(opts),
+		memcachedKind(opts),
 	}
 }
 

@@ -191,6 +191,14 @@ func reconcileCount(t *testing.T, controllerName string) float64 {
 // the operator made in ns meanwhile.
 func expectNoMutations(t *testing.T, op *testenv.Operator, ns, controllerName string, trigger func()) {
 	t.Helper()
+	// Converged first: a pass still queued may have read an object from the
+	// cache before the last status write reached it, and write again. A
+	// controller that never stops writing fails here.
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		n := len(op.Mutations.In(ns))
+		time.Sleep(time.Second)
+		return len(op.Mutations.In(ns)) == n, "the operator is still writing"
+	})
 	op.Mutations.Reset()
 	before := reconcileCount(t, controllerName)
 	trigger()

@@ -1,0 +1,111 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
+	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/memcached"
+	"github.com/app-operator/app-operator/internal/status"
+)
+
+// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+
+// podKind keys the pods of a Memcached among the observed children.
+const podKind = "Pod"
+
+// memcachedKind reconciles Memcached: a Deployment, a headless Service and a
+// PodDisruptionBudget, with the names of the pods in status.nodes.
+func memcachedKind(opts Options) kind[*cachev1alpha1.Memcached] {
+	gvk := cachev1alpha1.GroupVersion.WithKind("Memcached")
+	return kind[*cachev1alpha1.Memcached]{
+		name:      "memcached",
+		gvk:       gvk,
+		newObject: func() *cachev1alpha1.Memcached { return &cachev1alpha1.Memcached{} },
+		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}},
+		build: func(o *cachev1alpha1.Memcached) ([]runtime.ApplyConfiguration, error) {
+			return memcached.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
+		},
+		observe: observeMemcachedPods,
+		setStatus: func(o *cachev1alpha1.Memcached, children observed, failure *status.Failure, now metav1.Time) {
+			selector := labels.SelectorFromSet(memcached.Selector(o.Name)).String()
+			status.Memcached(&o.Status, o.Generation, selector, children.Deployment(o.Name), podsOf(children), failure, now)
+		},
+		watch: func(b *builder.Builder) *builder.Builder {
+			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(memcachedOfPod),
+				builder.WithPredicates(nodeSetChanges()))
+		},
+	}
+}
+
+// observeMemcachedPods reads the pods the Memcached's selector matches from
+// the cache, which holds only pods labelled as managed by the operator.
+func observeMemcachedPods(ctx context.Context, r client.Reader, o *cachev1alpha1.Memcached, children observed) error {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(o.Namespace), client.MatchingLabels(memcached.Selector(o.Name))); err != nil {
+		return fmt.Errorf("list pods of Memcached %s: %w", o.Name, err)
+	}
+	for i := range pods.Items {
+		children[childKey(podKind, pods.Items[i].Name)] = &pods.Items[i]
+	}
+	return nil
+}
+
+// podsOf returns the pods observeMemcachedPods found, in no particular
+// order (status.Nodes sorts them).
+func podsOf(children observed) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, o := range children {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods
+}
+
+// memcachedOfPod maps a pod to the Memcached it belongs to, by its labels.
+func memcachedOfPod(_ context.Context, pod client.Object) []reconcile.Request {
+	l := pod.GetLabels()
+	if l[resources.LabelName] != memcached.KindName || l[resources.LabelManagedBy] != resources.ManagedBy || l[resources.LabelInstance] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: l[resources.LabelInstance]}}}
+}
+
+// nodeSetChanges passes the pod events that can change a status.nodes list:
+// a pod created or deleted, starting to terminate or finishing, or
+// relabelled. Status updates of running pods (probes, conditions) do not
+// wake the controller.
+func nodeSetChanges() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldPod, ok1 := e.ObjectOld.(*corev1.Pod)
+			newPod, ok2 := e.ObjectNew.(*corev1.Pod)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return status.IsNode(oldPod) != status.IsNode(newPod) || !equality.Semantic.DeepEqual(oldPod.Labels, newPod.Labels)
+		},
+	}
+}
