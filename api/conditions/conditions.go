@@ -41,4 +41,7 @@ const (
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonInvalidSpec: the spec cannot be turned into children.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonNodePortNotExposed: the Service does not (yet) expose the node
+	// port the spec asks for.
+	ReasonNodePortNotExposed = "NodePortNotExposed"
 )
