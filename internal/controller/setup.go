@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/internal/resources"
 )
 
@@ -33,6 +34,7 @@ func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(appv1.AddToScheme(s))
+	utilruntime.Must(operatorv1.AddToScheme(s))
 	return s
 }
 
@@ -43,6 +45,7 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}: managed,
 		&corev1.Service{}:    managed,
+		&corev1.ConfigMap{}:  managed,
 	}
 }
 
@@ -51,6 +54,7 @@ func kinds() []registered {
 	return []registered{
 		appServiceKind(),
 		webServiceKind(),
+		myWebKind(),
 	}
 }
 
