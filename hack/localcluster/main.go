@@ -4,7 +4,7 @@
 //	    start a cluster, print how to reach it, stop it on Ctrl-C
 //	localcluster demo --operator=bin/app-operator [--exit-when-ready]
 //	    start the full cluster, install the CRDs, run the operator, apply
-//	    every sample in config/samples (each in a namespace of its own),
+//	    every sample in config/samples (each in the namespace it names, or one of its own),
 //	    wait until each is Ready or says why not, and show the result
 package main
 
@@ -120,7 +120,7 @@ func demo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	step("Applying every sample in config/samples, each in a namespace of its own")
+	step("Applying every sample in config/samples, each in the namespace it names or one of its own")
 	cl, err := client.New(c.Config(), client.Options{})
 	if err != nil {
 		return err
