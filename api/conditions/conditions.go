@@ -41,6 +41,9 @@ const (
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonInvalidSpec: the spec cannot be turned into children.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonNodePortNotExposed: the Service does not (yet) expose the node
+	// port the spec asks for.
+	ReasonNodePortNotExposed = "NodePortNotExposed"
 )
 
 // Conditions of a MicroServiceDeploy beyond Ready, Progressing and Degraded.

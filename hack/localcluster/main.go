@@ -4,7 +4,7 @@
 //	    start a cluster, print how to reach it, stop it on Ctrl-C
 //	localcluster demo --operator=bin/app-operator [--exit-when-ready]
 //	    start the full cluster, install the CRDs, run the operator, apply
-//	    every sample in config/samples (each in a namespace of its own),
+//	    every sample in config/samples (each in the namespace it names, or one of its own),
 //	    wait until each is Ready or says why not, and show the result
 package main
 
@@ -23,6 +23,9 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -117,10 +120,16 @@ func demo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	step("Applying every sample in config/samples, each in a namespace of its own")
+	step("Applying every sample in config/samples, each in the namespace it names or one of its own")
+	cl, err := client.New(c.Config(), client.Options{})
+	if err != nil {
+		return err
+	}
 	for _, smp := range samples {
-		if err := kubectl("create", "namespace", smp.namespace); err != nil {
-			return err
+		// A sample that names its namespace (such as default) goes there.
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: smp.namespace}}
+		if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", smp.namespace, err)
 		}
 		if err := kubectl("apply", "-n", smp.namespace, "-f", smp.file); err != nil {
 			return err
@@ -164,7 +173,8 @@ type sample struct {
 }
 
 // loadSamples reads config/samples; each sample gets a namespace named after
-// its file, since samples of different kinds may share a name.
+// its file, since samples of different kinds may share a name, unless it
+// names its own namespace: a sample applies unchanged.
 func loadSamples(root string) ([]sample, error) {
 	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
 	if err != nil {
@@ -184,7 +194,11 @@ func loadSamples(root string) ([]sample, error) {
 			return nil, fmt.Errorf("decode %s: %w", f, err)
 		}
 		stem := strings.TrimSuffix(filepath.Base(f), ".yaml")
-		out = append(out, sample{file: f, namespace: "sample-" + strings.ReplaceAll(stem, "_", "-"), obj: obj})
+		ns := obj.GetNamespace()
+		if ns == "" {
+			ns = "sample-" + strings.ReplaceAll(stem, "_", "-")
+		}
+		out = append(out, sample{file: f, namespace: ns, obj: obj})
 	}
 	return out, nil
 }

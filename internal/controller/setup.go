@@ -23,6 +23,7 @@ import (
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
@@ -47,6 +48,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(appv1.AddToScheme(s))
 	utilruntime.Must(customv1.AddToScheme(s))
 	utilruntime.Must(cachev1alpha1.AddToScheme(s))
+	utilruntime.Must(operatorv1.AddToScheme(s))
 	return s
 }
 
@@ -78,6 +80,7 @@ func kinds(opts Options) []registered {
 		webServiceKind(opts),
 		microServiceDeployKind(opts),
 		memcachedKind(opts),
+		myWebKind(opts),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,13 +61,19 @@ func TestSamplesRunUnderPodSecurityRestricted(t *testing.T) {
 	}
 }
 
-// dropNodePorts removes the node ports a sample asks for, so the cluster
-// picks free ones.
+var lastNodePort atomic.Int64
+
+// dropNodePorts frees a sample from the node ports it asks for, which other
+// tests use too: the cluster picks one where the kind allows it, else the
+// sample gets a port no other test uses.
 func dropNodePorts(u *unstructured.Unstructured) {
 	if ports, found, _ := unstructured.NestedSlice(u.Object, "spec", "ports"); found {
 		for _, p := range ports {
 			delete(p.(map[string]any), "nodePort")
 		}
 		_ = unstructured.SetNestedSlice(u.Object, ports, "spec", "ports")
+	}
+	if _, found, _ := unstructured.NestedInt64(u.Object, "spec", "nodePortNumber"); found {
+		_ = unstructured.SetNestedField(u.Object, 32000+lastNodePort.Add(1), "spec", "nodePortNumber")
 	}
 }

@@ -1,0 +1,37 @@
+package controller
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
+	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/myweb"
+	"github.com/app-operator/app-operator/internal/status"
+)
+
+// +kubebuilder:rbac:groups=operator.k8s-summit.org,resources=mywebs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=operator.k8s-summit.org,resources=mywebs/status,verbs=patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;delete
+
+// myWebKind reconciles MyWeb: a Service, a ConfigMap and a Deployment.
+func myWebKind(opts Options) kind[*operatorv1.MyWeb] {
+	gvk := operatorv1.GroupVersion.WithKind("MyWeb")
+	return kind[*operatorv1.MyWeb]{
+		name:      "myweb",
+		gvk:       gvk,
+		newObject: func() *operatorv1.MyWeb { return &operatorv1.MyWeb{} },
+		owns:      []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &appsv1.Deployment{}},
+		build: func(o *operatorv1.MyWeb) ([]runtime.ApplyConfiguration, error) {
+			return myweb.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
+		},
+		setStatus: func(o *operatorv1.MyWeb, children observed, failure *status.Failure, now metav1.Time) {
+			status.MyWeb(&o.Status, o.Generation, o.Spec.NodePortNumber,
+				children.Deployment(o.Name), children.Service(o.Name), failure, now)
+		},
+	}
+}
