@@ -194,7 +194,7 @@ func expectNoMutations(t *testing.T, op *testenv.Operator, ns, controllerName st
 	// Converged first: events are sent asynchronously, and a pass still
 	// queued may have read an object from the cache before the last status
 	// write reached it. A controller that never stops writing fails here.
-	waitQuiet(t, op, ns)
+	op.Mutations.WaitQuiet(t, ns, time.Second, 20*time.Second)
 	op.Mutations.Reset()
 	before := reconcileCount(t, controllerName)
 	trigger()
@@ -206,19 +206,6 @@ func expectNoMutations(t *testing.T, op *testenv.Operator, ns, controllerName st
 	if muts := op.Mutations.In(ns); len(muts) != 0 {
 		t.Fatalf("at steady state the operator made %d mutating requests, want 0:\n%s", len(muts), strings.Join(muts, "\n"))
 	}
-}
-
-// waitQuiet waits until the operator has made no mutating request in ns for
-// a second.
-func waitQuiet(t *testing.T, op *testenv.Operator, ns string) {
-	t.Helper()
-	last, since := len(op.Mutations.In(ns)), time.Now()
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
-		if n := len(op.Mutations.In(ns)); n != last {
-			last, since = n, time.Now()
-		}
-		return time.Since(since) >= time.Second, fmt.Sprintf("the operator keeps writing in %s: %d requests", ns, last)
-	})
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -116,7 +116,9 @@ func TestMemcachedNodesFollowScaleAndPodReplacement(t *testing.T) {
 	}
 
 	// Converged, with real pods whose status the node keeps updating: the
-	// operator writes nothing.
+	// operator writes nothing. (Settled first: the replaced pod's
+	// availability may still be reaching the status.)
+	op.Mutations.WaitQuiet(t, ns, 2*time.Second, time.Minute)
 	op.Mutations.Reset()
 	time.Sleep(3 * time.Second)
 	if muts := op.Mutations.In(ns); len(muts) != 0 {

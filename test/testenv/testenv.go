@@ -4,6 +4,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"sort"
@@ -66,6 +67,20 @@ func (m *Mutations) In(ns string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]string(nil), m.reqs[ns]...)
+}
+
+// WaitQuiet waits until no mutating request has been recorded in namespace
+// ns for the quiet period: a converging operator (or a status catching up
+// with pods) settles first. It fails the test after timeout.
+func (m *Mutations) WaitQuiet(t testing.TB, ns string, quiet, timeout time.Duration) {
+	t.Helper()
+	last, since := len(m.In(ns)), time.Now()
+	Eventually(t, timeout, func() (bool, string) {
+		if n := len(m.In(ns)); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= quiet, fmt.Sprintf("the operator keeps writing in %s: %d requests so far", ns, last)
+	})
 }
 
 // Reset forgets every request recorded so far.
