@@ -16,6 +16,9 @@ import (
 
 // +kubebuilder:rbac:groups=app.example.com,resources=appservices;webservices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=app.example.com,resources=appservices/status;webservices/status,verbs=patch
+// Setting blockOwnerDeletion on a child needs update on the owner's finalizers
+// where OwnerReferencesPermissionEnforcement admission is on.
+// +kubebuilder:rbac:groups=app.example.com,resources=appservices/finalizers;webservices/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 

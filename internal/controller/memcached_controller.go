@@ -27,6 +27,9 @@ import (
 
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=patch
+// Setting blockOwnerDeletion on a child needs update on the owner's finalizers
+// where OwnerReferencesPermissionEnforcement admission is on.
+// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete

@@ -20,6 +20,9 @@ import (
 
 // +kubebuilder:rbac:groups=custom.ops,resources=microservicedeploys,verbs=get;list;watch
 // +kubebuilder:rbac:groups=custom.ops,resources=microservicedeploys/status,verbs=patch
+// Setting blockOwnerDeletion on a child needs update on the owner's finalizers
+// where OwnerReferencesPermissionEnforcement admission is on.
+// +kubebuilder:rbac:groups=custom.ops,resources=microservicedeploys/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;patch;delete

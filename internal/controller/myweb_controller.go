@@ -15,6 +15,9 @@ import (
 
 // +kubebuilder:rbac:groups=operator.k8s-summit.org,resources=mywebs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.k8s-summit.org,resources=mywebs/status,verbs=patch
+// Setting blockOwnerDeletion on a child needs update on the owner's finalizers
+// where OwnerReferencesPermissionEnforcement admission is on.
+// +kubebuilder:rbac:groups=operator.k8s-summit.org,resources=mywebs/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;delete
 
