@@ -88,15 +88,7 @@ func TestMicroServiceDeployAdmission(t *testing.T) {
 			m := &customv1.MicroServiceDeploy{}
 			loadSample(t, msdSample, m, ns)
 			tt.mutate(m)
-			err := k8s.Create(context.Background(), m, client.DryRunAll)
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("rejected: %v", err)
-			case tt.wantErr != "" && err == nil:
-				t.Fatalf("accepted, want an error naming %q", tt.wantErr)
-			case tt.wantErr != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("error %q does not name %q", err, tt.wantErr)
-			}
+			expectAdmission(t, k8s.Create(context.Background(), m, client.DryRunAll), tt.wantErr)
 		})
 	}
 }

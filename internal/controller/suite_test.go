@@ -209,3 +209,17 @@ func expectNoMutations(t *testing.T, op *testenv.Operator, ns, controllerName st
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// expectAdmission checks the API server's answer to a dry-run write: an
+// error naming wantErr, or (wantErr empty) none.
+func expectAdmission(t *testing.T, err error, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("rejected: %v", err)
+	case wantErr != "" && err == nil:
+		t.Fatalf("accepted, want an error naming %q", wantErr)
+	case wantErr != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), wantErr)):
+		t.Fatalf("error %q does not name %q", err, wantErr)
+	}
+}

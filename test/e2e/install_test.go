@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -133,31 +132,11 @@ func TestInstalledOperatorRunsOnItsOwnRBAC(t *testing.T) {
 
 	t.Run("every sample becomes Ready, its pods admitted under Pod Security baseline", func(t *testing.T) {
 		c := operatorClient(t)
-		samples, err := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var objs []*unstructured.Unstructured
-		for _, f := range samples {
-			if filepath.Base(f) == "kustomization.yaml" {
-				continue
-			}
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal(data, &u.Object); err != nil {
-				t.Fatal(err)
-			}
-			// The AppService and WebService samples both ask for node port
-			// 30002 (and other tests use it): let the cluster pick.
-			dropNodePorts(u)
-			u.SetNamespace(newNamespace(t, cs, map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}))
+		objs := samplesInNamespaces(t, map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
+		for _, u := range objs {
 			if err := c.Create(ctx, u); err != nil {
-				t.Fatalf("create the sample %s: %v", filepath.Base(f), err)
+				t.Fatalf("create the sample %s %s: %v", u.GetKind(), u.GetName(), err)
 			}
-			objs = append(objs, u)
 		}
 		for _, u := range objs {
 			waitReadyUnstructured(t, c, u, 3*time.Minute)

@@ -21,31 +21,11 @@ import (
 // enforces the restricted Pod Security Standard, so its pods were admitted.
 func TestSamplesRunUnderPodSecurityRestricted(t *testing.T) {
 	ctx := context.Background()
-	cs, c := clientset(t), operatorClient(t)
-	samples, err := filepath.Glob(filepath.Join(mustRepoRoot(), "config", "samples", "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := operatorClient(t)
+	objs := samplesInNamespaces(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
 	var namespaces []string
-	var objs []*unstructured.Unstructured
-	for _, f := range samples {
-		if filepath.Base(f) == "kustomization.yaml" {
-			continue
-		}
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		// Node ports are cluster-wide and other tests use the samples' own.
-		dropNodePorts(u)
-		ns := newNamespace(t, cs, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
-		u.SetNamespace(ns)
-		namespaces = append(namespaces, ns)
-		objs = append(objs, u)
+	for _, u := range objs {
+		namespaces = append(namespaces, u.GetNamespace())
 	}
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{
 		Namespaces: namespaces,
@@ -59,6 +39,35 @@ func TestSamplesRunUnderPodSecurityRestricted(t *testing.T) {
 	for _, u := range objs {
 		waitReadyUnstructured(t, c, u, 3*time.Minute)
 	}
+}
+
+// samplesInNamespaces reads every sample of config/samples, each placed in a
+// new namespace with the given labels, its node ports freed.
+func samplesInNamespaces(t *testing.T, nsLabels map[string]string) []*unstructured.Unstructured {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(mustRepoRoot(), "config", "samples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &u.Object); err != nil {
+			t.Fatalf("decode %s: %v", f, err)
+		}
+		// Node ports are cluster-wide and other tests use the samples' own.
+		dropNodePorts(u)
+		u.SetNamespace(newNamespace(t, clientset(t), nsLabels))
+		objs = append(objs, u)
+	}
+	return objs
 }
 
 var lastNodePort atomic.Int64
