@@ -243,3 +243,37 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestChartFlagsExistInTheManager renders the chart with every value that
+// becomes a flag and checks that the manager defines each flag, so a typo
+// in a template cannot crash-loop an install.
+func TestChartFlagsExistInTheManager(t *testing.T) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/app-operator")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the manager: %v\n%s", err, out)
+	}
+	help, _ := exec.Command(bin, "--help").CombinedOutput()
+
+	dep := bySuffix(t, helm(t,
+		"watchNamespaces={a}", "extraArgs={--zap-log-level=debug}",
+		"microServiceDeploy.baseDomain=apps.example.com", "microServiceDeploy.ingressClass=nginx",
+		"microServiceDeploy.authURL=https://auth.example.com/check",
+	), "Deployment", "controller-manager")
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	if len(args) < 10 {
+		t.Fatalf("the chart renders only %d args: %v", len(args), args)
+	}
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !strings.Contains(string(help), "  -"+name+" ") && !strings.Contains(string(help), "  -"+name+"\n") {
+			t.Errorf("the chart passes --%s, which the manager does not define", name)
+		}
+	}
+}
