@@ -76,6 +76,10 @@ verify: manifests generate ## Fail when generated files, formatting or go.mod ar
 test: controlplane $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster.
 	HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: bench
+bench: controlplane ## Measure convergence time, writes and heap per resource on the full local cluster.
+	go test ./test/bench -run '^$$' -bench . -benchtime 1x -timeout 30m
+
 .PHONY: test-unit
 test-unit: ## Run the tests that need no cluster.
 	go test $(GO_TEST_FLAGS) ./api/... ./internal/resources/... ./internal/status/...

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/test/cluster"
@@ -163,27 +162,14 @@ func markAvailable(t *testing.T, ns, name string) {
 }
 
 // reconcileCount is how many passes the named controller has finished, in
-// this process, according to controller-runtime's own metric.
+// this process.
 func reconcileCount(t *testing.T, controllerName string) float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
+	n, err := testenv.ReconcileCount(controllerName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controllerName {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
+	return n
 }
 
 // expectNoMutations waits for trigger to cause at least one more pass of the
