@@ -40,15 +40,13 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		os.Exit(m.Run())
 	}
-	c, err := cluster.Start(context.Background(), cluster.Options{Profile: cluster.Full})
+	root, _ := cluster.RepoRoot()
+	c, err := cluster.Start(context.Background(), cluster.Options{
+		Profile: cluster.Full,
+		CRDDir:  filepath.Join(root, "config", "crd", "bases"),
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the local cluster:", err)
-		os.Exit(1)
-	}
-	root, _ := cluster.RepoRoot()
-	if err := c.InstallCRDs(context.Background(), filepath.Join(root, "config", "crd", "bases")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = c.Stop()
 		os.Exit(1)
 	}
 	testCluster = c

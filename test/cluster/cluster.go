@@ -67,6 +67,11 @@ type Options struct {
 	Dir string
 	// Progress receives one line per start-up step; nil discards them.
 	Progress io.Writer
+	// CRDDir, when set, holds CRD YAML files (such as config/crd/bases)
+	// installed before the controller manager starts: its garbage collector
+	// learns new kinds only every 30 s, so children of resources of a kind
+	// installed later outlive their owner that long.
+	CRDDir string
 }
 
 // Cluster is a running local control plane.
@@ -193,6 +198,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	cl.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if opts.CRDDir != "" {
+		fmt.Fprintln(progress, "Installing the CRDs in", opts.CRDDir)
+		if err := cl.InstallCRDs(ctx, opts.CRDDir); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Profile == APIOnly {
 		fmt.Fprintln(progress, "Cluster ready (etcd, kube-apiserver)")
 		return cl, nil

@@ -20,17 +20,16 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	c, err := cluster.Start(context.Background(), cluster.Options{Profile: cluster.Full, Progress: os.Stderr})
+	c, err := cluster.Start(context.Background(), cluster.Options{
+		Profile:  cluster.Full,
+		Progress: os.Stderr,
+		CRDDir:   filepath.Join(mustRepoRoot(), "config", "crd", "bases"),
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the local cluster:", err)
 		return 1
 	}
 	testCluster = c
-	if err := c.InstallCRDs(context.Background(), filepath.Join(mustRepoRoot(), "config", "crd", "bases")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = c.Stop()
-		return 1
-	}
 	code := m.Run()
 	if err := c.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop the local cluster:", err)
