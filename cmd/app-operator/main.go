@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -102,7 +103,11 @@ func main() {
 	cfg := ctrl.GetConfigOrDie()
 	// A missing RBAC rule would leave the operator running but unable to
 	// act: refuse to start instead, naming what is missing.
-	authz, err := authorizationclient.NewForConfig(cfg)
+	// One review per rule and verb, once: a client of its own that may
+	// send them quickly.
+	authzCfg := rest.CopyConfig(cfg)
+	authzCfg.QPS, authzCfg.Burst = 100, 100
+	authz, err := authorizationclient.NewForConfig(authzCfg)
 	if err != nil {
 		log.Error(err, "Unable to create an authorization client")
 		os.Exit(1)

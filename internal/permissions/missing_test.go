@@ -65,6 +65,7 @@ func TestMissingNamesExactlyTheRuleNotGranted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	saConfig.QPS, saConfig.Burst = 100, 100
 	sa, err := kubernetes.NewForConfig(saConfig)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 
+	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,9 +34,10 @@ func Required() ([]rbacv1.PolicyRule, error) {
 }
 
 // Missing asks the API server, with one SelfSubjectAccessReview per group,
-// resource and verb, whether the caller holds every required rule in each
-// namespace (one "" entry means cluster-wide), and returns the ones it lacks
-// as "verb group/resource in namespace" lines, sorted.
+// resource and verb (several at a time), whether the caller holds every
+// required rule in each namespace (one "" entry means cluster-wide), and
+// returns the ones it lacks as "verb group/resource in namespace" lines,
+// sorted.
 func Missing(ctx context.Context, authz authorizationclient.SelfSubjectAccessReviewsGetter, namespaces []string) ([]string, error) {
 	rules, err := Required()
 	if err != nil {
@@ -44,25 +46,41 @@ func Missing(ctx context.Context, authz authorizationclient.SelfSubjectAccessRev
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
-	var missing []string
+	var checks []*authorizationv1.ResourceAttributes
 	for _, ns := range namespaces {
 		for _, r := range rules {
 			for _, group := range r.APIGroups {
 				for _, resource := range r.Resources {
 					for _, verb := range r.Verbs {
-						attrs := &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource}
-						review, err := authz.SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
-							Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs},
-						}, metav1.CreateOptions{})
-						if err != nil {
-							return nil, fmt.Errorf("review %s %s/%s: %w", verb, group, resource, err)
-						}
-						if !review.Status.Allowed {
-							missing = append(missing, describe(attrs))
-						}
+						checks = append(checks, &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource})
 					}
 				}
 			}
+		}
+	}
+
+	allowed := make([]bool, len(checks))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, attrs := range checks {
+		g.Go(func() error {
+			review, err := authz.SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("review %s: %w", describe(attrs), err)
+			}
+			allowed[i] = review.Status.Allowed
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var missing []string
+	for i, ok := range allowed {
+		if !ok {
+			missing = append(missing, describe(checks[i]))
 		}
 	}
 	sort.Strings(missing)
