@@ -25,6 +25,7 @@ import (
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/memcached"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
@@ -67,9 +68,15 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		// name without the operator's labels must be seen to be left alone.
 		&corev1.ResourceQuota{}:         {Field: fields.OneTermEqualSelector("metadata.name", microservicedeploy.QuotaName)},
 		&policyv1.PodDisruptionBudget{}: managed,
-		// Pods (of a Memcached, for status.nodes) are never applied: their
-		// managedFields are dropped to save memory.
-		&corev1.Pod{}: {Label: managed.Label, Transform: cache.TransformStripManagedFields()},
+		// Only the pods of Memcached resources (for status.nodes). They are
+		// never applied: their managedFields are dropped to save memory.
+		&corev1.Pod{}: {
+			Label: labels.SelectorFromSet(labels.Set{
+				resources.LabelManagedBy: resources.ManagedBy,
+				resources.LabelName:      memcached.KindName,
+			}),
+			Transform: cache.TransformStripManagedFields(),
+		},
 	}
 }
 
