@@ -149,7 +149,7 @@ func demo(ctx context.Context, args []string) error {
 		}
 	}
 	_ = kubectl("get", strings.Join(kindList, ","), "-A")
-	_ = kubectl("get", "deployments,services,configmaps,pods", "-A", "-l", "app.kubernetes.io/managed-by=app-operator")
+	_ = kubectl("get", "deployments,services,configmaps,serviceaccounts,horizontalpodautoscalers,ingresses,poddisruptionbudgets,resourcequotas,pods", "-A", "-l", "app.kubernetes.io/managed-by=app-operator")
 	fmt.Println()
 	for _, line := range settled.lines {
 		fmt.Println(line)
