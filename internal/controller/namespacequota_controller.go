@@ -97,13 +97,12 @@ func (r *namespaceQuotaReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, nil
 	}
 
-	desired := microservicedeploy.Quota(req.Namespace, instances)
+	desired, err := newDesiredChild(microservicedeploy.Quota(req.Namespace, instances))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if live != nil {
-		fields, err := toJSONMap(desired)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		same, err := upToDate(r.types, live, corev1.SchemeGroupVersion.WithKind("ResourceQuota"), r.fieldOwner, fields)
+		same, err := upToDate(r.types, live, desired.gvk, r.fieldOwner, desired.fields)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("compare ResourceQuota %s: %w", req.Name, err)
 		}
@@ -111,7 +110,7 @@ func (r *namespaceQuotaReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			return ctrl.Result{}, nil
 		}
 	}
-	if err := r.client.Apply(ctx, desired, client.FieldOwner(r.fieldOwner), client.ForceOwnership); err != nil {
+	if err := r.client.Apply(ctx, desired.ac, client.FieldOwner(r.fieldOwner), client.ForceOwnership); err != nil {
 		return ctrl.Result{}, fmt.Errorf("apply ResourceQuota %s: %w", req.Name, err)
 	}
 	log.V(1).Info("Applied ResourceQuota", "resourcequota", klog.KRef(req.Namespace, req.Name), "instances", len(instances))

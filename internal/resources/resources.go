@@ -46,12 +46,17 @@ func OwnerOf(obj metav1.Object, gvk schema.GroupVersionKind) Owner {
 // Reference is the controller owner reference every child carries: the
 // garbage collector deletes the child with its owner.
 func (o Owner) Reference() *metav1ac.OwnerReferenceApplyConfiguration {
+	return o.SharedReference().WithController(true).WithBlockOwnerDeletion(true)
+}
+
+// SharedReference is an owner reference that does not claim control, for an
+// object several resources own together (the garbage collector deletes it
+// with the last of them).
+func (o Owner) SharedReference() *metav1ac.OwnerReferenceApplyConfiguration {
 	ref := metav1ac.OwnerReference().
 		WithAPIVersion(o.GVK.GroupVersion().String()).
 		WithKind(o.GVK.Kind).
-		WithName(o.Name).
-		WithController(true).
-		WithBlockOwnerDeletion(true)
+		WithName(o.Name)
 	if o.UID != "" {
 		ref.WithUID(types.UID(o.UID))
 	}

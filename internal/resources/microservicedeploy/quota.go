@@ -5,9 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	"github.com/app-operator/app-operator/internal/resources"
@@ -100,7 +98,7 @@ func Quota(namespace string, instances []Instance) *corev1ac.ResourceQuotaApplyC
 		WithLabels(QuotaLabels()).
 		WithSpec(corev1ac.ResourceQuotaSpec().WithHard(QuotaHard(sorted)))
 	for _, in := range sorted {
-		q.WithOwnerReferences(sharedReference(in.Owner))
+		q.WithOwnerReferences(in.Owner.SharedReference())
 	}
 	return q
 }
@@ -119,16 +117,4 @@ func IsOperatorQuota(labels map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// sharedReference is an owner reference that does not claim control.
-func sharedReference(o resources.Owner) *metav1ac.OwnerReferenceApplyConfiguration {
-	ref := metav1ac.OwnerReference().
-		WithAPIVersion(o.GVK.GroupVersion().String()).
-		WithKind(o.GVK.Kind).
-		WithName(o.Name)
-	if o.UID != "" {
-		ref.WithUID(types.UID(o.UID))
-	}
-	return ref
 }
