@@ -89,24 +89,45 @@ func appliedFields(live runtime.Object, manager string) (*fieldpath.Set, error) 
 	return nil, nil
 }
 
-// ownsAny reports whether manager owns, through apply, any field that the
-// partial object fields (an apply configuration as JSON) sets on live.
-func ownsAny(tc managedfields.TypeConverter, live runtime.Object, gvk schema.GroupVersionKind, manager string, fields map[string]any) (bool, error) {
-	owned, err := appliedFields(live, manager)
-	if err != nil || owned == nil {
-		return false, err
+// handoverNeeded reports whether the handover h must be applied to live:
+// while the kind's field manager still owns one of its fields (the kind
+// stops setting them now), or while no manager owns any of them (the first
+// handover after the child was created did not happen). Once another
+// writer has taken the fields over, it is never applied again.
+func handoverNeeded(tc managedfields.TypeConverter, live runtime.Object, h desiredChild, manager string) (bool, error) {
+	accessor, ok := live.(metav1.Object)
+	if !ok {
+		return false, fmt.Errorf("%T has no object metadata", live)
 	}
-	u := &unstructured.Unstructured{Object: fields}
-	u.SetGroupVersionKind(gvk)
+	u := &unstructured.Unstructured{Object: h.fields}
+	u.SetGroupVersionKind(h.gvk)
 	typed, err := tc.ObjectToTyped(u)
 	if err != nil {
-		return false, fmt.Errorf("convert %s to typed value: %w", gvk.Kind, err)
+		return false, fmt.Errorf("convert %s to typed value: %w", h.gvk.Kind, err)
 	}
 	set, err := typed.ToFieldSet()
 	if err != nil {
 		return false, err
 	}
-	return !owned.Leaves().Intersection(set.Leaves()).Empty(), nil
+	fields := set.Leaves()
+	ownedByAnyone := false
+	for _, mf := range accessor.GetManagedFields() {
+		if mf.FieldsV1 == nil {
+			continue
+		}
+		owned := &fieldpath.Set{}
+		if err := owned.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+			return false, fmt.Errorf("decode managed fields: %w", err)
+		}
+		if owned.Leaves().Intersection(fields).Empty() {
+			continue
+		}
+		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" {
+			return true, nil
+		}
+		ownedByAnyone = true
+	}
+	return !ownedByAnyone, nil
 }
 
 // withoutIdentity drops the fields that identify an object rather than set

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -34,9 +36,10 @@ import (
 	"github.com/app-operator/app-operator/internal/status"
 )
 
-// conflictRecheck is how often a resource blocked by a child it does not
-// control looks again: the blocking object is not watched.
-const conflictRecheck = time.Minute
+// DefaultRecheck is how often a resource blocked by something the operator
+// does not watch looks again: a child it does not control, or an admission
+// check (a webhook, a ValidatingAdmissionPolicy) that refused a child.
+const DefaultRecheck = time.Minute
 
 // object is a custom resource the engine reconciles.
 type object interface {
@@ -109,12 +112,22 @@ type reconciler[T object] struct {
 	recorder   events.EventRecorder
 	types      managedfields.TypeConverter
 	clock      clock.PassiveClock
+	recheck    time.Duration
 	fieldOwner string
+	// written holds, by resource, the object as the last status write of
+	// this controller returned it, until the cache has caught up with it.
+	written sync.Map
+}
+
+// settings are the engine's operator-wide settings.
+type settings struct {
+	clock   clock.PassiveClock
+	recheck time.Duration
 }
 
 // registered is a kind of any type, as SetupWithManager and Build see it.
 type registered interface {
-	setup(mgr ctrl.Manager, clk clock.PassiveClock) error
+	setup(mgr ctrl.Manager, env settings) error
 	// buildAny builds obj's children if obj is of this kind.
 	buildAny(obj runtime.Object) ([]runtime.ApplyConfiguration, bool, error)
 }
@@ -128,17 +141,24 @@ func (k kind[T]) buildAny(obj runtime.Object) ([]runtime.ApplyConfiguration, boo
 	return acs, true, err
 }
 
-func (k kind[T]) setup(mgr ctrl.Manager, clk clock.PassiveClock) error {
-	r := &reconciler[T]{
+// newReconciler returns the kind's reconciler, reading through c (the cache)
+// and apiReader (the API server).
+func (k kind[T]) newReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder, env settings) *reconciler[T] {
+	return &reconciler[T]{
 		kind:       k,
-		client:     mgr.GetClient(),
-		apiReader:  mgr.GetAPIReader(),
-		scheme:     mgr.GetScheme(),
-		recorder:   mgr.GetEventRecorder("app-operator-" + k.name),
-		types:      applyconfigurations.NewTypeConverter(mgr.GetScheme()),
-		clock:      clk,
+		client:     c,
+		apiReader:  apiReader,
+		scheme:     scheme,
+		recorder:   recorder,
+		types:      applyconfigurations.NewTypeConverter(scheme),
+		clock:      env.clock,
+		recheck:    env.recheck,
 		fieldOwner: FieldOwner(k.name),
 	}
+}
+
+func (k kind[T]) setup(mgr ctrl.Manager, env settings) error {
+	r := k.newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), mgr.GetEventRecorder("app-operator-"+k.name), env)
 	// Status writes bump no generation: the predicate keeps the operator's
 	// own status writes from waking it up again.
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -194,6 +214,10 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		// references; nothing lives outside the cluster.
 		return ctrl.Result{}, nil
 	}
+	obj, err := r.fresh(ctx, req.NamespacedName, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	before := obj.DeepCopyObject().(T)
 
 	children := observed{}
@@ -205,12 +229,55 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	r.kind.setStatus(obj, children, failure, metav1.NewTime(r.clock.Now()))
 	if !equality.Semantic.DeepEqual(before, obj) {
-		if serr := r.client.Status().Patch(ctx, obj, client.MergeFrom(before)); serr != nil {
-			return ctrl.Result{}, errors.Join(err, fmt.Errorf("write status: %w", serr))
+		// The patch carries the resourceVersion it was computed from: a
+		// status computed from an object someone changed since is refused
+		// (409) and computed again, never written over the newer one.
+		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+		if serr := r.client.Status().Patch(ctx, obj, patch); serr != nil {
+			// Only the status error goes back to the work queue: joined with
+			// a terminal error from the pass, it would never be retried.
+			if err != nil {
+				ctrl.LoggerFrom(ctx).V(1).Info("Pass failed before its status could be written", "error", err.Error())
+			}
+			return ctrl.Result{}, fmt.Errorf("write status: %w", serr)
 		}
+		r.written.Store(req.NamespacedName, obj.DeepCopyObject())
 		r.recordTransition(before, obj)
 	}
 	return result, err
+}
+
+// fresh returns the resource the pass computes its status against. That
+// is the cached one, unless this controller wrote a status the cache has
+// not shown yet: compared with the older cached status, a pass could then
+// find nothing to change and leave the newer, now wrong, status in place.
+// Only then is the resource read from the API server.
+func (r *reconciler[T]) fresh(ctx context.Context, key client.ObjectKey, cached T) (T, error) {
+	v, ok := r.written.Load(key)
+	if !ok {
+		return cached, nil
+	}
+	last := v.(T)
+	if cached.GetResourceVersion() == last.GetResourceVersion() || sameStatus(cached, last) {
+		r.written.Delete(key)
+		return cached, nil
+	}
+	live := r.kind.newObject()
+	if err := r.apiReader.Get(ctx, key, live); err != nil {
+		return cached, client.IgnoreNotFound(err)
+	}
+	if live.GetResourceVersion() == cached.GetResourceVersion() {
+		// Someone else wrote the status since: the cache is current.
+		r.written.Delete(key)
+	}
+	return live, nil
+}
+
+// sameStatus reports whether a and b have equal status fields.
+func sameStatus(a, b client.Object) bool {
+	ua, erra := runtime.DefaultUnstructuredConverter.ToUnstructured(a)
+	ub, errb := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
+	return erra == nil && errb == nil && equality.Semantic.DeepEqual(ua["status"], ub["status"])
 }
 
 // converge applies the desired children and prunes the unwanted ones. It
@@ -243,14 +310,14 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, children observed) 
 		if err != nil {
 			return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: fmt.Sprintf("read %s: %v", d, err)}, err
 		}
-		if o != nil && !metav1.IsControlledBy(o, obj) {
+		if o != nil && !metav1.IsControlledBy(o, obj) && !adoptable(o, d) {
 			owner := "it is not controlled by any resource"
 			if ref := metav1.GetControllerOf(o); ref != nil {
 				owner = fmt.Sprintf("it is controlled by %s %s", ref.Kind, ref.Name)
 			}
 			f := &status.Failure{Reason: conditions.ReasonChildConflict, Message: fmt.Sprintf(
 				"%s %s already exists and %s; the operator leaves it alone until it is deleted or renamed", d.gvk.Kind, d.name, owner)}
-			return ctrl.Result{RequeueAfter: conflictRecheck}, f, nil
+			return ctrl.Result{RequeueAfter: r.recheck}, f, nil
 		}
 		live[i] = o
 	}
@@ -259,14 +326,13 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, children observed) 
 	for i, d := range desired {
 		h, hasHandover := handovers[childKey(d.gvk.Kind, d.name)]
 		if hasHandover && live[i] != nil {
-			owns, err := ownsAny(r.types, live[i], h.gvk, r.fieldOwner, h.fields)
+			needed, err := handoverNeeded(r.types, live[i], h, r.fieldOwner)
 			if err != nil {
 				return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: fmt.Sprintf("compare %s: %v", d, err)}, err
 			}
-			if owns {
+			if needed {
 				if err := r.applyHandover(ctx, h); err != nil {
-					f, err := applyFailure(h, err)
-					return ctrl.Result{}, f, err
+					return r.applyFailure(h, err)
 				}
 			}
 		}
@@ -281,14 +347,14 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, children observed) 
 			}
 		}
 		if err := r.client.Apply(ctx, d.ac, client.FieldOwner(r.fieldOwner), client.ForceOwnership); err != nil {
-			f, err := applyFailure(d, err)
-			return ctrl.Result{}, f, err
+			return r.applyFailure(d, err)
 		}
 		if hasHandover && live[i] == nil {
 			// Just created: give the handed-over fields their first value.
+			// Should this fail, the next pass finds them owned by no one and
+			// applies them then.
 			if err := r.applyHandover(ctx, h); err != nil {
-				f, err := applyFailure(h, err)
-				return ctrl.Result{}, f, err
+				return r.applyFailure(h, err)
 			}
 			d = h
 		}
@@ -304,6 +370,25 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, children observed) 
 		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: err.Error()}, err
 	}
 	return ctrl.Result{}, nil, nil
+}
+
+// adoptable reports whether live, which obj does not control, is a child
+// obj lost its owner reference to (deleted with --cascade=orphan, say): it
+// has no controller, and the labels that tie it to the kind and the
+// instance. Such a child is adopted by the next apply; any other
+// same-named object is left alone.
+func adoptable(live client.Object, d desiredChild) bool {
+	if metav1.GetControllerOf(live) != nil {
+		return false
+	}
+	want, _, _ := unstructured.NestedStringMap(d.fields, "metadata", "labels")
+	have := live.GetLabels()
+	for _, k := range []string{resources.LabelManagedBy, resources.LabelName, resources.LabelInstance} {
+		if want[k] == "" || have[k] != want[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // handovers returns the kind's handover apply configurations by child key.
@@ -428,21 +513,23 @@ func (r *reconciler[T]) prune(ctx context.Context, obj T, desired []desiredChild
 	return nil
 }
 
-// applyFailure turns an apply error into the condition to report and the
-// error for the work queue. A spec the API server rejects is terminal until
-// the resource changes, except a node port taken by another Service, which
-// may be released: that one is retried with backoff.
-func applyFailure(d desiredChild, err error) (*status.Failure, error) {
+// applyFailure turns an apply error into the result, the condition to
+// report and the error for the work queue. Nothing the API server answers
+// is terminal: only a spec the builders cannot turn into children is (see
+// converge). A child refused at admission (a webhook, a
+// ValidatingAdmissionPolicy, an immutable field) is reported and looked at
+// again every recheck interval, since what refused it may change without
+// the operator being told; a node port taken by another Service, which may
+// be released, and transient errors are retried with backoff.
+func (r *reconciler[T]) applyFailure(d desiredChild, err error) (ctrl.Result, *status.Failure, error) {
 	msg := fmt.Sprintf("apply %s: %s", d, apiMessage(err))
 	switch {
 	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "provided port is already allocated"):
-		return &status.Failure{Reason: conditions.ReasonNodePortAllocated, Message: msg}, err
-	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
-		return &status.Failure{Reason: conditions.ReasonApplyRejected, Message: msg}, reconcile.TerminalError(err)
-	case apierrors.IsForbidden(err):
-		return &status.Failure{Reason: conditions.ReasonApplyRejected, Message: msg}, err
+		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonNodePortAllocated, Message: msg}, err
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err):
+		return ctrl.Result{RequeueAfter: r.recheck}, &status.Failure{Reason: conditions.ReasonApplyRejected, Message: msg}, nil
 	default:
-		return &status.Failure{Reason: conditions.ReasonApplyFailed, Message: msg}, err
+		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: msg}, err
 	}
 }
 

@@ -4,6 +4,7 @@ package controller
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -35,6 +36,10 @@ import (
 type Options struct {
 	// Clock stamps condition transitions; the real clock when nil.
 	Clock clock.PassiveClock
+	// Recheck is how often a resource blocked by something the operator
+	// does not watch (a child it does not control, an admission check that
+	// refused a child) looks again; DefaultRecheck when zero.
+	Recheck time.Duration
 	// Defaults are the operator-wide settings of every builder.
 	Defaults resources.Defaults
 	// MicroServiceDeploy are the operator-wide settings of that kind: how
@@ -93,15 +98,18 @@ func kinds(opts Options) []registered {
 
 // SetupWithManager registers every controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	clk := opts.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
+	env := settings{clock: opts.Clock, recheck: opts.Recheck}
+	if env.clock == nil {
+		env.clock = clock.RealClock{}
+	}
+	if env.recheck <= 0 {
+		env.recheck = DefaultRecheck
 	}
 	if err := opts.MicroServiceDeploy.Validate(); err != nil {
 		return fmt.Errorf("MicroServiceDeploy options: %w", err)
 	}
 	for _, k := range kinds(opts) {
-		if err := k.setup(mgr, clk); err != nil {
+		if err := k.setup(mgr, env); err != nil {
 			return err
 		}
 	}

@@ -116,6 +116,9 @@ type StartOptions struct {
 	// MicroServiceDeploy are the operator-wide settings of that kind, as
 	// the --microservice-* flags give them.
 	MicroServiceDeploy microservicedeploy.Options
+	// Recheck is how often a blocked resource looks again; the operator's
+	// default when zero.
+	Recheck time.Duration
 }
 
 // StartOperator runs every controller against cfg until the test ends (or
@@ -144,7 +147,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator 
 	if err != nil {
 		t.Fatalf("create manager: %v", err)
 	}
-	if err := controller.SetupWithManager(mgr, controller.Options{Clock: opts.Clock, Defaults: opts.Defaults, MicroServiceDeploy: opts.MicroServiceDeploy}); err != nil {
+	if err := controller.SetupWithManager(mgr, controller.Options{Clock: opts.Clock, Recheck: opts.Recheck, Defaults: opts.Defaults, MicroServiceDeploy: opts.MicroServiceDeploy}); err != nil {
 		t.Fatalf("set up controllers: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

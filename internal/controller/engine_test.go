@@ -1,0 +1,328 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// laggingCache is a client whose reads of one AppService return a copy
+// held back from an earlier moment, as a cache that has not yet seen the
+// latest writes does; every other request goes to the API server.
+type laggingCache struct {
+	client.Client
+	mu   sync.Mutex
+	held *appv1.AppService
+}
+
+func (c *laggingCache) hold(app *appv1.AppService) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = app.DeepCopy()
+}
+
+func (c *laggingCache) release() { c.hold(nil) }
+
+func (c *laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.mu.Lock()
+	held := c.held
+	c.mu.Unlock()
+	if app, ok := obj.(*appv1.AppService); ok && held != nil && held.Name != "" && key == client.ObjectKeyFromObject(held) {
+		held.DeepCopyInto(app)
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// resetDeploymentStatus plays a Deployment controller that has not yet
+// observed the Deployment: its status is empty again.
+func resetDeploymentStatus(t *testing.T, ns, name string) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+			return false, err.Error()
+		}
+		d.Status = appsv1.DeploymentStatus{}
+		if err := k8s.Status().Update(context.Background(), d); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+}
+
+func readyOf(t *testing.T, app *appv1.AppService) *metav1.Condition {
+	t.Helper()
+	get(t, app)
+	c := meta.FindStatusCondition(app.Status.Conditions, conditions.Ready)
+	if c == nil {
+		t.Fatalf("no Ready condition in %v", app.Status.Conditions)
+	}
+	return c
+}
+
+func TestStatusIsNotLeftWrongByACacheBehindTheLastStatusWrite(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	app := newAppService(t, ns)
+	create(t, app)
+	cache := &laggingCache{Client: k8s}
+	r := controller.NewAppServiceReconciler(cache, k8s, nil)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
+	pass := func() {
+		t.Helper()
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+	}
+
+	pass() // creates the children; the Deployment has no status yet
+	if c := readyOf(t, app); c.Status != metav1.ConditionFalse {
+		t.Fatalf("Ready = %s before the rollout, want False", c.Status)
+	}
+	early := app.DeepCopy()
+	markAvailable(t, ns, app.Name)
+	pass()
+	if c := readyOf(t, app); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready = %s after the rollout, want True", c.Status)
+	}
+
+	// The Deployment goes back to the state of the first pass, and the
+	// next pass reads the AppService from a cache that has not seen the
+	// Ready=True write: its status equals the one this pass computes.
+	resetDeploymentStatus(t, ns, app.Name)
+	cache.hold(early)
+	pass()
+	if c := readyOf(t, app); c.Status != metav1.ConditionFalse || c.Reason != conditions.ReasonRolloutInProgress {
+		t.Fatalf("Ready = %s (%s: %s) after the Deployment lost its pods, want False (%s)", c.Status, c.Reason, c.Message, conditions.ReasonRolloutInProgress)
+	}
+}
+
+func TestStatusWriteFromAStaleReadIsRefusedAndRetried(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	app := newAppService(t, ns)
+	create(t, app)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
+	// A first reconciler (a previous leader, say) brings it to Ready.
+	if _, err := controller.NewAppServiceReconciler(k8s, k8s, nil).Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	get(t, app)
+	stale := app.DeepCopy()
+	markAvailable(t, ns, app.Name)
+	if _, err := controller.NewAppServiceReconciler(k8s, k8s, nil).Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another reads the AppService as it was before that write.
+	cache := &laggingCache{Client: k8s}
+	cache.hold(stale)
+	r := controller.NewAppServiceReconciler(cache, k8s, nil)
+	_, err := r.Reconcile(context.Background(), req)
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("status write from a stale read: error %v, want a conflict", err)
+	}
+	if errors.Is(err, reconcile.TerminalError(nil)) {
+		t.Fatalf("the conflict is terminal, want it retried: %v", err)
+	}
+	cache.release()
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("retry with a current read: %v", err)
+	}
+	if c := readyOf(t, app); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready = %s (%s), want True", c.Status, c.Reason)
+	}
+}
+
+func TestStatusWriteIsRetriedAfterATerminalFailure(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	app := newAppService(t, ns)
+	create(t, app)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
+	get(t, app)
+	stale := app.DeepCopy()
+	// The resource changes after the read the pass works from...
+	update(t, app, func(a *appv1.AppService) { a.Annotations = map[string]string{"touched": "yes"} })
+
+	// ...and the pass fails for good (a spec no builder can turn into
+	// children): its status write conflicts and must be retried.
+	cache := &laggingCache{Client: k8s}
+	cache.hold(stale)
+	r := controller.NewAppServiceReconciler(cache, k8s, reconcile.TerminalError(errors.New("spec cannot be built")))
+	_, err := r.Reconcile(context.Background(), req)
+	if err == nil || errors.Is(err, reconcile.TerminalError(nil)) {
+		t.Fatalf("error = %v, want a retried (non-terminal) status write error", err)
+	}
+	cache.release()
+	_, err = r.Reconcile(context.Background(), req)
+	if !errors.Is(err, reconcile.TerminalError(nil)) {
+		t.Fatalf("error = %v, want the terminal build error once the status is written", err)
+	}
+	if c := readyOf(t, app); c.Reason != conditions.ReasonInvalidSpec {
+		t.Fatalf("Ready reason = %s, want %s", c.Reason, conditions.ReasonInvalidSpec)
+	}
+}
+
+// denyDeploymentsOf installs a ValidatingAdmissionPolicy that refuses every
+// Deployment of the AppService called instance, and waits until the API
+// server enforces it. It returns a function that removes it.
+func denyDeploymentsOf(t *testing.T, ns, instance string) func() {
+	t.Helper()
+	ctx := context.Background()
+	name := "deny-" + ns
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+					},
+				}},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", ns, instance),
+				Message:    "deployments of this instance are not allowed by policy",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	create(t, policy)
+	create(t, binding)
+	remove := func() {
+		_ = k8s.Delete(ctx, binding)
+		_ = k8s.Delete(ctx, policy)
+	}
+	t.Cleanup(remove)
+	probe := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: instance},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"probe": "x"}},
+		},
+	}
+	probe.Spec.Template.Labels = map[string]string{"probe": "x"}
+	probe.Spec.Template.Spec.Containers = []corev1.Container{{Name: "probe", Image: "probe"}}
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		return err != nil, fmt.Sprintf("policy not enforced yet (dry-run error %v)", err)
+	})
+	return remove
+}
+
+func TestAdmissionDenialIsReportedAndRecheckedNotTerminal(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	app := newAppService(t, ns)
+	allow := denyDeploymentsOf(t, ns, app.Name)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Recheck: 2 * time.Second})
+	create(t, app)
+	deleteAfterTest(t, app)
+
+	c := waitForCondition(t, app, conditions.Ready, metav1.ConditionFalse, conditions.ReasonApplyRejected)
+	if want := "deployments of this instance are not allowed by policy"; !strings.Contains(c.Message, want) {
+		t.Errorf("Ready message %q does not carry the policy's %q", c.Message, want)
+	}
+	waitForCondition(t, app, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyRejected)
+
+	// Nothing tells the operator the policy is gone: the recheck finds out.
+	allow()
+	dep, _ := children(ns, app.Name)
+	waitForObject(t, dep)
+	waitForCondition(t, app, conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutInProgress)
+	waitForCondition(t, app, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
+}
+
+func TestOrphanedChildrenAreAdopted(t *testing.T) {
+	ns, _ := startOperator(t)
+	app := newAppService(t, ns)
+	create(t, app)
+	dep, svc := children(ns, app.Name)
+	deleteAfterTest(t, app, dep, svc)
+	waitForObject(t, dep)
+	waitForObject(t, svc)
+
+	// What `kubectl delete --cascade=orphan` leaves: the children keep
+	// their labels and lose their owner reference.
+	for _, o := range []client.Object{dep, svc} {
+		patch := []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`)
+		if err := k8s.Patch(context.Background(), o, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+			t.Fatalf("orphan %T: %v", o, err)
+		}
+	}
+	for _, o := range []client.Object{dep, svc} {
+		testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+				return false, err.Error()
+			}
+			return metav1.IsControlledBy(o, app), fmt.Sprintf("%T owner references %v", o, o.GetOwnerReferences())
+		})
+	}
+	if c := readyOf(t, app); c.Reason == conditions.ReasonChildConflict {
+		t.Fatalf("an orphaned child is reported as a conflict: %s", c.Message)
+	}
+}
+
+func TestLostHandoverIsAppliedOnTheNextPass(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	m := newMSD(t, ns, "", nil) // autoscaling: the HPA owns replicas
+	create(t, m)
+	deleteAfterTest(t, m)
+	get(t, m)
+
+	// The state a failed first handover leaves: the Deployment exists as
+	// the kind applies it, without spec.replicas, so the API server
+	// defaulted it to 1 and no field manager owns it.
+	acs, err := controller.Build(m, controller.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ac := range acs {
+		if d, ok := ac.(interface{ GetKind() *string }); ok && ptr.Deref(d.GetKind(), "") == "Deployment" {
+			if err := k8s.Apply(context.Background(), ac, client.FieldOwner(controller.FieldOwner("microservicedeploy")), client.ForceOwnership); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	d := msdDeployment(ns, m.Name)
+	get(t, d)
+	if got := ptr.Deref(d.Spec.Replicas, -1); got != 1 {
+		t.Fatalf("replicas before the operator runs = %d, want the default 1", got)
+	}
+
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	want := *m.Spec.Replicas
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		get(t, d)
+		got := ptr.Deref(d.Spec.Replicas, -1)
+		return got == want, fmt.Sprintf("replicas = %d, want the HPA's minimum %d (owners %v)", got, want, msdReplicasOwners(t, d))
+	})
+	if owners := msdReplicasOwners(t, d); len(owners) != 1 || owners[0] != controller.FieldOwner("microservicedeploy")+"-handover" {
+		t.Errorf("spec.replicas owned by %v, want only the handover manager", owners)
+	}
+}

@@ -1,0 +1,22 @@
+package controller
+
+import (
+	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// NewAppServiceReconciler returns the AppService reconciler outside a
+// manager, reading through c and apiReader, so that a test decides what
+// its reads return. buildErr, when set, is what every build fails with.
+func NewAppServiceReconciler(c client.Client, apiReader client.Reader, buildErr error) reconcile.Reconciler {
+	k := appServiceKind(Options{})
+	if buildErr != nil {
+		k.build = func(*appv1.AppService) ([]runtime.ApplyConfiguration, error) { return nil, buildErr }
+	}
+	env := settings{clock: clock.RealClock{}, recheck: DefaultRecheck}
+	return k.newReconciler(c, apiReader, c.Scheme(), events.NewFakeRecorder(100), env)
+}
