@@ -69,6 +69,18 @@ func upToDate(tc managedfields.TypeConverter, live runtime.Object, gvk schema.Gr
 	return reflect.DeepEqual(ownedNorm, withoutIdentity(desired)), nil
 }
 
+// appliedBy reports whether manager owns fields of obj through apply: an
+// object the operator shares with no controller (the namespace's quota) is
+// its own only then, whatever labels it carries.
+func appliedBy(obj metav1.Object, manager string) bool {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // appliedFields returns the fields manager owns on live through apply; nil
 // when it owns none.
 func appliedFields(live runtime.Object, manager string) (*fieldpath.Set, error) {

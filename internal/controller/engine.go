@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -67,22 +66,20 @@ type kind[T object] struct {
 	// setStatus writes obj's status from the children observed in this pass
 	// and the pass's failure (nil when it converged).
 	setStatus func(obj T, children observed, failure *status.Failure, now metav1.Time)
-	// watch adds watches beyond the owned children, e.g. pods by label.
-	watch func(b *builder.Builder) *builder.Builder
+	// watch adds watches beyond the owned children, e.g. pods by label. c
+	// reads from the cache, for a watch that maps an object to resources.
+	watch func(b *builder.Builder, c client.Reader) *builder.Builder
 	// handover returns, for some children, values the operator sets once and
 	// then leaves to another writer (the replica count of a Deployment that
 	// an HPA scales). Each is an apply configuration of the same object as a
 	// child, holding only those fields. The engine applies it under a field
-	// manager of its own (FieldOwner(name)+"-handover") only when the child
-	// is created, or while the kind's field manager still owns one of its
-	// fields and the child leaves it out: server-side apply would otherwise
-	// reset a field the kind stops setting to its default. A later pass never
-	// applies it again, so the other writer is never fought. Nil when none.
+	// manager of its own (FieldOwner(name)+"-handover") when the child is
+	// created, while the kind's field manager still owns one of its fields
+	// and the child leaves it out (server-side apply would otherwise reset a
+	// field the kind stops setting to its default), or while no manager
+	// owns any of them. Once another writer owns them it is never applied
+	// again, so that writer is never fought. Nil when none.
 	handover func(obj T) ([]runtime.ApplyConfiguration, error)
-	// related are object types that are not children but that setStatus
-	// reads through observe: a change to one wakes every resource of the
-	// kind in its namespace.
-	related []client.Object
 }
 
 // observed holds the live children at the end of a pass, by kind and name.
@@ -167,38 +164,10 @@ func (k kind[T]) setup(mgr ctrl.Manager, env settings) error {
 	for _, o := range k.owns {
 		b = b.Owns(o)
 	}
-	for _, o := range k.related {
-		b = b.Watches(o, handler.EnqueueRequestsFromMapFunc(r.allInNamespace))
-	}
 	if k.watch != nil {
-		b = k.watch(b)
+		b = k.watch(b, mgr.GetClient())
 	}
 	return b.Complete(r)
-}
-
-// allInNamespace maps an object to every resource of the kind in its namespace.
-func (r *reconciler[T]) allInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	ro, err := r.scheme.New(r.kind.gvk.GroupVersion().WithKind(r.kind.gvk.Kind + "List"))
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Unable to map a related object", "kind", r.kind.gvk.Kind)
-		return nil
-	}
-	list := ro.(client.ObjectList)
-	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Unable to list resources for a related object", "kind", r.kind.gvk.Kind)
-		return nil
-	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(items))
-	for _, item := range items {
-		if m, ok := item.(client.Object); ok {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
-		}
-	}
-	return reqs
 }
 
 // FieldOwner is the server-side apply field manager of a kind's controller.

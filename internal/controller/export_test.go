@@ -3,6 +3,7 @@ package controller
 import (
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,4 +20,15 @@ func NewAppServiceReconciler(c client.Client, apiReader client.Reader, buildErr 
 	}
 	env := settings{clock: clock.RealClock{}, recheck: DefaultRecheck}
 	return k.newReconciler(c, apiReader, c.Scheme(), events.NewFakeRecorder(100), env)
+}
+
+// NewNamespaceQuotaReconciler returns the quota controller's reconciler
+// outside a manager, reading everything through c.
+func NewNamespaceQuotaReconciler(c client.Client) reconcile.Reconciler {
+	return &namespaceQuotaReconciler{
+		client:     c,
+		apiReader:  c,
+		types:      applyconfigurations.NewTypeConverter(c.Scheme()),
+		fieldOwner: FieldOwner(namespaceQuotaName),
+	}
 }

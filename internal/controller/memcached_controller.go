@@ -55,7 +55,7 @@ func memcachedKind(opts Options) kind[*cachev1alpha1.Memcached] {
 			selector := labels.SelectorFromSet(memcached.Selector(o.Name)).String()
 			status.Memcached(&o.Status, o.Generation, selector, children.Deployment(o.Name), podsOf(children), failure, now)
 		},
-		watch: func(b *builder.Builder) *builder.Builder {
+		watch: func(b *builder.Builder, _ client.Reader) *builder.Builder {
 			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(memcachedOfPod),
 				builder.WithPredicates(nodeSetChanges()))
 		},

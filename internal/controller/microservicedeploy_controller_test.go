@@ -14,6 +14,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -191,12 +192,17 @@ func TestMicroServiceDeploySampleCreatesItsChildrenAndBecomesReady(t *testing.T)
 	}
 	quota := msdQuota(ns)
 	waitForObject(t, quota)
-	if len(quota.OwnerReferences) != 1 || quota.OwnerReferences[0].UID != m.UID || metav1.GetControllerOf(quota) != nil {
-		t.Errorf("quota owners = %v, want the instance, not as controller", quota.OwnerReferences)
+	if len(quota.OwnerReferences) != 0 {
+		t.Errorf("quota owners = %v, want none", quota.OwnerReferences)
 	}
-	if got := quota.Spec.Hard; got.Name("requests.cpu", resource.DecimalSI).String() != "16" || got.Name("limits.memory", resource.BinarySI).String() != "32Gi" {
+	// 6 pods at most, 2 of surge, 6 terminating: 2 cpu and 4Gi each.
+	if got := quota.Spec.Hard; got.Name("requests.cpu", resource.DecimalSI).String() != "28" || got.Name("limits.memory", resource.BinarySI).String() != "56Gi" {
 		t.Errorf("quota hard = %v", got)
 	}
+	if sel := quota.Spec.ScopeSelector; sel == nil || len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Values[0] != microservicedeploy.PriorityClassName {
+		t.Errorf("quota scope selector = %+v, want the instances' PriorityClass", sel)
+	}
+	waitForObject(t, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: microservicedeploy.PriorityClassName}})
 	// No Ingress: the operator has no base domain.
 	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ing), ing); !isNotFound(err) {
@@ -367,7 +373,7 @@ func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, quota)
 		cpu := quota.Spec.Hard[corev1.ResourceName("requests.cpu")]
-		return cpu.String() == "16", fmt.Sprintf("quota requests.cpu = %s", cpu.String())
+		return cpu.String() == "28", fmt.Sprintf("quota requests.cpu = %s", cpu.String())
 	})
 }
 
@@ -451,21 +457,17 @@ func TestMicroServiceDeployInstancesShareOneQuota(t *testing.T) {
 	create(t, a)
 	create(t, b)
 	quota := msdQuota(ns)
-	// a: 6 pods at most + 2 of surge; b: 1 + 1. 2 cpu and 4Gi each.
+	// a: 6 pods at most + 2 of surge + 6 terminating; b: 1 + 1 + 1. 2 cpu
+	// and 4Gi each.
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(quota), quota); err != nil {
 			return false, err.Error()
 		}
 		h := quota.Spec.Hard
-		return len(quota.OwnerReferences) == 2 && msdQty(h, "requests.cpu") == "20" && msdQty(h, "limits.cpu") == "20" &&
-				msdQty(h, "requests.memory") == "40Gi" && msdQty(h, "limits.memory") == "40Gi",
-			fmt.Sprintf("owners %d, hard %v", len(quota.OwnerReferences), h)
+		return msdQty(h, "requests.cpu") == "34" && msdQty(h, "limits.cpu") == "34" &&
+				msdQty(h, "requests.memory") == "68Gi" && msdQty(h, "limits.memory") == "68Gi",
+			fmt.Sprintf("hard %v", h)
 	})
-	for _, ref := range quota.OwnerReferences {
-		if ptr.Deref(ref.Controller, false) {
-			t.Errorf("owner reference %s claims control", ref.Name)
-		}
-	}
 	quotaUID := quota.UID
 	for _, m := range []*customv1.MicroServiceDeploy{a, b} {
 		waitForCondition(t, m, conditions.QuotaReady, metav1.ConditionTrue, conditions.ReasonQuotaApplied)
@@ -477,8 +479,7 @@ func TestMicroServiceDeployInstancesShareOneQuota(t *testing.T) {
 	}
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, quota)
-		return len(quota.OwnerReferences) == 1 && quota.OwnerReferences[0].UID == b.UID && msdQty(quota.Spec.Hard, "requests.cpu") == "4",
-			fmt.Sprintf("owners %v, hard %v", quota.OwnerReferences, quota.Spec.Hard)
+		return msdQty(quota.Spec.Hard, "requests.cpu") == "6", fmt.Sprintf("hard %v", quota.Spec.Hard)
 	})
 	if quota.UID != quotaUID {
 		t.Error("the quota was replaced instead of updated")
@@ -491,6 +492,15 @@ func TestMicroServiceDeployInstancesShareOneQuota(t *testing.T) {
 	msdWaitGone(t, quota)
 }
 
+// managersOf returns the field managers of o.
+func managersOf(o client.Object) []string {
+	var out []string
+	for _, mf := range o.GetManagedFields() {
+		out = append(out, mf.Manager)
+	}
+	return out
+}
+
 func msdQty(l corev1.ResourceList, name string) string {
 	q, ok := l[corev1.ResourceName(name)]
 	if !ok {
@@ -501,9 +511,12 @@ func msdQty(l corev1.ResourceList, name string) string {
 
 func TestMicroServiceDeployLeavesAForeignQuotaAlone(t *testing.T) {
 	ns, op := startMSDOperator(t, microservicedeploy.Options{})
+	// It even carries the operator's labels: a quota is the operator's only
+	// when its field manager applied it.
 	foreign := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: microservicedeploy.QuotaName, Labels: map[string]string{"team": "platform"}},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100")}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: microservicedeploy.QuotaName, Labels: map[string]string{
+			"team": "platform", "app.kubernetes.io/managed-by": "app-operator", "app.kubernetes.io/name": "microservicedeploy"}},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100")}},
 	}
 	create(t, foreign)
 	rv := foreign.ResourceVersion
@@ -533,8 +546,8 @@ func TestMicroServiceDeployLeavesAForeignQuotaAlone(t *testing.T) {
 	waitForCondition(t, m, conditions.QuotaReady, metav1.ConditionTrue, conditions.ReasonQuotaApplied)
 	quota := msdQuota(ns)
 	get(t, quota)
-	if !microservicedeploy.IsOperatorQuota(quota.Labels) {
-		t.Errorf("quota labels = %v", quota.Labels)
+	if owners := managersOf(quota); !msdHas(owners, controller.FieldOwner("microservicedeploy-quota")) {
+		t.Errorf("quota applied by %v, want the operator's quota controller", owners)
 	}
 }
 
@@ -580,7 +593,7 @@ func TestMicroServiceDeployRepairsDriftAndRefusesToAdopt(t *testing.T) {
 			get(t, cm)
 			get(t, quota)
 			return dep.Spec.Template.Spec.Containers[0].Image == "just a image url" && cm.Data["config"] == "password=88888888" &&
-					msdQty(quota.Spec.Hard, "requests.cpu") == "16",
+					msdQty(quota.Spec.Hard, "requests.cpu") == "28",
 				fmt.Sprintf("image %s, config %s, quota cpu %s", dep.Spec.Template.Spec.Containers[0].Image, cm.Data["config"], msdQty(quota.Spec.Hard, "requests.cpu"))
 		})
 	})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
@@ -17,22 +18,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
-	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
-// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch;create;patch;delete
+// The quota and the PriorityClass are the only objects of their types the
+// operator reads or changes; create cannot be limited to a name.
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=create
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch;patch;delete,resourceNames=microservicedeploy-quota
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=create
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch;patch,resourceNames=app-operator-microservicedeploy
 
 // namespaceQuotaName names the controller that keeps the namespaces'
 // MicroServiceDeploy quotas, and its field owner.
 const namespaceQuotaName = "microservicedeploy-quota"
 
 // namespaceQuotaReconciler keeps one ResourceQuota per namespace, sized for
-// every MicroServiceDeploy in it. A quota is namespace-wide, so it cannot be
-// the child of one instance: each instance is one of its (non-controller)
-// owners. A request names the namespace's quota.
+// every MicroServiceDeploy in it and scoped to their PriorityClass, which
+// it keeps too. A quota is namespace-wide, so it cannot be the child of
+// one instance. A request names the namespace's quota.
 type namespaceQuotaReconciler struct {
 	client     client.Client
+	apiReader  client.Reader
 	types      managedfields.TypeConverter
 	fieldOwner string
 }
@@ -40,6 +46,7 @@ type namespaceQuotaReconciler struct {
 func setupNamespaceQuota(mgr ctrl.Manager) error {
 	r := &namespaceQuotaReconciler{
 		client:     mgr.GetClient(),
+		apiReader:  mgr.GetAPIReader(),
 		types:      applyconfigurations.NewTypeConverter(mgr.GetScheme()),
 		fieldOwner: FieldOwner(namespaceQuotaName),
 	}
@@ -52,40 +59,52 @@ func setupNamespaceQuota(mgr ctrl.Manager) error {
 		Watches(&customv1.MicroServiceDeploy{}, toQuota, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The cache holds only quotas of the name the operator uses.
 		Watches(&corev1.ResourceQuota{}, toQuota).
+		// A deleted or changed PriorityClass is put back by the next pass
+		// of any namespace.
+		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(r.everyQuota)).
 		Complete(r)
+}
+
+// everyQuota maps an object to the quota of every namespace that has one.
+func (r *namespaceQuotaReconciler) everyQuota(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &corev1.ResourceQuotaList{}
+	if err := r.client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Unable to list the quotas")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
 }
 
 func (r *namespaceQuotaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	list := &customv1.MicroServiceDeployList{}
-	if err := r.client.List(ctx, list, client.InNamespace(req.Namespace)); err != nil {
+	// Read only: the specs are summed, never changed.
+	if err := r.client.List(ctx, list, client.InNamespace(req.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list MicroServiceDeploys: %w", err)
 	}
-	gvk := customv1.GroupVersion.WithKind("MicroServiceDeploy")
-	var instances []microservicedeploy.Instance
+	var specs []*customv1.MicroServiceDeploySpec
 	for i := range list.Items {
-		m := &list.Items[i]
-		if m.DeletionTimestamp.IsZero() {
-			instances = append(instances, microservicedeploy.Instance{Owner: resources.OwnerOf(m, gvk), Spec: &m.Spec})
+		if m := &list.Items[i]; m.DeletionTimestamp.IsZero() {
+			specs = append(specs, &m.Spec)
 		}
 	}
 
-	live := &corev1.ResourceQuota{}
-	if err := r.client.Get(ctx, req.NamespacedName, live); apierrors.IsNotFound(err) {
-		live = nil
-	} else if err != nil {
+	live, err := r.read(ctx, req.NamespacedName)
+	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("read ResourceQuota %s: %w", req.Name, err)
 	}
-	if live != nil && !microservicedeploy.IsOperatorQuota(live.Labels) {
-		// Someone else's: never overwritten. The instances report it, and
-		// its deletion wakes this controller up.
+	if live != nil && !appliedBy(live, r.fieldOwner) {
+		// Someone else's: never changed. The instances report it, and its
+		// deletion wakes this controller up.
 		log.V(1).Info("Leaving alone a ResourceQuota the operator did not create", "resourcequota", klog.KObj(live))
 		return ctrl.Result{}, nil
 	}
 
-	if len(instances) == 0 {
-		// The garbage collector would delete it too (every owner is gone);
-		// deleting it here does not wait for it.
+	if len(specs) == 0 {
 		if live == nil {
 			return ctrl.Result{}, nil
 		}
@@ -97,22 +116,74 @@ func (r *namespaceQuotaReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, nil
 	}
 
-	desired, err := newDesiredChild(microservicedeploy.Quota(req.Namespace, instances))
+	if err := r.ensurePriorityClass(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	desired, err := newDesiredChild(microservicedeploy.Quota(req.Namespace, specs))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	var current client.Object // nil, not a nil *ResourceQuota, when missing
+	if live != nil {
+		current = live
+	}
+	if err := r.apply(ctx, current, desired); err != nil {
+		return ctrl.Result{}, err
+	}
+	log.V(2).Info("ResourceQuota up to date", "resourcequota", klog.KRef(req.Namespace, req.Name), "instances", len(specs))
+	return ctrl.Result{}, nil
+}
+
+// read returns the quota, from the cache or, on a miss, from the API
+// server: a quota someone just created must be seen, never overwritten.
+// Nil when there is none.
+func (r *namespaceQuotaReconciler) read(ctx context.Context, key client.ObjectKey) (*corev1.ResourceQuota, error) {
+	live := &corev1.ResourceQuota{}
+	err := r.client.Get(ctx, key, live)
+	if apierrors.IsNotFound(err) {
+		err = r.apiReader.Get(ctx, key, live)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return live, err
+}
+
+// ensurePriorityClass applies the instances' PriorityClass unless it is
+// already as wanted: their pods cannot be created without it.
+func (r *namespaceQuotaReconciler) ensurePriorityClass(ctx context.Context) error {
+	desired, err := newDesiredChild(microservicedeploy.PriorityClass())
+	if err != nil {
+		return err
+	}
+	live := &schedulingv1.PriorityClass{}
+	err = r.client.Get(ctx, client.ObjectKey{Name: desired.name}, live)
+	if apierrors.IsNotFound(err) {
+		err = r.apiReader.Get(ctx, client.ObjectKey{Name: desired.name}, live)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return r.apply(ctx, nil, desired)
+	case err != nil:
+		return fmt.Errorf("read PriorityClass %s: %w", desired.name, err)
+	}
+	return r.apply(ctx, live, desired)
+}
+
+// apply applies desired unless live (nil when missing) already holds it.
+func (r *namespaceQuotaReconciler) apply(ctx context.Context, live client.Object, desired desiredChild) error {
 	if live != nil {
 		same, err := upToDate(r.types, live, desired.gvk, r.fieldOwner, desired.fields)
 		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("compare ResourceQuota %s: %w", req.Name, err)
+			return fmt.Errorf("compare %s: %w", desired, err)
 		}
 		if same {
-			return ctrl.Result{}, nil
+			return nil
 		}
 	}
 	if err := r.client.Apply(ctx, desired.ac, client.FieldOwner(r.fieldOwner), client.ForceOwnership); err != nil {
-		return ctrl.Result{}, fmt.Errorf("apply ResourceQuota %s: %w", req.Name, err)
+		return fmt.Errorf("apply %s: %w", desired, err)
 	}
-	log.V(1).Info("Applied ResourceQuota", "resourcequota", klog.KRef(req.Namespace, req.Name), "instances", len(instances))
-	return ctrl.Result{}, nil
+	ctrl.LoggerFrom(ctx).V(1).Info("Applied "+desired.gvk.Kind, "name", desired.name)
+	return nil
 }

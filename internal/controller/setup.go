@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,7 +72,9 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&networkingv1.Ingress{}:                  managed,
 		// Only the MicroServiceDeploy quota, whoever made it: one of that
 		// name without the operator's labels must be seen to be left alone.
-		&corev1.ResourceQuota{}:         {Field: fields.OneTermEqualSelector("metadata.name", microservicedeploy.QuotaName)},
+		&corev1.ResourceQuota{}: {Field: fields.OneTermEqualSelector("metadata.name", microservicedeploy.QuotaName)},
+		// Only the PriorityClass of the MicroServiceDeploy pods.
+		&schedulingv1.PriorityClass{}:   {Field: fields.OneTermEqualSelector("metadata.name", microservicedeploy.PriorityClassName)},
 		&policyv1.PodDisruptionBudget{}: managed,
 		// Only the pods of Memcached resources (for status.nodes). They are
 		// never applied: their managedFields are dropped to save memory.

@@ -4,10 +4,8 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/app-operator/app-operator/api/conditions"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
@@ -27,21 +25,47 @@ type MicroServiceDeployObserved struct {
 	IngressApplied bool
 	// ExposureReason and ExposureMessage explain the exposure decision.
 	ExposureReason, ExposureMessage string
-	// Quota is the live ResourceQuota named QuotaName; nil when missing.
-	Quota     *corev1.ResourceQuota
+	// Quota is what the namespace's quota, named QuotaName, means to the
+	// instance.
+	Quota     QuotaState
 	QuotaName string
-	// QuotaIsOperators is whether Quota carries the operator's labels.
-	QuotaIsOperators bool
-	// UID is the instance's uid, which the quota lists among its owners.
-	UID types.UID
+}
+
+// QuotaState is what the namespace's ResourceQuota means to one instance.
+type QuotaState int
+
+const (
+	// QuotaMissing: the namespace has no quota of the operator's name yet.
+	QuotaMissing QuotaState = iota
+	// QuotaForeign: a quota of the operator's name exists that the
+	// operator did not create; it is left alone.
+	QuotaForeign
+	// QuotaShort: the operator's quota does not leave room for the
+	// instance yet.
+	QuotaShort
+	// QuotaCovers: the operator's quota leaves room for every pod of the
+	// instance.
+	QuotaCovers
+)
+
+// QuotaReasonOf is the reason of the QuotaReady condition in state s.
+func QuotaReasonOf(s QuotaState) string {
+	switch s {
+	case QuotaForeign:
+		return conditions.ReasonQuotaConflict
+	case QuotaCovers:
+		return conditions.ReasonQuotaApplied
+	default:
+		return conditions.ReasonQuotaPending
+	}
 }
 
 // MicroServiceDeploy sets the status of a MicroServiceDeploy from what the
 // pass observed and its failure (nil on success).
 //
 // Ready is True when every child is applied, the Deployment has rolled out
-// at its size (zero when idle), and the namespace's quota counts the
-// instance. It does not wait for what only an Ingress controller or a
+// at its size (zero when idle), and the namespace's quota leaves room for
+// the instance. It does not wait for what only an Ingress controller or a
 // metrics server provides (an Ingress address, HPA metrics); Exposed tells
 // whether the instance is reachable from outside.
 //
@@ -91,28 +115,19 @@ func MicroServiceDeploy(st *customv1.MicroServiceDeployStatus, generation int64,
 }
 
 func quotaCondition(generation int64, o MicroServiceDeployObserved) metav1.Condition {
-	c := metav1.Condition{Type: conditions.QuotaReady, ObservedGeneration: generation, Status: metav1.ConditionFalse}
-	switch {
-	case o.Quota == nil:
-		c.Reason, c.Message = conditions.ReasonQuotaPending, fmt.Sprintf("Waiting for ResourceQuota %s to be created", o.QuotaName)
-	case !o.QuotaIsOperators:
-		c.Reason, c.Message = conditions.ReasonQuotaConflict, fmt.Sprintf(
+	c := metav1.Condition{Type: conditions.QuotaReady, ObservedGeneration: generation, Status: metav1.ConditionFalse, Reason: QuotaReasonOf(o.Quota)}
+	switch o.Quota {
+	case QuotaMissing:
+		c.Message = fmt.Sprintf("Waiting for ResourceQuota %s to be created", o.QuotaName)
+	case QuotaForeign:
+		c.Message = fmt.Sprintf(
 			"ResourceQuota %s already exists and was not created by the operator; the operator leaves it alone, so it does not count this instance", o.QuotaName)
-	case !ownedBy(o.Quota, o.UID):
-		c.Reason, c.Message = conditions.ReasonQuotaPending, fmt.Sprintf("Waiting for ResourceQuota %s to count this instance", o.QuotaName)
+	case QuotaShort:
+		c.Message = fmt.Sprintf("Waiting for ResourceQuota %s to leave room for this instance", o.QuotaName)
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, conditions.ReasonQuotaApplied, fmt.Sprintf("ResourceQuota %s counts this instance", o.QuotaName)
+		c.Status, c.Message = metav1.ConditionTrue, fmt.Sprintf("ResourceQuota %s leaves room for every pod of this instance", o.QuotaName)
 	}
 	return c
-}
-
-func ownedBy(obj metav1.Object, uid types.UID) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID == uid {
-			return true
-		}
-	}
-	return false
 }
 
 func idleCondition(generation int64, idle bool) metav1.Condition {

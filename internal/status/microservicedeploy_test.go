@@ -5,9 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/app-operator/app-operator/api/conditions"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
@@ -15,26 +13,15 @@ import (
 
 const quotaName = "microservicedeploy-quota"
 
-// quota is a ResourceQuota owned by the instances named.
-func quota(owners ...string) *corev1.ResourceQuota {
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: quotaName}}
-	for _, name := range owners {
-		q.OwnerReferences = append(q.OwnerReferences, metav1.OwnerReference{Kind: "MicroServiceDeploy", Name: name, UID: types.UID("uid-" + name)})
-	}
-	return q
-}
-
 // observed is an instance "me" whose Deployment is available at 3 replicas
-// and whose quota is the operator's and counts it, not exposed.
+// and whose quota is the operator's and leaves room for it, not exposed.
 func observed(mutate func(*MicroServiceDeployObserved)) MicroServiceDeployObserved {
 	o := MicroServiceDeployObserved{
-		Deployment:       deployment(3, 3, 3, 3, 3),
-		Quota:            quota("me", "other"),
-		QuotaName:        quotaName,
-		QuotaIsOperators: true,
-		UID:              "uid-me",
-		ExposureReason:   conditions.ReasonNoBaseDomain,
-		ExposureMessage:  "no base domain",
+		Deployment:      deployment(3, 3, 3, 3, 3),
+		Quota:           QuotaCovers,
+		QuotaName:       quotaName,
+		ExposureReason:  conditions.ReasonNoBaseDomain,
+		ExposureMessage: "no base domain",
 	}
 	if mutate != nil {
 		mutate(&o)
@@ -55,18 +42,18 @@ func TestMicroServiceDeployStatus(t *testing.T) {
 		failure *Failure
 		want    msdWant
 	}{
-		{"should be ready when the Deployment is available and the quota counts the instance", observed(nil), nil,
+		{"should be ready when the Deployment is available and the quota leaves room for the instance", observed(nil), nil,
 			msdWant{"True/Available", "False/AsExpected", "True/QuotaApplied", "False/Active", "False/NoBaseDomain", "", 5}},
-		{"should wait for the quota to be created", observed(func(o *MicroServiceDeployObserved) { o.Quota = nil }), nil,
+		{"should wait for the quota to be created", observed(func(o *MicroServiceDeployObserved) { o.Quota = QuotaMissing }), nil,
 			msdWant{"False/QuotaPending", "False/AsExpected", "False/QuotaPending", "False/Active", "False/NoBaseDomain", "", 5}},
-		{"should wait for the quota to count the instance", observed(func(o *MicroServiceDeployObserved) { o.Quota = quota("other") }), nil,
+		{"should wait for the quota to leave room for the instance", observed(func(o *MicroServiceDeployObserved) { o.Quota = QuotaShort }), nil,
 			msdWant{"False/QuotaPending", "False/AsExpected", "False/QuotaPending", "False/Active", "False/NoBaseDomain", "", 5}},
 		{"should report a quota someone else created as a conflict", observed(func(o *MicroServiceDeployObserved) {
-			o.Quota, o.QuotaIsOperators = quota(), false
+			o.Quota = QuotaForeign
 		}), nil,
 			msdWant{"False/QuotaConflict", "True/QuotaConflict", "False/QuotaConflict", "False/Active", "False/NoBaseDomain", "", 5}},
 		{"should report the pass's failure before the quota and keep observedGeneration", observed(func(o *MicroServiceDeployObserved) {
-			o.Quota, o.QuotaIsOperators = quota(), false
+			o.Quota = QuotaForeign
 		}), &Failure{Reason: conditions.ReasonChildConflict, Message: "Service exists"},
 			msdWant{"False/ChildConflict", "True/ChildConflict", "False/QuotaConflict", "False/Active", "False/NoBaseDomain", "", 4}},
 		{"should be ready and idle when parked at zero replicas", observed(func(o *MicroServiceDeployObserved) {
@@ -122,7 +109,7 @@ func TestMicroServiceDeployReplicaCounts(t *testing.T) {
 func TestMicroServiceDeployStatusIsStableWhileWaitingForTheQuota(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Minute))
-	pending := observed(func(o *MicroServiceDeployObserved) { o.Quota = nil })
+	pending := observed(func(o *MicroServiceDeployObserved) { o.Quota = QuotaMissing })
 	st := customv1.MicroServiceDeployStatus{}
 	MicroServiceDeploy(&st, 1, pending, nil, t0)
 	before := *st.DeepCopy()

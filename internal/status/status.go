@@ -4,6 +4,7 @@ package status
 
 import (
 	"fmt"
+	"regexp"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,7 +53,7 @@ func observeRollout(d *appsv1.Deployment) rollout {
 			return rollout{phaseStalled, conditions.ReasonProgressDeadlineExceeded, fmt.Sprintf("Deployment %s exceeded its progress deadline", d.Name)}
 		}
 		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
-			return rollout{phaseStalled, conditions.ReasonReplicaFailure, fmt.Sprintf("Deployment %s cannot create pods: %s", d.Name, c.Message)}
+			return rollout{phaseStalled, conditions.ReasonReplicaFailure, fmt.Sprintf("Deployment %s cannot create pods: %s", d.Name, stableMessage(c.Message))}
 		}
 	}
 	want := int32(1)
@@ -69,6 +70,23 @@ func observeRollout(d *appsv1.Deployment) rollout {
 		return rollout{phaseProgressing, conditions.ReasonRolloutInProgress, fmt.Sprintf("%d of %d updated pods available", s.AvailableReplicas, s.UpdatedReplicas)}
 	}
 	return rollout{phaseAvailable, conditions.ReasonAvailable, fmt.Sprintf("%d of %d pods available", s.AvailableReplicas, want)}
+}
+
+var (
+	// podName is the generated name of the pod a failure message is about.
+	podName = regexp.MustCompile(`pods? "[^"]*" `)
+	// quotaUsed is the usage a quota failure reports, which moves as pods
+	// come and go.
+	quotaUsed = regexp.MustCompile(`, used: .*?, limited: `)
+)
+
+// stableMessage drops from a failure message the values that differ from
+// one attempt to the next (the generated name of the refused pod, the
+// quota's current usage), so that a failure that persists writes the
+// status once.
+func stableMessage(msg string) string {
+	msg = podName.ReplaceAllString(msg, "pods ")
+	return quotaUsed.ReplaceAllString(msg, ", limited: ")
 }
 
 // readyCondition is True when the pass succeeded and the rollout is complete.

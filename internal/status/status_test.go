@@ -136,3 +136,22 @@ func find(t *testing.T, conds []metav1.Condition, condType string) metav1.Condit
 	t.Fatalf("no %s condition in %v", condType, conds)
 	return metav1.Condition{}
 }
+
+func TestStableMessageDropsWhatChangesBetweenAttempts(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"should drop the pod name and the usage of a quota failure",
+			`pods "ms-7d9f8-x2k4q" is forbidden: exceeded quota: microservicedeploy-quota, requested: limits.cpu=2, used: limits.cpu=28, limited: limits.cpu=28`,
+			`pods is forbidden: exceeded quota: microservicedeploy-quota, requested: limits.cpu=2, limited: limits.cpu=28`},
+		{"should drop the pod name of an admission failure",
+			`pods "ms-7d9f8-abcde" is forbidden: violates PodSecurity "restricted:latest": privileged`,
+			`pods is forbidden: violates PodSecurity "restricted:latest": privileged`},
+		{"should keep a message without changing values", "exceeded quota", "exceeded quota"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := stableMessage(tt.in); got != tt.want {
+				t.Errorf("stableMessage(%q) =\n%q, want\n%q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

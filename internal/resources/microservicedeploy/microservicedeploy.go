@@ -300,6 +300,7 @@ func deployment(owner resources.Owner, spec *customv1.MicroServiceDeploySpec, de
 	// The With* methods copy their arguments: the container is complete here.
 	podSpec := corev1ac.PodSpec().
 		WithServiceAccountName(owner.Name).
+		WithPriorityClassName(PriorityClassName).
 		WithSecurityContext(podSecurity).
 		WithContainers(container).
 		WithVolumes(volumes...)

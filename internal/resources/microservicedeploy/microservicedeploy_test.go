@@ -230,38 +230,38 @@ func TestQuotaHard(t *testing.T) {
 		instances []customv1.MicroServiceDeploySpec
 		want      corev1.ResourceList
 	}{
-		{"should size the sample for 6 pods at most plus 2 of surge", []customv1.MicroServiceDeploySpec{sample()},
-			corev1.ResourceList{"requests.cpu": q("16"), "limits.cpu": q("16"), "requests.memory": q("32Gi"), "limits.memory": q("32Gi")}},
-		{"should size an instance without autoscaling for replicas plus surge",
+		{"should size the sample for 6 pods at most, 2 of surge and 6 terminating", []customv1.MicroServiceDeploySpec{sample()},
+			corev1.ResourceList{"requests.cpu": q("28"), "limits.cpu": q("28"), "requests.memory": q("56Gi"), "limits.memory": q("56Gi")}},
+		{"should size an instance without autoscaling for replicas, surge and replicas terminating",
 			[]customv1.MicroServiceDeploySpec{with(func(s *customv1.MicroServiceDeploySpec) { s.Autoscaling = false })},
-			corev1.ResourceList{"requests.cpu": q("8"), "limits.cpu": q("8"), "requests.memory": q("16Gi"), "limits.memory": q("16Gi")}},
+			corev1.ResourceList{"requests.cpu": q("14"), "limits.cpu": q("14"), "requests.memory": q("28Gi"), "limits.memory": q("28Gi")}},
 		{"should sum two instances", []customv1.MicroServiceDeploySpec{sample(), with(func(s *customv1.MicroServiceDeploySpec) {
 			s.Autoscaling = false
 			s.Replicas = ptr.To[int32](1)
 			s.ResourceRequirements.Requests = corev1.ResourceList{corev1.ResourceCPU: q("500m"), corev1.ResourceMemory: q("1Gi")}
 		})},
-			corev1.ResourceList{"requests.cpu": q("17"), "limits.cpu": q("20"), "requests.memory": q("34Gi"), "limits.memory": q("40Gi")}},
+			corev1.ResourceList{"requests.cpu": q("29500m"), "limits.cpu": q("34"), "requests.memory": q("59Gi"), "limits.memory": q("68Gi")}},
 		{"should count an idle instance as no pods", []customv1.MicroServiceDeploySpec{sample(), with(func(s *customv1.MicroServiceDeploySpec) { s.Idle = true })},
-			corev1.ResourceList{"requests.cpu": q("16"), "limits.cpu": q("16"), "requests.memory": q("32Gi"), "limits.memory": q("32Gi")}},
+			corev1.ResourceList{"requests.cpu": q("28"), "limits.cpu": q("28"), "requests.memory": q("56Gi"), "limits.memory": q("56Gi")}},
 		{"should be zero when every instance is idle", []customv1.MicroServiceDeploySpec{with(func(s *customv1.MicroServiceDeploySpec) { s.Idle = true })},
 			corev1.ResourceList{"requests.cpu": q("0"), "limits.cpu": q("0"), "requests.memory": q("0"), "limits.memory": q("0")}},
 		{"should leave out limits when an instance sets none", []customv1.MicroServiceDeploySpec{sample(), noLimits},
-			corev1.ResourceList{"requests.cpu": q("32"), "requests.memory": q("64Gi")}},
+			corev1.ResourceList{"requests.cpu": q("56"), "requests.memory": q("112Gi")}},
 		{"should count a limit as the request when the request is unset", []customv1.MicroServiceDeploySpec{limitsOnly},
-			corev1.ResourceList{"requests.cpu": q("16"), "limits.cpu": q("16"), "requests.memory": q("32Gi"), "limits.memory": q("32Gi")}},
+			corev1.ResourceList{"requests.cpu": q("28"), "limits.cpu": q("28"), "requests.memory": q("56Gi"), "limits.memory": q("56Gi")}},
 		{"should leave out a resource one instance does not declare", []customv1.MicroServiceDeploySpec{sample(), with(func(s *customv1.MicroServiceDeploySpec) {
 			s.ResourceRequirements = customv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("1")}}
 		})},
-			corev1.ResourceList{"requests.cpu": q("24")}},
+			corev1.ResourceList{"requests.cpu": q("42")}},
 		{"should limit nothing without instances", nil, corev1.ResourceList{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var instances []Instance
+			var specs []*customv1.MicroServiceDeploySpec
 			for i := range tt.instances {
-				instances = append(instances, Instance{Owner: owner(string(rune('a' + i))), Spec: &tt.instances[i]})
+				specs = append(specs, &tt.instances[i])
 			}
-			got := QuotaHard(instances)
+			got := QuotaHard(specs)
 			if diff := cmp.Diff(asStrings(tt.want), asStrings(got)); diff != "" {
 				t.Errorf("hard (-want +got):\n%s", diff)
 			}
@@ -278,24 +278,49 @@ func asStrings(l corev1.ResourceList) map[string]string {
 	return out
 }
 
-func TestQuotaIsOwnedByEveryInstanceAndControlledByNone(t *testing.T) {
+func TestQuotaLimitsOnlyTheInstancesPodsAndHasNoOwners(t *testing.T) {
 	a, b := sample(), sample()
-	q := Quota("ns", []Instance{{Owner: owner("b"), Spec: &b}, {Owner: owner("a"), Spec: &a}})
-	if *q.Name != QuotaName || *q.Namespace != "ns" || !IsOperatorQuota(q.Labels) {
-		t.Errorf("quota %s/%s labels %v", *q.Namespace, *q.Name, q.Labels)
+	q := Quota("ns", []*customv1.MicroServiceDeploySpec{&a, &b})
+	if *q.Name != QuotaName || *q.Namespace != "ns" {
+		t.Errorf("quota %s/%s", *q.Namespace, *q.Name)
 	}
-	var names []string
-	for _, ref := range q.OwnerReferences {
-		names = append(names, *ref.Name)
-		if ref.Controller != nil || ref.BlockOwnerDeletion != nil {
-			t.Errorf("owner reference %s claims control: %+v", *ref.Name, ref)
-		}
+	if len(q.OwnerReferences) != 0 {
+		t.Errorf("owner references %v, want none: one per instance would not scale", q.OwnerReferences)
 	}
-	if diff := cmp.Diff([]string{"a", "b"}, names); diff != "" {
-		t.Errorf("owners (-want +got):\n%s", diff)
+	exprs := q.Spec.ScopeSelector.MatchExpressions
+	if len(exprs) != 1 || *exprs[0].ScopeName != corev1.ResourceQuotaScopePriorityClass || *exprs[0].Operator != corev1.ScopeSelectorOpIn ||
+		len(exprs[0].Values) != 1 || exprs[0].Values[0] != PriorityClassName {
+		t.Errorf("scope selector %+v, want PriorityClass In [%s]", exprs, PriorityClassName)
 	}
-	if IsOperatorQuota(map[string]string{"team": "x"}) {
-		t.Error("an unlabelled quota was taken for the operator's")
+	c := Build(owner("x"), &a, Options{}, resources.Defaults{})
+	if got := c.Deployment.Spec.Template.Spec.PriorityClassName; got == nil || *got != PriorityClassName {
+		t.Errorf("pod priorityClassName %v, want %s: the quota would not count the pods", got, PriorityClassName)
+	}
+	pc := PriorityClass()
+	if *pc.Name != PriorityClassName || *pc.Value != 0 || *pc.GlobalDefault || *pc.PreemptionPolicy != corev1.PreemptNever {
+		t.Errorf("PriorityClass %+v, want value 0, not the default, never preempting", pc)
+	}
+}
+
+func TestCovers(t *testing.T) {
+	q := resource.MustParse
+	s := sample() // 14 pods of 2 CPU and 4Gi
+	tests := []struct {
+		name string
+		hard corev1.ResourceList
+		want bool
+	}{
+		{"should cover with exactly the instance's need", corev1.ResourceList{"requests.cpu": q("28"), "limits.memory": q("56Gi")}, true},
+		{"should cover with more", corev1.ResourceList{"requests.cpu": q("100")}, true},
+		{"should cover when the quota limits nothing the instance uses", corev1.ResourceList{"pods": q("1")}, true},
+		{"should not cover with less of one resource", corev1.ResourceList{"requests.cpu": q("100"), "limits.memory": q("55Gi")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Covers(tt.hard, &s); got != tt.want {
+				t.Errorf("Covers(%v) = %v, want %v", tt.hard, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -339,7 +364,7 @@ func TestGolden(t *testing.T) {
 			o := owner("ms-sample-v1s0")
 			c := Build(o, &m.spec, m.opts, resources.Defaults{})
 			objs := append(c.Objects(), c.Handovers()...)
-			objs = append(objs, Quota(o.Namespace, []Instance{{Owner: o, Spec: &m.spec}}))
+			objs = append(objs, Quota(o.Namespace, []*customv1.MicroServiceDeploySpec{&m.spec}), PriorityClass())
 			compareGolden(t, filepath.Join("testdata", m.name+".golden.yaml"), objs)
 		})
 	}

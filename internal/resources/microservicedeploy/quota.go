@@ -1,11 +1,10 @@
 package microservicedeploy
 
 import (
-	"sort"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	schedulingv1ac "k8s.io/client-go/applyconfigurations/scheduling/v1"
 
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	"github.com/app-operator/app-operator/internal/resources"
@@ -15,21 +14,23 @@ import (
 // namespace that holds MicroServiceDeploys.
 const QuotaName = "microservicedeploy-quota"
 
+// PriorityClassName is the PriorityClass of every MicroServiceDeploy pod.
+// The namespace's quota is scoped to it, so that it limits those pods and
+// never the namespace's other pods.
+const PriorityClassName = "app-operator-microservicedeploy"
+
 // quotaResources are the resources the quota can limit: those
 // spec.resourceRequirements may name.
 var quotaResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage}
 
-// Instance is one MicroServiceDeploy, as the namespace's quota counts it.
-type Instance struct {
-	Owner resources.Owner
-	Spec  *customv1.MicroServiceDeploySpec
-}
-
-// Pods is the most pods an instance runs at once: its maximum replicas plus
-// the surge of a rolling update at that size. An idle instance runs none.
+// Pods is the most pods of an instance the quota may count at once: its
+// maximum replicas plus the surge of a rolling update at that size, plus
+// as many pods again still terminating, since the quota counts a deleted
+// pod until its grace period ends and a rollout may delete every old pod
+// before the first has gone. An idle instance runs none.
 func Pods(spec *customv1.MicroServiceDeploySpec) int64 {
 	n := MaxReplicas(spec)
-	return int64(n) + int64(Surge(n))
+	return 2*int64(n) + int64(Surge(n))
 }
 
 // QuotaHard is the quota that lets every instance run at its maximum,
@@ -37,20 +38,20 @@ func Pods(spec *customv1.MicroServiceDeploySpec) int64 {
 // unset, the limit, as the API server defaults it) and limit times Pods,
 // summed over the instances.
 //
-// A quota on a resource makes the API server reject every pod of the
-// namespace that does not declare that resource, so a resource enters the
-// quota only when every instance declares it.
-func QuotaHard(instances []Instance) corev1.ResourceList {
+// A quota on a resource makes the API server reject every pod in its scope
+// that does not declare that resource, so a resource enters the quota only
+// when every instance declares it.
+func QuotaHard(specs []*customv1.MicroServiceDeploySpec) corev1.ResourceList {
 	hard := corev1.ResourceList{}
-	if len(instances) == 0 {
+	if len(specs) == 0 {
 		return hard
 	}
 	for _, name := range quotaResources {
 		var requests, limits resource.Quantity
 		allRequest, allLimit := true, true
-		for _, in := range instances {
-			rr := in.Spec.ResourceRequirements
-			pods := Pods(in.Spec)
+		for _, spec := range specs {
+			rr := spec.ResourceRequirements
+			pods := Pods(spec)
 			req, ok := rr.Requests[name]
 			if !ok {
 				req, ok = rr.Limits[name]
@@ -76,6 +77,19 @@ func QuotaHard(instances []Instance) corev1.ResourceList {
 	return hard
 }
 
+// Covers reports whether hard leaves room for every pod of the instance
+// with spec: each resource the quota limits is at least what the instance
+// alone may use. The quota is the sum over the namespace's instances, so
+// an instance it counts is always covered.
+func Covers(hard corev1.ResourceList, spec *customv1.MicroServiceDeploySpec) bool {
+	for name, need := range QuotaHard([]*customv1.MicroServiceDeploySpec{spec}) {
+		if have, ok := hard[name]; ok && have.Cmp(need) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func times(q resource.Quantity, n int64) resource.Quantity {
 	out := q.DeepCopy()
 	out.Mul(n)
@@ -88,33 +102,38 @@ func canonical(q resource.Quantity) resource.Quantity {
 	return resource.MustParse(q.String())
 }
 
-// Quota returns the namespace's ResourceQuota for the instances in it. The
-// quota carries an owner reference to each instance, none of them the
-// controller: the garbage collector deletes it with the last one.
-func Quota(namespace string, instances []Instance) *corev1ac.ResourceQuotaApplyConfiguration {
-	sorted := append([]Instance(nil), instances...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Owner.Name < sorted[j].Owner.Name })
-	q := corev1ac.ResourceQuota(QuotaName, namespace).
-		WithLabels(QuotaLabels()).
-		WithSpec(corev1ac.ResourceQuotaSpec().WithHard(QuotaHard(sorted)))
-	for _, in := range sorted {
-		q.WithOwnerReferences(in.Owner.SharedReference())
-	}
-	return q
+// Quota returns the namespace's ResourceQuota for the instances with the
+// given specs, scoped to the pods of PriorityClassName. It has no owner
+// references: one per instance would grow without bound (an object is
+// capped at about 1.5 MB, near 10,000 references); the operator deletes it
+// with the namespace's last instance.
+func Quota(namespace string, specs []*customv1.MicroServiceDeploySpec) *corev1ac.ResourceQuotaApplyConfiguration {
+	return corev1ac.ResourceQuota(QuotaName, namespace).
+		WithLabels(labels()).
+		WithSpec(corev1ac.ResourceQuotaSpec().
+			WithHard(QuotaHard(specs)).
+			WithScopeSelector(corev1ac.ScopeSelector().WithMatchExpressions(
+				corev1ac.ScopedResourceSelectorRequirement().
+					WithScopeName(corev1.ResourceQuotaScopePriorityClass).
+					WithOperator(corev1.ScopeSelectorOpIn).
+					WithValues(PriorityClassName))))
 }
 
-// QuotaLabels mark the quota as the operator's. A ResourceQuota named
-// QuotaName without them is someone else's, and the operator leaves it alone.
-func QuotaLabels() map[string]string {
+// PriorityClass is the PriorityClass of the instances' pods. Its value is
+// that of a pod without one (0), and it never preempts another pod: it
+// exists only to scope the quota.
+func PriorityClass() *schedulingv1ac.PriorityClassApplyConfiguration {
+	return schedulingv1ac.PriorityClass(PriorityClassName).
+		WithLabels(labels()).
+		WithValue(0).
+		WithGlobalDefault(false).
+		WithPreemptionPolicy(corev1.PreemptNever).
+		WithDescription("Pods of MicroServiceDeploy instances; the namespaces' microservicedeploy-quota limits only these pods.")
+}
+
+// labels mark the quota and the PriorityClass as the operator's, for
+// people and selectors. Whether the operator treats one as its own is
+// decided by its field manager, never by labels anyone can copy.
+func labels() map[string]string {
 	return map[string]string{resources.LabelManagedBy: resources.ManagedBy, resources.LabelName: KindName}
-}
-
-// IsOperatorQuota reports whether labels mark a quota as the operator's.
-func IsOperatorQuota(labels map[string]string) bool {
-	for k, v := range QuotaLabels() {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -1,0 +1,98 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
+	"github.com/app-operator/app-operator/test/testenv"
+	"golang.org/x/sync/errgroup"
+)
+
+// createMSDs creates n instances of the sample in ns as fast as the API
+// server takes them.
+func createMSDs(t *testing.T, ns string, n int) {
+	t.Helper()
+	cfg := rest.CopyConfig(testCluster.Config())
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.New(cfg, client.Options{Scheme: controller.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := newMSD(t, ns, "", nil)
+	g, ctx := errgroup.WithContext(context.Background())
+	g.SetLimit(16)
+	for i := range n {
+		g.Go(func() error {
+			m := sample.DeepCopy()
+			m.Name = fmt.Sprintf("ms-%05d", i)
+			m.Spec.FullName = m.Name
+			return c.Create(ctx, m)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNamespaceQuotaServesTenThousandInstances(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 10,000 resources")
+	}
+	const n = 10000
+	ns := testenv.NewNamespace(t, k8s)
+	start := time.Now()
+	createMSDs(t, ns, n)
+	t.Logf("created %d MicroServiceDeploys in %s", n, time.Since(start).Round(time.Millisecond))
+
+	r := controller.NewNamespaceQuotaReconciler(k8s)
+	start = time.Now()
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: microservicedeploy.QuotaName}}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("reconcile the quota of %d instances: %v", n, err)
+	}
+	t.Logf("one quota pass over %d instances took %s", n, time.Since(start).Round(time.Millisecond))
+	quota := msdQuota(ns)
+	get(t, quota)
+	// Each sample instance: 14 pods of 2 cpu and 4Gi.
+	for name, want := range map[corev1.ResourceName]string{"requests.cpu": fmt.Sprint(28 * n), "limits.memory": fmt.Sprintf("%dGi", 56*n)} {
+		if got := quota.Spec.Hard[name]; got.Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("%s = %s, want %s", name, got.String(), want)
+		}
+	}
+}
+
+func TestMicroServiceDeployQuotaWritesWakeOnlyTheInstancesTheyConcern(t *testing.T) {
+	const n = 40
+	ns, _ := startMSDOperator(t, microservicedeploy.Options{})
+	before := reconcileCount(t, "microservicedeploy")
+	// One at a time, as instances arrive in a live cluster: each one
+	// changes the quota, and each quota write could wake every instance.
+	for i := range n {
+		m := newMSD(t, ns, fmt.Sprintf("ms-%02d", i), nil)
+		create(t, m)
+		waitForCondition(t, m, conditions.QuotaReady, metav1.ConditionTrue, conditions.ReasonQuotaApplied)
+	}
+	time.Sleep(time.Second) // let queued passes finish
+	passes := reconcileCount(t, "microservicedeploy") - before
+	perInstance := passes / n
+	t.Logf("%d instances converged in %.0f passes, %.1f per instance", n, passes, perInstance)
+	// Each instance is woken by its creation, its children's creation and
+	// at most once by the quota. Waking every instance on every quota
+	// write makes the passes grow with the square of the instances: about
+	// n/2 per instance.
+	if perInstance > 6 {
+		t.Errorf("%.1f passes per instance, want at most 6: quota writes fan out to every instance", perInstance)
+	}
+}
