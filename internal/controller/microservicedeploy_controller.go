@@ -36,7 +36,7 @@ func microServiceDeployKind(all Options) kind[*customv1.MicroServiceDeploy] {
 	gvk := customv1.GroupVersion.WithKind("MicroServiceDeploy")
 	opts := all.MicroServiceDeploy
 	build := func(o *customv1.MicroServiceDeploy) microservicedeploy.Children {
-		return microservicedeploy.Build(resources.OwnerOf(o, gvk), &o.Spec, opts, all.Defaults)
+		return microservicedeploy.Build(resources.OwnerOf(o, gvk), &o.Spec, opts, all.Defaults, "")
 	}
 	return kind[*customv1.MicroServiceDeploy]{
 		name:      "microservicedeploy",
