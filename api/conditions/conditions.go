@@ -70,6 +70,10 @@ const (
 	// ReasonAuthUnavailable: spec.needAuth is true but the operator has no
 	// external authentication endpoint; the instance is not exposed.
 	ReasonAuthUnavailable = "AuthUnavailable"
+	// ReasonHostConflict: another MicroServiceDeploy, older or first by
+	// namespace/name, holds the host this instance wants; the instance runs
+	// but is not exposed.
+	ReasonHostConflict = "HostConflict"
 	// ReasonQuotaApplied: the namespace's quota counts the instance.
 	ReasonQuotaApplied = "QuotaApplied"
 	// ReasonQuotaPending: the namespace's quota does not count the instance yet.

@@ -30,7 +30,7 @@ func appServiceKind(opts Options) kind[*appv1.AppService] {
 		gvk:       gvk,
 		newObject: func() *appv1.AppService { return &appv1.AppService{} },
 		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
-		build: func(o *appv1.AppService) ([]runtime.ApplyConfiguration, error) {
+		build: func(o *appv1.AppService, _ observed) ([]runtime.ApplyConfiguration, error) {
 			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
 		setStatus: func(o *appv1.AppService, children observed, failure *status.Failure, now metav1.Time) {
@@ -47,7 +47,7 @@ func webServiceKind(opts Options) kind[*appv1.WebService] {
 		gvk:       gvk,
 		newObject: func() *appv1.WebService { return &appv1.WebService{} },
 		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
-		build: func(o *appv1.WebService) ([]runtime.ApplyConfiguration, error) {
+		build: func(o *appv1.WebService, _ observed) ([]runtime.ApplyConfiguration, error) {
 			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
 		setStatus: func(o *appv1.WebService, children observed, failure *status.Failure, now metav1.Time) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -57,18 +58,27 @@ type kind[T object] struct {
 	// owns lists the child types. The controller watches them, and deletes a
 	// child of these types that it controls but no longer wants.
 	owns []client.Object
-	// build returns the desired children, in the order they are applied. It
-	// must be pure: the same object always gives the same children.
-	build func(obj T) ([]runtime.ApplyConfiguration, error)
+	// lookup reads from the cache, into in, the objects other than obj that
+	// decide which children obj has (the MicroServiceDeploy holding the host
+	// obj wants, say); nil when obj alone decides. The engine calls it once
+	// a pass, before build, and hands what it read to build and, among the
+	// observed objects, to setStatus: the cache read stays in the engine's
+	// hooks, build and setStatus stay pure, and both see the same answer.
+	lookup func(ctx context.Context, r client.Reader, obj T, in observed) error
+	// build returns the desired children, in the order they are applied,
+	// from obj and what lookup read (nil without a cluster, as in a
+	// preview). It must be pure: the same inputs always give the same
+	// children.
+	build func(obj T, in observed) ([]runtime.ApplyConfiguration, error)
 	// observe reads what the status needs beyond the children (the pods of a
 	// Memcached, say) from the cache into children; nil when nothing.
 	observe func(ctx context.Context, r client.Reader, obj T, children observed) error
 	// setStatus writes obj's status from the children observed in this pass
 	// and the pass's failure (nil when it converged).
 	setStatus func(obj T, children observed, failure *status.Failure, now metav1.Time)
-	// watch adds watches beyond the owned children, e.g. pods by label. c
-	// reads from the cache, for a watch that maps an object to resources.
-	watch func(b *builder.Builder, c client.Reader) *builder.Builder
+	// watch adds watches beyond the owned children, e.g. pods by label,
+	// and registers the cache indexes its map functions and lookup use.
+	watch func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error)
 	// handover returns, for some children, values the operator sets once and
 	// then leaves to another writer (the replica count of a Deployment that
 	// an HPA scales). Each is an apply configuration of the same object as a
@@ -82,7 +92,8 @@ type kind[T object] struct {
 	handover func(obj T) ([]runtime.ApplyConfiguration, error)
 }
 
-// observed holds the live children at the end of a pass, by kind and name.
+// observed holds the live objects a pass read: its children at the end of
+// the pass, by kind and name, and what lookup and observe added.
 type observed map[string]client.Object
 
 func childKey(kind, name string) string { return kind + "/" + name }
@@ -134,7 +145,8 @@ func (k kind[T]) buildAny(obj runtime.Object) ([]runtime.ApplyConfiguration, boo
 	if !ok {
 		return nil, false, nil
 	}
-	acs, err := k.build(t)
+	// Without a cluster there is nothing to look up.
+	acs, err := k.build(t, nil)
 	return acs, true, err
 }
 
@@ -165,7 +177,10 @@ func (k kind[T]) setup(mgr ctrl.Manager, env settings) error {
 		b = b.Owns(o)
 	}
 	if k.watch != nil {
-		b = k.watch(b, mgr.GetClient())
+		var err error
+		if b, err = k.watch(mgr, b); err != nil {
+			return fmt.Errorf("watch for %s: %w", k.name, err)
+		}
 	}
 	return b.Complete(r)
 }
@@ -189,8 +204,17 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	before := obj.DeepCopyObject().(T)
 
+	// What the children depend on beyond obj is read here, once, rather
+	// than by build, which stays pure (see kind.lookup).
+	in := observed{}
+	if r.kind.lookup != nil {
+		if err := r.kind.lookup(ctx, r.client, obj, in); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	children := observed{}
-	result, failure, err := r.converge(ctx, obj, children)
+	result, failure, err := r.converge(ctx, obj, in, children)
+	maps.Copy(children, in)
 	if r.kind.observe != nil {
 		if oerr := r.kind.observe(ctx, r.client, obj, children); oerr != nil {
 			return ctrl.Result{}, errors.Join(err, oerr)
@@ -249,10 +273,11 @@ func sameStatus(a, b client.Object) bool {
 	return erra == nil && errb == nil && equality.Semantic.DeepEqual(ua["status"], ub["status"])
 }
 
-// converge applies the desired children and prunes the unwanted ones. It
-// returns the failure to report, if any, and the error for the work queue.
-func (r *reconciler[T]) converge(ctx context.Context, obj T, children observed) (ctrl.Result, *status.Failure, error) {
-	acs, err := r.kind.build(obj)
+// converge applies the desired children, built from obj and what lookup
+// read into in, and prunes the unwanted ones. It returns the failure to
+// report, if any, and the error for the work queue.
+func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observed) (ctrl.Result, *status.Failure, error) {
+	acs, err := r.kind.build(obj, in)
 	if err != nil {
 		f := &status.Failure{Reason: conditions.ReasonInvalidSpec, Message: err.Error()}
 		return ctrl.Result{}, f, reconcile.TerminalError(err)

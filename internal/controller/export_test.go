@@ -16,7 +16,7 @@ import (
 func NewAppServiceReconciler(c client.Client, apiReader client.Reader, buildErr error) reconcile.Reconciler {
 	k := appServiceKind(Options{})
 	if buildErr != nil {
-		k.build = func(*appv1.AppService) ([]runtime.ApplyConfiguration, error) { return nil, buildErr }
+		k.build = func(*appv1.AppService, observed) ([]runtime.ApplyConfiguration, error) { return nil, buildErr }
 	}
 	env := settings{clock: clock.RealClock{}, recheck: DefaultRecheck}
 	return k.newReconciler(c, apiReader, c.Scheme(), events.NewFakeRecorder(100), env)

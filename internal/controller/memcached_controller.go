@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -47,7 +48,7 @@ func memcachedKind(opts Options) kind[*cachev1alpha1.Memcached] {
 		gvk:       gvk,
 		newObject: func() *cachev1alpha1.Memcached { return &cachev1alpha1.Memcached{} },
 		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}},
-		build: func(o *cachev1alpha1.Memcached) ([]runtime.ApplyConfiguration, error) {
+		build: func(o *cachev1alpha1.Memcached, _ observed) ([]runtime.ApplyConfiguration, error) {
 			return memcached.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
 		observe: observeMemcachedPods,
@@ -55,9 +56,9 @@ func memcachedKind(opts Options) kind[*cachev1alpha1.Memcached] {
 			selector := labels.SelectorFromSet(memcached.Selector(o.Name)).String()
 			status.Memcached(&o.Status, o.Generation, selector, children.Deployment(o.Name), podsOf(children), failure, now)
 		},
-		watch: func(b *builder.Builder, _ client.Reader) *builder.Builder {
+		watch: func(_ ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
 			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(memcachedOfPod),
-				builder.WithPredicates(nodeSetChanges()))
+				builder.WithPredicates(nodeSetChanges())), nil
 		},
 	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -15,7 +16,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/app-operator/app-operator/api/conditions"
@@ -37,13 +40,15 @@ import (
 
 // microServiceDeployKind reconciles MicroServiceDeploy: a ServiceAccount,
 // ConfigMap, Service and Deployment, an HPA while autoscaling, an Ingress
-// when exposed. The namespace's ResourceQuota is kept by its own controller
-// (namespacequota_controller.go); this one reads it for the status.
+// when exposed and holding its host (lookup finds the holder among the
+// instances that want the host, from the cache). The namespace's
+// ResourceQuota is kept by its own controller (namespacequota_controller.go);
+// this one reads it for the status.
 func microServiceDeployKind(all Options) kind[*customv1.MicroServiceDeploy] {
 	gvk := customv1.GroupVersion.WithKind("MicroServiceDeploy")
 	opts := all.MicroServiceDeploy
-	build := func(o *customv1.MicroServiceDeploy) microservicedeploy.Children {
-		return microservicedeploy.Build(resources.OwnerOf(o, gvk), &o.Spec, opts, all.Defaults)
+	build := func(o *customv1.MicroServiceDeploy, in observed) microservicedeploy.Children {
+		return microservicedeploy.Build(resources.OwnerOf(o, gvk), &o.Spec, opts, all.Defaults, hostHolderOf(in))
 	}
 	return kind[*customv1.MicroServiceDeploy]{
 		name:      "microservicedeploy",
@@ -53,11 +58,19 @@ func microServiceDeployKind(all Options) kind[*customv1.MicroServiceDeploy] {
 			&corev1.ServiceAccount{}, &corev1.ConfigMap{}, &corev1.Service{}, &appsv1.Deployment{},
 			&autoscalingv2.HorizontalPodAutoscaler{}, &networkingv1.Ingress{},
 		},
-		build: func(o *customv1.MicroServiceDeploy) ([]runtime.ApplyConfiguration, error) {
-			return build(o).Objects(), nil
+		lookup: func(ctx context.Context, r client.Reader, o *customv1.MicroServiceDeploy, in observed) error {
+			return lookupHostHolder(ctx, r, o, opts, in)
 		},
+		build: func(o *customv1.MicroServiceDeploy, in observed) ([]runtime.ApplyConfiguration, error) {
+			return build(o, in).Objects(), nil
+		},
+		// The handed-over replica count does not depend on the host.
 		handover: func(o *customv1.MicroServiceDeploy) ([]runtime.ApplyConfiguration, error) {
-			return build(o).Handovers(), nil
+			return build(o, nil).Handovers(), nil
+		},
+		watch: func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
+			b = b.Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(quotaChanged(mgr.GetClient())))
+			return watchHostClaims(mgr, b, opts)
 		},
 		observe: func(ctx context.Context, r client.Reader, o *customv1.MicroServiceDeploy, children observed) error {
 			q := &corev1.ResourceQuota{}
@@ -71,11 +84,8 @@ func microServiceDeployKind(all Options) kind[*customv1.MicroServiceDeploy] {
 			children[childKey("ResourceQuota", q.Name)] = q
 			return nil
 		},
-		watch: func(b *builder.Builder, c client.Reader) *builder.Builder {
-			return b.Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(quotaChanged(c)))
-		},
 		setStatus: func(o *customv1.MicroServiceDeploy, children observed, failure *status.Failure, now metav1.Time) {
-			exposure := microservicedeploy.Expose(&o.Spec, opts)
+			exposure := microservicedeploy.Expose(&o.Spec, opts).LostTo(hostHolderOf(children))
 			quota, _ := children[childKey("ResourceQuota", microservicedeploy.QuotaName)].(*corev1.ResourceQuota)
 			obs := status.MicroServiceDeployObserved{
 				Deployment:      children.Deployment(o.Name),
@@ -138,4 +148,124 @@ func quotaReasonOf(m *customv1.MicroServiceDeploy) string {
 		return c.Reason
 	}
 	return ""
+}
+
+// hostIndex is the cache index of MicroServiceDeploys by the host they
+// want (microservicedeploy.Expose), registered when there is a base domain.
+const hostIndex = "custom.ops/host"
+
+// hostHolderKey is where lookup puts, among the observed objects, the
+// MicroServiceDeploy that holds the host the instance wants, when it is
+// another one.
+const hostHolderKey = "HostHolder"
+
+// wantedHost is the host a MicroServiceDeploy wants; empty for none.
+func wantedHost(o client.Object, opts microservicedeploy.Options) string {
+	m, ok := o.(*customv1.MicroServiceDeploy)
+	if !ok {
+		return ""
+	}
+	return microservicedeploy.Expose(&m.Spec, opts).Host
+}
+
+// instancesWanting lists, from the cache, every MicroServiceDeploy the
+// operator watches, in any namespace, that wants host.
+func instancesWanting(ctx context.Context, r client.Reader, host string) ([]customv1.MicroServiceDeploy, error) {
+	list := &customv1.MicroServiceDeployList{}
+	if err := r.List(ctx, list, client.MatchingFields{hostIndex: host}); err != nil {
+		return nil, fmt.Errorf("list MicroServiceDeploys wanting host %s: %w", host, err)
+	}
+	return list.Items, nil
+}
+
+func claimantOf(m *customv1.MicroServiceDeploy) microservicedeploy.Claimant {
+	return microservicedeploy.Claimant{
+		Namespace: m.Namespace, Name: m.Name,
+		Created:  m.CreationTimestamp.Time,
+		Deleting: !m.DeletionTimestamp.IsZero(),
+	}
+}
+
+// lookupHostHolder puts into in the instance that holds the host o wants,
+// if that is another instance.
+func lookupHostHolder(ctx context.Context, r client.Reader, o *customv1.MicroServiceDeploy, opts microservicedeploy.Options, in observed) error {
+	host := wantedHost(o, opts)
+	if host == "" {
+		return nil
+	}
+	others, err := instancesWanting(ctx, r, host)
+	if err != nil {
+		return err
+	}
+	candidates := make([]microservicedeploy.Claimant, len(others))
+	for i := range others {
+		candidates[i] = claimantOf(&others[i])
+	}
+	self := claimantOf(o)
+	holder := microservicedeploy.HostHolder(self, candidates).String()
+	if holder == self.String() {
+		return nil
+	}
+	for i := range others {
+		if candidates[i].String() == holder {
+			in[hostHolderKey] = &others[i]
+		}
+	}
+	return nil
+}
+
+// hostHolderOf is the namespace/name of the instance lookupHostHolder
+// found; empty when the instance holds its host or wants none.
+func hostHolderOf(in observed) string {
+	if m, ok := in[hostHolderKey].(*customv1.MicroServiceDeploy); ok {
+		return m.Namespace + "/" + m.Name
+	}
+	return ""
+}
+
+// watchHostClaims indexes the instances by the host they want and wakes,
+// when an instance appears, goes, starts being deleted or changes the host
+// it wants, every other instance that wants the host it wanted before or
+// wants now: one of them may have to give the host up or may now hold it.
+// Nothing is exposed without a base domain, so nothing is watched then.
+func watchHostClaims(mgr ctrl.Manager, b *builder.Builder, opts microservicedeploy.Options) (*builder.Builder, error) {
+	if opts.BaseDomain == "" {
+		return b, nil
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &customv1.MicroServiceDeploy{}, hostIndex,
+		func(o client.Object) []string {
+			if host := wantedHost(o, opts); host != "" {
+				return []string{host}
+			}
+			return nil
+		}); err != nil {
+		return nil, fmt.Errorf("index MicroServiceDeploys by host: %w", err)
+	}
+	r := mgr.GetClient()
+	// For an update the handler maps both the old and the new object.
+	othersWantingTheHost := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		host := wantedHost(o, opts)
+		if host == "" {
+			return nil
+		}
+		others, err := instancesWanting(ctx, r, host)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Unable to map a MicroServiceDeploy to the others wanting its host")
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range others {
+			if key := client.ObjectKeyFromObject(&others[i]); key != client.ObjectKeyFromObject(o) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: key})
+			}
+		}
+		return reqs
+	})
+	claimChanges := predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return wantedHost(e.ObjectOld, opts) != wantedHost(e.ObjectNew, opts) ||
+				e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+	}
+	return b.Watches(&customv1.MicroServiceDeploy{}, othersWantingTheHost, builder.WithPredicates(claimChanges)), nil
 }

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -447,6 +448,132 @@ func TestMicroServiceDeployExposure(t *testing.T) {
 	})
 }
 
+// msdIngress is the Ingress of the instance ns/name.
+func msdIngress(ns, name string) *networkingv1.Ingress {
+	return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// msdNoAuth lets an instance be exposed without an auth endpoint.
+func msdNoAuth(m *customv1.MicroServiceDeploy) { m.Spec.NeedAuth = false }
+
+// msdAfterCreationSecond waits until the second m was created in has
+// passed: the API server stamps creation times to the second, and an
+// instance created next is then strictly younger.
+func msdAfterCreationSecond(m *customv1.MicroServiceDeploy) {
+	time.Sleep(time.Until(m.CreationTimestamp.Add(time.Second + 50*time.Millisecond)))
+}
+
+// msdExpectHostLost checks that m is not exposed because holder
+// (namespace/name) holds host, and that the rest of it runs.
+func msdExpectHostLost(t *testing.T, m *customv1.MicroServiceDeploy, host, holder string) {
+	t.Helper()
+	cond := waitForCondition(t, m, conditions.Exposed, metav1.ConditionFalse, conditions.ReasonHostConflict)
+	if !strings.Contains(cond.Message, host) || !strings.Contains(cond.Message, holder) {
+		t.Errorf("Exposed message %q does not name the host %s and its holder %s", cond.Message, host, holder)
+	}
+	if m.Status.URL != "" {
+		t.Errorf("status.url = %q, want none", m.Status.URL)
+	}
+	waitForCondition(t, m, conditions.Ready, metav1.ConditionFalse, conditions.ReasonHostConflict)
+	waitForCondition(t, m, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonHostConflict)
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(msdIngress(m.Namespace, m.Name)), msdIngress(m.Namespace, m.Name)); !isNotFound(err) {
+		t.Errorf("the Ingress of %s/%s exists (%v), want none", m.Namespace, m.Name, err)
+	}
+	for _, o := range msdChildren(m.Namespace, m.Name) {
+		waitForObject(t, o)
+	}
+}
+
+// msdWaitForHost waits, at most within, until the Ingress of ns/name
+// serves host, and returns how long that took.
+func msdWaitForHost(t *testing.T, ns, name, host string, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ing := msdIngress(ns, name)
+	testenv.Eventually(t, within, func() (bool, string) {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ing), ing); err != nil {
+			return false, err.Error()
+		}
+		got := ""
+		if len(ing.Spec.Rules) > 0 {
+			got = ing.Spec.Rules[0].Host
+		}
+		return got == host, fmt.Sprintf("Ingress %s/%s host %q, want %q", ns, name, got, host)
+	})
+	return time.Since(start)
+}
+
+func TestMicroServiceDeployHostIsHeldByTheOldestInstanceAcrossNamespaces(t *testing.T) {
+	const host = "ms-sample-v1.apps.example.com"
+	opts := microservicedeploy.Options{BaseDomain: "apps.example.com"}
+	nsOld, nsNew := testenv.NewNamespace(t, k8s), testenv.NewNamespace(t, k8s)
+	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{nsOld, nsNew}, MicroServiceDeploy: opts})
+
+	// The same sample, in two namespaces: both want the same host.
+	older := newMSD(t, nsOld, "", msdNoAuth)
+	create(t, older)
+	msdWaitForHost(t, nsOld, older.Name, host, 20*time.Second)
+	waitForCondition(t, older, conditions.Exposed, metav1.ConditionTrue, conditions.ReasonIngressApplied)
+	msdAfterCreationSecond(older)
+	younger := newMSD(t, nsNew, "", msdNoAuth)
+	create(t, younger)
+	msdExpectHostLost(t, younger, host, nsOld+"/"+older.Name)
+	get(t, older)
+	if c := meta.FindStatusCondition(older.Status.Conditions, conditions.Exposed); c == nil || c.Status != metav1.ConditionTrue || older.Status.URL != "http://"+host+"/" {
+		t.Errorf("the older instance: Exposed %v, url %q", c, older.Status.URL)
+	}
+
+	// The instance that lost its host settles: a pass over it writes nothing.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: nsNew, Name: younger.Name}}
+	expectNoMutations(t, op, nsNew, "microservicedeploy", func() {
+		update(t, svc, func(s *corev1.Service) { s.Annotations = map[string]string{"example.com/touched": time.Now().String()} })
+	})
+
+	// The holder goes: the younger instance takes the host at once.
+	if err := k8s.Delete(context.Background(), older); err != nil {
+		t.Fatal(err)
+	}
+	took := msdWaitForHost(t, nsNew, younger.Name, host, 5*time.Second)
+	t.Logf("The younger instance held the host %v after the older one was deleted", took)
+	waitForCondition(t, younger, conditions.Exposed, metav1.ConditionTrue, conditions.ReasonIngressApplied)
+	if younger.Status.URL != "http://"+host+"/" {
+		t.Errorf("status.url = %q", younger.Status.URL)
+	}
+	markAvailable(t, nsNew, younger.Name)
+	waitForCondition(t, younger, conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable)
+	waitForCondition(t, younger, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
+}
+
+// msName "ms-sample" with path "v1" and msName "ms" with path "sample-v1"
+// join to the same host: the instance that wants it second does not get it.
+func TestMicroServiceDeployHostsThatJoinToTheSameNameAreOneHost(t *testing.T) {
+	ns, _ := startMSDOperator(t, microservicedeploy.Options{BaseDomain: "apps.example.com"})
+	first := newMSD(t, ns, "ms-sample-v1s0", msdNoAuth)
+	create(t, first)
+	msdWaitForHost(t, ns, first.Name, "ms-sample-v1.apps.example.com", 20*time.Second)
+	msdAfterCreationSecond(first)
+	second := newMSD(t, ns, "ms-v1s0", func(m *customv1.MicroServiceDeploy) {
+		msdNoAuth(m)
+		m.Spec.MsName, m.Spec.Path = "ms", "sample-v2"
+	})
+	create(t, second)
+	msdWaitForHost(t, ns, second.Name, "ms-sample-v2.apps.example.com", 20*time.Second)
+	waitForCondition(t, second, conditions.Exposed, metav1.ConditionTrue, conditions.ReasonIngressApplied)
+
+	// Now the second wants ms-sample-v1 too: it gives up its Ingress.
+	update(t, second, func(m *customv1.MicroServiceDeploy) { m.Spec.Path = "sample-v1" })
+	msdWaitGone(t, msdIngress(ns, second.Name))
+	msdExpectHostLost(t, second, "ms-sample-v1.apps.example.com", ns+"/"+first.Name)
+
+	// The first moves to another path: the host is free, and the second
+	// takes it at once.
+	update(t, first, func(m *customv1.MicroServiceDeploy) { m.Spec.Path = "v3" })
+	took := msdWaitForHost(t, ns, second.Name, "ms-sample-v1.apps.example.com", 5*time.Second)
+	t.Logf("The second instance held the host %v after the first one changed its path", took)
+	msdWaitForHost(t, ns, first.Name, "ms-sample-v3.apps.example.com", 5*time.Second)
+	waitForCondition(t, second, conditions.Exposed, metav1.ConditionTrue, conditions.ReasonIngressApplied)
+}
+
 func TestMicroServiceDeployInstancesShareOneQuota(t *testing.T) {
 	ns, _ := startMSDOperator(t, microservicedeploy.Options{})
 	a := newMSD(t, ns, "ms-sample-v1s0", nil)
@@ -625,7 +752,8 @@ func TestMicroServiceDeploySteadyStateMakesNoWrites(t *testing.T) {
 	opts := microservicedeploy.Options{BaseDomain: "apps.example.com", AuthURL: "https://auth.example.com/check"}
 	ns, op := startMSDOperator(t, opts)
 	a := newMSD(t, ns, "ms-sample-v1s0", nil)
-	b := newMSD(t, ns, "ms-sample-v1s1", func(m *customv1.MicroServiceDeploy) { m.Spec.Idle = true })
+	// b has a host of its own: with a's host it would not be exposed.
+	b := newMSD(t, ns, "ms-sample-v1s1", func(m *customv1.MicroServiceDeploy) { m.Spec.Idle, m.Spec.Path = true, "v2" })
 	create(t, a)
 	create(t, b)
 	for _, m := range []*customv1.MicroServiceDeploy{a, b} {

@@ -29,7 +29,7 @@ func myWebKind(opts Options) kind[*operatorv1.MyWeb] {
 		gvk:       gvk,
 		newObject: func() *operatorv1.MyWeb { return &operatorv1.MyWeb{} },
 		owns:      []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &appsv1.Deployment{}},
-		build: func(o *operatorv1.MyWeb) ([]runtime.ApplyConfiguration, error) {
+		build: func(o *operatorv1.MyWeb, _ observed) ([]runtime.ApplyConfiguration, error) {
 			return myweb.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
 		setStatus: func(o *operatorv1.MyWeb, children observed, failure *status.Failure, now metav1.Time) {

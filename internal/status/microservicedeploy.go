@@ -23,7 +23,8 @@ type MicroServiceDeployObserved struct {
 	URL string
 	// IngressApplied is whether the Ingress exists as the operator wants it.
 	IngressApplied bool
-	// ExposureReason and ExposureMessage explain the exposure decision.
+	// ExposureReason and ExposureMessage explain the exposure decision;
+	// ExposureReason is HostConflict when another instance holds the host.
 	ExposureReason, ExposureMessage string
 	// Quota is what the namespace's quota, named QuotaName, means to the
 	// instance.
@@ -70,13 +71,18 @@ func QuotaReasonOf(s QuotaState) string {
 // whether the instance is reachable from outside.
 //
 // A quota of the operator's name that someone else created is a failure
-// (Ready False, Degraded True, reason QuotaConflict). observedGeneration
+// (Ready False, Degraded True, reason QuotaConflict). So is a host that
+// another instance holds (reason HostConflict, after QuotaConflict): the
+// instance runs, but is not exposed as it asks to be. observedGeneration
 // moves when the pass applied the children of this generation.
 func MicroServiceDeploy(st *customv1.MicroServiceDeployStatus, generation int64, o MicroServiceDeployObserved, failure *Failure, now metav1.Time) {
 	quota := quotaCondition(generation, o)
 	effective := failure
 	if effective == nil && quota.Reason == conditions.ReasonQuotaConflict {
 		effective = &Failure{Reason: quota.Reason, Message: quota.Message}
+	}
+	if effective == nil && o.ExposureReason == conditions.ReasonHostConflict {
+		effective = &Failure{Reason: o.ExposureReason, Message: o.ExposureMessage}
 	}
 
 	// Work out Ready, Progressing and Degraded on a scratch list first, so

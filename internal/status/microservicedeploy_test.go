@@ -72,6 +72,24 @@ func TestMicroServiceDeployStatus(t *testing.T) {
 			o.ExposureReason = conditions.ReasonAuthUnavailable
 		}), nil,
 			msdWant{"True/Available", "False/AsExpected", "True/QuotaApplied", "False/Active", "False/AuthUnavailable", "", 5}},
+		{"should report a host another instance holds as a conflict and keep running", observed(func(o *MicroServiceDeployObserved) {
+			o.ExposureReason, o.ExposureMessage = conditions.ReasonHostConflict, "Host ms-v1.example.com is held by MicroServiceDeploy other/ms-v1s0"
+		}), nil,
+			msdWant{"False/HostConflict", "True/HostConflict", "True/QuotaApplied", "False/Active", "False/HostConflict", "", 5}},
+		{"should report a host conflict while the Deployment rolls out", observed(func(o *MicroServiceDeployObserved) {
+			o.ExposureReason, o.ExposureMessage = conditions.ReasonHostConflict, "Host ms-v1.example.com is held by MicroServiceDeploy other/ms-v1s0"
+			o.Deployment = deployment(3, 3, 3, 1, 1)
+		}), nil,
+			msdWant{"False/HostConflict", "True/HostConflict", "True/QuotaApplied", "False/Active", "False/HostConflict", "", 5}},
+		{"should report a quota conflict before a host conflict", observed(func(o *MicroServiceDeployObserved) {
+			o.ExposureReason, o.ExposureMessage = conditions.ReasonHostConflict, "Host ms-v1.example.com is held by MicroServiceDeploy other/ms-v1s0"
+			o.Quota = QuotaForeign
+		}), nil,
+			msdWant{"False/QuotaConflict", "True/QuotaConflict", "False/QuotaConflict", "False/Active", "False/HostConflict", "", 5}},
+		{"should report the pass's failure before a host conflict", observed(func(o *MicroServiceDeployObserved) {
+			o.ExposureReason, o.ExposureMessage = conditions.ReasonHostConflict, "Host ms-v1.example.com is held by MicroServiceDeploy other/ms-v1s0"
+		}), &Failure{Reason: conditions.ReasonApplyFailed, Message: "apply Deployment: timeout"},
+			msdWant{"False/ApplyFailed", "True/ApplyFailed", "True/QuotaApplied", "False/Active", "False/HostConflict", "", 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,5 +140,27 @@ func TestMicroServiceDeployStatusIsStableWhileWaitingForTheQuota(t *testing.T) {
 	MicroServiceDeploy(&st, 1, observed(nil), nil, t1)
 	if got := find(t, st.Conditions, conditions.Ready); got.Status != metav1.ConditionTrue || !got.LastTransitionTime.Equal(&t1) {
 		t.Errorf("Ready = %s at %v, want True at %v", got.Status, got.LastTransitionTime, t1)
+	}
+}
+
+// A lost host is named, with its holder, in Ready and Degraded as well as
+// in Exposed, and a pass that finds the same state writes nothing.
+func TestMicroServiceDeployStatusNamesTheHostHolder(t *testing.T) {
+	const msg = "Host ms-v1.example.com is held by MicroServiceDeploy other/ms-v1s0, which claimed it first"
+	lost := observed(func(o *MicroServiceDeployObserved) {
+		o.ExposureReason, o.ExposureMessage = conditions.ReasonHostConflict, msg
+	})
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	st := customv1.MicroServiceDeployStatus{}
+	MicroServiceDeploy(&st, 1, lost, nil, t0)
+	for _, c := range []string{conditions.Ready, conditions.Degraded, conditions.Exposed} {
+		if got := find(t, st.Conditions, c).Message; got != msg {
+			t.Errorf("%s message = %q, want %q", c, got, msg)
+		}
+	}
+	before := *st.DeepCopy()
+	MicroServiceDeploy(&st, 1, lost, nil, metav1.NewTime(t0.Add(time.Minute)))
+	if diff := cmp.Diff(before, st); diff != "" {
+		t.Errorf("an unchanged state changed the status (-before +after):\n%s", diff)
 	}
 }

@@ -43,7 +43,9 @@ type MicroServiceDeploySpec struct {
 	Version string `json:"version"`
 
 	// Path is the instance's major version, as it appears in its host name
-	// <msName>-<path>.<base domain> when the operator exposes it.
+	// <msName>-<path>.<base domain> when the operator exposes it. Of the
+	// instances that want one host, in any namespace, only the oldest is
+	// exposed; the others report Exposed=False with reason HostConflict.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=61

@@ -64,7 +64,8 @@ const (
 // exposes no instance.
 type Options struct {
 	// BaseDomain is the DNS domain instances are exposed under, as
-	// <msName>-<path>.<BaseDomain>. Empty: no Ingress, nothing exposed.
+	// <msName>-<path>.<BaseDomain>, each host by the one instance that
+	// holds it. Empty: no Ingress, nothing exposed.
 	BaseDomain string
 	// IngressClassName is the Ingress class of the Ingresses; empty leaves
 	// it to the cluster's default class.
@@ -125,9 +126,10 @@ type Exposure struct {
 // Exposed reports whether the instance gets an Ingress.
 func (e Exposure) Exposed() bool { return e.Host != "" }
 
-// Expose decides whether the operator exposes an instance with spec. It
-// fails closed: an instance that needs authentication is never exposed
-// without it.
+// Expose decides whether the operator exposes an instance with spec, and
+// at which host, if the instance holds that host (see HostHolder). It fails
+// closed: an instance that needs authentication is never exposed without
+// it, and wants no host.
 func Expose(spec *customv1.MicroServiceDeploySpec, opts Options) Exposure {
 	switch {
 	case opts.BaseDomain == "":
@@ -222,14 +224,17 @@ func Surge(n int32) int32 {
 }
 
 // Build returns the desired children of the MicroServiceDeploy owner with
-// the given spec. Every child is named after the owner.
-func Build(owner resources.Owner, spec *customv1.MicroServiceDeploySpec, opts Options, defaults resources.Defaults) Children {
+// the given spec. Every child is named after the owner. holder is the
+// namespace/name of another instance that holds the host the owner wants
+// (see HostHolder): the owner then gets no Ingress. It is empty when the
+// owner holds its host, or wants none.
+func Build(owner resources.Owner, spec *customv1.MicroServiceDeploySpec, opts Options, defaults resources.Defaults, holder string) Children {
 	selector := Selector(owner.Name)
 	labels := resources.Merge(resources.Labels(selector), map[string]string{
 		resources.LabelPartOf:  spec.MsName,
 		resources.LabelVersion: spec.Version,
 	})
-	exposure := Expose(spec, opts)
+	exposure := Expose(spec, opts).LostTo(holder)
 	c := Children{
 		ServiceAccount: corev1ac.ServiceAccount(owner.Name, owner.Namespace).
 			WithLabels(labels).

@@ -82,7 +82,7 @@ func TestBuildReplicasAndHPA(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Build(owner("ms-sample-v1s0"), &tt.spec, Options{}, resources.Defaults{})
+			c := Build(owner("ms-sample-v1s0"), &tt.spec, Options{}, resources.Defaults{}, "")
 			got := shape{Replicas: c.Deployment.Spec.Replicas, HPA: c.HPA != nil}
 			if c.ReplicasHandover != nil {
 				got.Handover = c.ReplicasHandover.Spec.Replicas
@@ -112,7 +112,7 @@ func btoi(b bool) int {
 
 func TestBuildPodsRunUnderTheirServiceAccountWithTheirConfig(t *testing.T) {
 	spec := with(func(s *customv1.MicroServiceDeploySpec) { s.ConfigSecretName = "ms-sample-credentials" })
-	c := Build(owner("ms-sample-v1s0"), &spec, Options{}, resources.Defaults{})
+	c := Build(owner("ms-sample-v1s0"), &spec, Options{}, resources.Defaults{}, "")
 	pod := c.Deployment.Spec.Template
 	if *pod.Spec.ServiceAccountName != *c.ServiceAccount.Name {
 		t.Errorf("pods run as %s, want the instance's ServiceAccount %s", *pod.Spec.ServiceAccountName, *c.ServiceAccount.Name)
@@ -144,7 +144,7 @@ func TestBuildPodsRunUnderTheirServiceAccountWithTheirConfig(t *testing.T) {
 func TestConfigChangeChangesThePodTemplate(t *testing.T) {
 	hash := func(config string) string {
 		spec := with(func(s *customv1.MicroServiceDeploySpec) { s.Config = config })
-		return Build(owner("a"), &spec, Options{}, resources.Defaults{}).Deployment.Spec.Template.Annotations[ConfigHashAnnotation]
+		return Build(owner("a"), &spec, Options{}, resources.Defaults{}, "").Deployment.Spec.Template.Annotations[ConfigHashAnnotation]
 	}
 	if hash("password=1") == hash("password=2") {
 		t.Error("two configurations give the same pod template: a change would not roll the pods")
@@ -179,7 +179,7 @@ func TestExpose(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Build(owner("ms-sample-v1s0"), &tt.spec, tt.opts, resources.Defaults{})
+			c := Build(owner("ms-sample-v1s0"), &tt.spec, tt.opts, resources.Defaults{}, "")
 			if c.Exposure.Reason != tt.wantReason || c.Exposure.Host != tt.wantHost {
 				t.Fatalf("exposure = %+v, want reason %s host %q", c.Exposure, tt.wantReason, tt.wantHost)
 			}
@@ -292,7 +292,7 @@ func TestQuotaLimitsOnlyTheInstancesPodsAndHasNoOwners(t *testing.T) {
 		len(exprs[0].Values) != 1 || exprs[0].Values[0] != PriorityClassName {
 		t.Errorf("scope selector %+v, want PriorityClass In [%s]", exprs, PriorityClassName)
 	}
-	c := Build(owner("x"), &a, Options{}, resources.Defaults{})
+	c := Build(owner("x"), &a, Options{}, resources.Defaults{}, "")
 	if got := c.Deployment.Spec.Template.Spec.PriorityClassName; got == nil || *got != PriorityClassName {
 		t.Errorf("pod priorityClassName %v, want %s: the quota would not count the pods", got, PriorityClassName)
 	}
@@ -362,7 +362,7 @@ func TestGolden(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			o := owner("ms-sample-v1s0")
-			c := Build(o, &m.spec, m.opts, resources.Defaults{})
+			c := Build(o, &m.spec, m.opts, resources.Defaults{}, "")
 			objs := append(c.Objects(), c.Handovers()...)
 			objs = append(objs, Quota(o.Namespace, []*customv1.MicroServiceDeploySpec{&m.spec}), PriorityClass())
 			compareGolden(t, filepath.Join("testdata", m.name+".golden.yaml"), objs)
