@@ -119,7 +119,7 @@ func main() {
 		log.Info("Stopped during the permission check")
 		return
 	case err != nil:
-		log.Error(err, "Unable to check the operator's permissions; exiting (see --permission-check-timeout)", "timeout", permCheckTimeout)
+		log.Error(err, "Unable to check the operator's permissions; exiting (see --permission-check-timeout)", "timeout", permCheckTimeout.String())
 		os.Exit(1)
 	case len(checked.Missing) > 0:
 		log.Error(errors.New("missing RBAC permissions"), "The operator's identity lacks permissions its controllers need; grant the rules of config/rbac/role.yaml", "missing", checked.Missing)
