@@ -10,9 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
-	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -44,6 +46,7 @@ func main() {
 		watchNamespaces  string
 		securityProfile  string
 		msd              microservicedeploy.Options
+		permCheckTimeout time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
@@ -68,6 +71,8 @@ func main() {
 		"External authentication endpoint the Ingress of a MicroServiceDeploy with needAuth checks every request with. Empty: such instances are not exposed.")
 	flag.StringVar(&msd.AuthURLAnnotation, "microservice-auth-url-annotation", microservicedeploy.DefaultAuthURLAnnotation,
 		"Ingress annotation that carries the external authentication endpoint (the Ingress controller's).")
+	flag.DurationVar(&permCheckTimeout, "permission-check-timeout", 45*time.Second,
+		"How long the start-up permission check may retry an API server that does not answer before the manager exits.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -93,33 +98,49 @@ func main() {
 			namespaces = append(namespaces, ns)
 		}
 	}
+
+	cfg := ctrl.GetConfigOrDie()
+	ctx := ctrl.SetupSignalHandler()
+	// A missing RBAC rule would leave the operator running but unable to
+	// act: refuse to start instead, naming what is missing. The check
+	// retries an API server that does not answer, but not for ever: if it
+	// cannot finish within the timeout the manager exits non-zero, and the
+	// kubelet's restart backoff takes over. Starting without the check
+	// would only move the failure to the controllers (a cache that cannot
+	// sync, reconciles that fail), less clearly; waiting for ever would
+	// hide it. The default stays below the window of the liveness probe of
+	// config/manager and the chart (which cannot answer before the
+	// manager starts), so that the log says why the container stopped.
+	checkCtx, cancel := context.WithTimeout(ctx, permCheckTimeout)
+	checked, err := checkPermissions(checkCtx, cfg, namespaces)
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		log.Info("Stopped during the permission check")
+		return
+	case err != nil:
+		log.Error(err, "Unable to check the operator's permissions; exiting (see --permission-check-timeout)", "timeout", permCheckTimeout.String())
+		os.Exit(1)
+	case len(checked.Missing) > 0:
+		log.Error(errors.New("missing RBAC permissions"), "The operator's identity lacks permissions its controllers need; grant the rules of config/rbac/role.yaml", "missing", checked.Missing)
+		os.Exit(1)
+	}
+	// A watched namespace that was deleted takes its Role and RoleBinding
+	// with it: the operator could not list anything there, and its cache
+	// would never sync. Leave it out, with a warning, and watch the rest.
+	for _, ns := range checked.AbsentNamespaces {
+		log.Info("Warning: a watched namespace does not exist or is being deleted; not watching it until the operator restarts", "namespace", ns)
+		namespaces = slices.DeleteFunc(namespaces, func(s string) bool { return s == ns })
+	}
+	if len(checked.AbsentNamespaces) > 0 && len(namespaces) == 0 {
+		log.Error(errors.New("no watched namespace exists"), "None of the namespaces of --watch-namespaces exists; nothing to watch", "namespaces", checked.AbsentNamespaces)
+		os.Exit(1)
+	}
 	if len(namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range namespaces {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
-	}
-
-	cfg := ctrl.GetConfigOrDie()
-	// A missing RBAC rule would leave the operator running but unable to
-	// act: refuse to start instead, naming what is missing.
-	// One review per rule and verb, once: a client of its own that may
-	// send them quickly.
-	authzCfg := rest.CopyConfig(cfg)
-	authzCfg.QPS, authzCfg.Burst = 100, 100
-	authz, err := authorizationclient.NewForConfig(authzCfg)
-	if err != nil {
-		log.Error(err, "Unable to create an authorization client")
-		os.Exit(1)
-	}
-	missing, err := permissions.Missing(context.Background(), authz, namespaces)
-	if err != nil {
-		log.Error(err, "Unable to check the operator's permissions")
-		os.Exit(1)
-	}
-	if len(missing) > 0 {
-		log.Error(errors.New("missing RBAC permissions"), "The operator's identity lacks permissions its controllers need; grant the rules of config/rbac/role.yaml", "missing", missing)
-		os.Exit(1)
 	}
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -157,8 +178,18 @@ func main() {
 	}
 
 	log.Info("Starting manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Manager exited with an error")
 		os.Exit(1)
 	}
+}
+
+// checkPermissions runs the start-up permission check as the manager's own
+// identity.
+func checkPermissions(ctx context.Context, cfg *rest.Config, namespaces []string) (permissions.Result, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return permissions.Result{}, err
+	}
+	return permissions.Check(ctx, cs, namespaces)
 }

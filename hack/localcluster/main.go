@@ -49,6 +49,13 @@ func main() {
 	default:
 		usage()
 	}
+	if err != nil && ctx.Err() != nil {
+		// Ctrl-C is how the demo and the cluster are meant to end, at any
+		// step: everything started has been stopped by the time up or demo
+		// returns, so the error is only the interrupted step's.
+		fmt.Println("Interrupted; everything is stopped")
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)

@@ -122,6 +122,70 @@ func TestInstalledOperatorRunsOnItsOwnRBAC(t *testing.T) {
 		}
 	})
 
+	t.Run("a watched namespace that is gone is a warning, not an exit", func(t *testing.T) {
+		// Installed as the chart does with watchNamespaces: the manager's
+		// rules bound in each namespace, and get on those Namespaces.
+		const sa, live, gone = "namespaced-manager", "team-live", "team-gone"
+		if _, err := cs.CoreV1().ServiceAccounts(installNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: live}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: installNamespace}}
+		if _, err := cs.RbacV1().RoleBindings(live).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: sa},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: managerRole},
+			Subjects:   subjects,
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: sa},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{live, gone}, Verbs: []string{"get"}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: sa},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: sa},
+			Subjects:   subjects,
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		logPath := filepath.Join(t.TempDir(), "manager.log")
+		probe := freePort(t)
+		stop := startManagerLogging(t, bin, serviceAccountKubeconfig(t, installNamespace, sa), logPath,
+			"--watch-namespaces="+live+","+gone, "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe), "--metrics-bind-address=0")
+		defer stop()
+		waitHTTP(t, "http://127.0.0.1:"+strconv.Itoa(probe)+"/readyz", 60*time.Second)
+		log, _ := os.ReadFile(logPath)
+		if !strings.Contains(string(log), "a watched namespace does not exist") || !strings.Contains(string(log), gone) {
+			t.Errorf("the manager does not warn about namespace %s:\n%s", gone, log)
+		}
+	})
+
+	t.Run("an API server that does not answer stops the manager after --permission-check-timeout", func(t *testing.T) {
+		kc := clientcmdapi.NewConfig()
+		kc.Clusters["closed"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:" + strconv.Itoa(freePort(t))}
+		kc.AuthInfos["closed"] = &clientcmdapi.AuthInfo{Token: "unused"}
+		kc.Contexts["closed"] = &clientcmdapi.Context{Cluster: "closed", AuthInfo: "closed"}
+		kc.CurrentContext = "closed"
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := clientcmd.WriteToFile(*kc, path); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		out, err := exec.Command(bin, "--kubeconfig="+path, "--permission-check-timeout=3s", "--health-probe-bind-address=0", "--metrics-bind-address=0").CombinedOutput()
+		took := time.Since(start)
+		if err == nil || !strings.Contains(string(out), "Unable to check the operator's permissions") || !strings.Contains(string(out), "connection refused") {
+			t.Errorf("exit %v, want an error naming the refused connection:\n%s", err, out)
+		}
+		if took < 3*time.Second || took > 10*time.Second {
+			t.Errorf("the manager exited after %s, want after the 3s timeout", took)
+		}
+	})
+
 	probe, metrics := freePort(t), freePort(t)
 	stop := startManager(t, bin, saKubeconfig,
 		"--leader-elect", "--leader-election-namespace="+installNamespace,
@@ -242,7 +306,13 @@ func serviceAccountKubeconfig(t *testing.T, ns, name string) string {
 // startManager runs the manager binary until stop is called.
 func startManager(t *testing.T, bin, kubeconfig string, args ...string) (stop func()) {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), "manager.log")
+	return startManagerLogging(t, bin, kubeconfig, filepath.Join(t.TempDir(), "manager.log"), args...)
+}
+
+// startManagerLogging runs the manager binary, its log in logPath, until
+// stop is called.
+func startManagerLogging(t *testing.T, bin, kubeconfig, logPath string, args ...string) (stop func()) {
+	t.Helper()
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)

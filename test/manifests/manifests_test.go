@@ -217,6 +217,12 @@ func TestWatchNamespacesUsesRolesOnly(t *testing.T) {
 	if diff := cmp.Diff([]string{"team-a", "team-b"}, namespaces); diff != "" {
 		t.Errorf("namespaces of the manager Roles (-want +got):\n%s", diff)
 	}
+	// The one cluster-wide grant: reading the watched Namespaces, by name,
+	// so that the start-up check can tell a deleted one.
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{"team-a", "team-b"}, Verbs: []string{"get"}}}
+	if diff := cmp.Diff(want, rulesOf(t, bySuffix(t, objs, "ClusterRole", "watched-namespaces"))); diff != "" {
+		t.Errorf("rules of the watched-namespaces ClusterRole (-want +got):\n%s", diff)
+	}
 	dep := bySuffix(t, objs, "Deployment", "controller-manager")
 	args, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 	if !strings.Contains(fmt.Sprint(args), "--watch-namespaces=team-a,team-b") {

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/app-operator/app-operator/test/cluster"
+)
+
+// TestDemoExitsCleanlyOnCtrlC runs the demo as `make demo` does and sends
+// SIGINT to its process group, as Ctrl-C in a terminal does, once at start-up
+// and once when everything is running: the demo exits 0, and no process it
+// started is left.
+func TestDemoExitsCleanlyOnCtrlC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the full local cluster")
+	}
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins := t.TempDir()
+	for _, pkg := range []string{"./hack/localcluster", "./cmd/app-operator"} {
+		build := exec.Command("go", "build", "-o", bins, pkg)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg, err, out)
+		}
+	}
+
+	for _, tc := range []struct {
+		name, interruptAt string
+	}{
+		{"while the operator starts", "==> Starting the operator"},
+		{"when everything runs", "Ctrl-C stops everything"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(bins, "localcluster"), "demo", "--operator="+filepath.Join(bins, "app-operator"))
+			cmd.Dir = root
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			lines := make(chan string, 1000)
+			go func() {
+				sc := bufio.NewScanner(stdout)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+				close(lines)
+				_, _ = io.Copy(io.Discard, stdout)
+				done <- cmd.Wait()
+			}()
+
+			var out []string
+			runDir := ""
+			read := func(line string) {
+				out = append(out, line)
+				if dir, ok := strings.CutPrefix(line, "Stopped; logs kept in "); ok {
+					runDir = filepath.Dir(dir)
+				}
+			}
+			interrupted := false
+			timeout := time.After(6 * time.Minute)
+			for !interrupted {
+				select {
+				case line, ok := <-lines:
+					if !ok {
+						t.Fatalf("the demo ended before %q:\n%s\n%s", tc.interruptAt, strings.Join(out, "\n"), stderr.String())
+					}
+					read(line)
+					if strings.Contains(line, tc.interruptAt) {
+						if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+							t.Fatal(err)
+						}
+						interrupted = true
+					}
+				case <-timeout:
+					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+					t.Fatalf("no %q within 6 minutes:\n%s", tc.interruptAt, strings.Join(out, "\n"))
+				}
+			}
+			for line := range lines {
+				read(line)
+			}
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				t.Fatalf("the demo did not exit within a minute of SIGINT:\n%s", strings.Join(out, "\n"))
+			}
+			if err != nil {
+				t.Errorf("the demo exited with %v after SIGINT, want 0:\n%s\n%s", err, strings.Join(out, "\n"), stderr.String())
+			}
+			if runDir == "" {
+				t.Fatalf("the demo did not say where its cluster ran:\n%s", strings.Join(out, "\n"))
+			}
+			if left := processesUsing(t, runDir); len(left) > 0 {
+				t.Errorf("processes left running:\n%s", strings.Join(left, "\n"))
+			}
+			if !t.Failed() {
+				_ = os.RemoveAll(runDir)
+			}
+		})
+	}
+}
+
+// processesUsing lists the running processes whose command line names dir
+// (every component and the operator get a path in it).
+func processesUsing(t *testing.T, dir string) []string {
+	t.Helper()
+	cmdlines, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range cmdlines {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue // the process is gone
+		}
+		if cmd := string(bytes.ReplaceAll(data, []byte{0}, []byte{' '})); strings.Contains(cmd, dir) {
+			out = append(out, cmd)
+		}
+	}
+	return out
+}
