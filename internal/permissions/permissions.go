@@ -97,6 +97,24 @@ func Check(ctx context.Context, cs kubernetes.Interface, namespaces []string) (R
 		return res, nil
 	}
 
+	// Cluster-scoped resources are checked once, cluster-wide.
+	var namespaced, cluster []need
+	for _, n := range needs {
+		if n.clusterScoped() {
+			cluster = append(cluster, n)
+		} else {
+			namespaced = append(namespaced, n)
+		}
+	}
+	needs = namespaced
+	if len(cluster) > 0 {
+		missing, err := checkScope(ctx, cs, "", cluster)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Missing = missing
+	}
+
 	var mu sync.Mutex
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
@@ -128,19 +146,32 @@ func Check(ctx context.Context, cs kubernetes.Interface, namespaces []string) (R
 	return res, nil
 }
 
-// need is one verb on one resource (or subresource) of one group.
+// need is one verb on one resource (or subresource) of one group, on the
+// object called name or, when name is empty, on every object.
 type need struct {
-	group, resource, subresource, verb string
+	group, resource, subresource, verb, name string
 }
+
+// clusterScoped are the cluster-scoped resources the rules name, by group:
+// a namespace's Role cannot grant them, so they are checked cluster-wide.
+var clusterScoped = map[string][]string{"scheduling.k8s.io": {"priorityclasses"}}
+
+func (n need) clusterScoped() bool { return slices.Contains(clusterScoped[n.group], n.resource) }
 
 func expand(rules []rbacv1.PolicyRule) []need {
 	var out []need
 	for _, r := range rules {
+		names := r.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
 		for _, group := range r.APIGroups {
 			for _, resource := range r.Resources {
 				resource, sub, _ := strings.Cut(resource, "/")
 				for _, verb := range r.Verbs {
-					out = append(out, need{group: group, resource: resource, subresource: sub, verb: verb})
+					for _, name := range names {
+						out = append(out, need{group: group, resource: resource, subresource: sub, verb: verb, name: name})
+					}
 				}
 			}
 		}
@@ -199,7 +230,7 @@ func accessReviews(ctx context.Context, cs kubernetes.Interface, ns string, need
 			return retry(ctx, "review "+describe(n, ns), func(ctx context.Context) error {
 				review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 					Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-						Namespace: ns, Verb: n.verb, Group: n.group, Resource: n.resource, Subresource: n.subresource,
+						Namespace: ns, Verb: n.verb, Group: n.group, Resource: n.resource, Subresource: n.subresource, Name: n.name,
 					}},
 				}, metav1.CreateOptions{})
 				if err == nil {
@@ -277,8 +308,9 @@ func permanent(err error) bool {
 		apierrors.IsNotAcceptable(err) || apierrors.IsUnsupportedMediaType(err)
 }
 
-// allowedByRules tells whether one of the rules grants n on every object
-// (a rule limited to resourceNames does not), following RBAC's matching:
+// allowedByRules tells whether one of the rules grants n: on every object,
+// or on the object n names (a rule limited to resourceNames grants only
+// those), following RBAC's matching:
 // "*" matches any group, resource or verb, and "*/sub" any resource's
 // subresource sub.
 func allowedByRules(rules []authorizationv1.ResourceRule, n need) bool {
@@ -287,7 +319,7 @@ func allowedByRules(rules []authorizationv1.ResourceRule, n need) bool {
 		combined += "/" + n.subresource
 	}
 	for _, r := range rules {
-		if len(r.ResourceNames) > 0 {
+		if len(r.ResourceNames) > 0 && (n.name == "" || !slices.Contains(r.ResourceNames, n.name)) {
 			continue
 		}
 		if !matches(r.Verbs, n.verb) || !matches(r.APIGroups, n.group) {
@@ -322,6 +354,9 @@ func describe(n need, ns string) string {
 	resource := n.resource
 	if n.subresource != "" {
 		resource += "/" + n.subresource
+	}
+	if n.name != "" {
+		resource += " " + n.name
 	}
 	return fmt.Sprintf("%s %s/%s %s", n.verb, group, resource, where(ns))
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/app-operator/app-operator/internal/permissions"
 	"github.com/app-operator/app-operator/test/cluster"
 )
 
@@ -217,9 +218,31 @@ func TestWatchNamespacesUsesRolesOnly(t *testing.T) {
 	if diff := cmp.Diff([]string{"team-a", "team-b"}, namespaces); diff != "" {
 		t.Errorf("namespaces of the manager Roles (-want +got):\n%s", diff)
 	}
-	// The one cluster-wide grant: reading the watched Namespaces, by name,
-	// so that the start-up check can tell a deleted one.
+	// The cluster-wide grants: reading the watched Namespaces, by name, so
+	// that the start-up check can tell a deleted one, and the manager's
+	// rules on cluster-scoped resources, which no Role can grant.
 	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{"team-a", "team-b"}, Verbs: []string{"get"}}}
+	required, err := permissions.Required()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range required {
+		if r.APIGroups[0] == "scheduling.k8s.io" {
+			want = append(want, r)
+		}
+	}
+	if len(want) == 1 {
+		t.Fatal("the manager's rules name no cluster-scoped resource: this test checks nothing of them")
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Role" && strings.HasSuffix(o.GetName(), "manager-role") {
+			for _, r := range rulesOf(t, o) {
+				if r.APIGroups[0] == "scheduling.k8s.io" {
+					t.Errorf("Role %s/%s grants a cluster-scoped resource, which a Role cannot: %+v", o.GetNamespace(), o.GetName(), r)
+				}
+			}
+		}
+	}
 	if diff := cmp.Diff(want, rulesOf(t, bySuffix(t, objs, "ClusterRole", "watched-namespaces"))); diff != "" {
 		t.Errorf("rules of the watched-namespaces ClusterRole (-want +got):\n%s", diff)
 	}

@@ -27,3 +27,31 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "app-operator.managerRules" -}}
 {{ (.Files.Get "files/role.yaml" | fromYaml).rules | toYaml }}
 {{- end -}}
+
+{{/*
+The manager's rules split by the scope of their resources, for installs
+that grant the namespaced ones through a Role in each watched namespace: a
+Role cannot grant a cluster-scoped resource (the PriorityClass of the
+MicroServiceDeploy pods).
+*/}}
+{{- define "app-operator.clusterScopedGroups" -}}
+{{- list "scheduling.k8s.io" | toJson -}}
+{{- end -}}
+
+{{- define "app-operator.namespacedManagerRules" -}}
+{{- $cluster := include "app-operator.clusterScopedGroups" . | fromJsonArray }}
+{{- $out := list }}
+{{- range (.Files.Get "files/role.yaml" | fromYaml).rules }}
+{{- if not (has (first .apiGroups) $cluster) }}{{ $out = append $out . }}{{ end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end -}}
+
+{{- define "app-operator.clusterScopedManagerRules" -}}
+{{- $cluster := include "app-operator.clusterScopedGroups" . | fromJsonArray }}
+{{- $out := list }}
+{{- range (.Files.Get "files/role.yaml" | fromYaml).rules }}
+{{- if has (first .apiGroups) $cluster }}{{ $out = append $out . }}{{ end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end -}}
