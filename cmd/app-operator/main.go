@@ -32,6 +32,9 @@ import (
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
+// DefaultWorkers is the default of --max-concurrent-reconciles.
+const DefaultWorkers = 4
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "preview" {
 		os.Exit(preview.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
@@ -47,6 +50,10 @@ func main() {
 		securityProfile  string
 		msd              microservicedeploy.Options
 		permCheckTimeout time.Duration
+		workers          int
+		apiQPS           float64
+		apiBurst         int
+		pprofAddr        string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
@@ -73,6 +80,20 @@ func main() {
 		"Ingress annotation that carries the external authentication endpoint (the Ingress controller's).")
 	flag.DurationVar(&permCheckTimeout, "permission-check-timeout", 45*time.Second,
 		"How long the start-up permission check may retry an API server that does not answer before the manager exits.")
+	// The default is measured by `make bench` (the README's Benchmarks
+	// section has the figures).
+	flag.IntVar(&workers, "max-concurrent-reconciles", DefaultWorkers,
+		"Resources of one kind reconciled at once (each kind has its own workers).")
+	// No client-side rate limit by default: API Priority and Fairness on the
+	// API server shares its capacity among clients, as it does for every
+	// controller of the control plane; a client-side limit would only queue
+	// requests the server could serve.
+	flag.Float64Var(&apiQPS, "kube-api-qps", -1,
+		"Requests per second the operator sends to the API server at most; a negative value sets no client-side limit and leaves it to API Priority and Fairness.")
+	flag.IntVar(&apiBurst, "kube-api-burst", 0,
+		"Burst of requests above --kube-api-qps; with a positive --kube-api-qps, 0 means twice that rate.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "0",
+		"Address the Go profiler (net/http/pprof) binds to, e.g. 127.0.0.1:6060; 0 disables it. For benchmarks and debugging only.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -99,7 +120,16 @@ func main() {
 		}
 	}
 
+	if workers < 1 {
+		log.Error(fmt.Errorf("got %d", workers), "--max-concurrent-reconciles must be at least 1")
+		os.Exit(2)
+	}
 	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS = float32(apiQPS)
+	cfg.Burst = apiBurst
+	if apiQPS > 0 && apiBurst <= 0 {
+		cfg.Burst = int(2 * apiQPS)
+	}
 	ctx := ctrl.SetupSignalHandler()
 	// A missing RBAC rule would leave the operator running but unable to
 	// act: refuse to start instead, naming what is missing. The check
@@ -149,6 +179,7 @@ func main() {
 		Metrics:                 metricsOpts,
 		WebhookServer:           webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
 		HealthProbeBindAddress:  probeAddr,
+		PprofBindAddress:        pprofAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "app-operator.app.example.com",
 		LeaderElectionNamespace: leaderElectionNS,
@@ -161,8 +192,9 @@ func main() {
 		os.Exit(1)
 	}
 	opts := controller.Options{
-		Defaults:           resources.Defaults{SecurityProfile: podsecurity.Profile(securityProfile)},
-		MicroServiceDeploy: msd,
+		Defaults:                resources.Defaults{SecurityProfile: podsecurity.Profile(securityProfile)},
+		MicroServiceDeploy:      msd,
+		MaxConcurrentReconciles: workers,
 	}
 	if err := controller.SetupWithManager(mgr, opts); err != nil {
 		log.Error(err, "Unable to set up controllers")

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -131,6 +132,8 @@ type reconciler[T object] struct {
 type settings struct {
 	clock   clock.PassiveClock
 	recheck time.Duration
+	// workers is the number of concurrent reconciles per kind; 1 when zero.
+	workers int
 }
 
 // registered is a kind of any type, as SetupWithManager and Build see it.
@@ -172,7 +175,8 @@ func (k kind[T]) setup(mgr ctrl.Manager, env settings) error {
 	// own status writes from waking it up again.
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(k.name).
-		For(k.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		For(k.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(env.workers, 1)})
 	for _, o := range k.owns {
 		b = b.Owns(o)
 	}

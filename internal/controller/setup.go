@@ -46,6 +46,9 @@ type Options struct {
 	// MicroServiceDeploy are the operator-wide settings of that kind: how
 	// it exposes instances.
 	MicroServiceDeploy microservicedeploy.Options
+	// MaxConcurrentReconciles is how many resources of one kind are
+	// reconciled at once (each kind has its own workers); 1 when zero.
+	MaxConcurrentReconciles int
 }
 
 // NewScheme returns a scheme with the built-in kinds and every app-operator API.
@@ -101,7 +104,7 @@ func kinds(opts Options) []registered {
 
 // SetupWithManager registers every controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	env := settings{clock: opts.Clock, recheck: opts.Recheck}
+	env := settings{clock: opts.Clock, recheck: opts.Recheck, workers: opts.MaxConcurrentReconciles}
 	if env.clock == nil {
 		env.clock = clock.RealClock{}
 	}
