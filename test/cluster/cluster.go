@@ -72,7 +72,15 @@ type Options struct {
 	// learns new kinds only every 30 s, so children of resources of a kind
 	// installed later outlive their owner that long.
 	CRDDir string
+	// AuditPolicy, when set, is an audit policy (YAML) for kube-apiserver,
+	// which then logs to AuditLogPath as JSON lines: the API server's own
+	// record of who made which request.
+	AuditPolicy string
 }
+
+// AuditLogPath is where kube-apiserver writes its audit log when
+// Options.AuditPolicy is set.
+func (c *Cluster) AuditLogPath() string { return filepath.Join(c.Dir, "logs", "audit.log") }
 
 // Cluster is a running local control plane.
 type Cluster struct {
@@ -168,8 +176,23 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 
+	var auditArgs []string
+	if opts.AuditPolicy != "" {
+		policy := filepath.Join(dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(opts.AuditPolicy), 0o600); err != nil {
+			return nil, err
+		}
+		auditArgs = []string{
+			"--audit-policy-file=" + policy,
+			"--audit-log-path=" + cl.AuditLogPath(),
+			"--audit-log-format=json",
+			"--audit-log-mode=blocking",
+			"--audit-log-maxsize=0",
+		}
+	}
+
 	fmt.Fprintf(progress, "Starting kube-apiserver on %s\n", cl.host)
-	if err := cl.run("kube-apiserver",
+	if err := cl.run("kube-apiserver", append(auditArgs,
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -188,7 +211,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--service-cluster-ip-range="+serviceCIDR,
 		"--allow-privileged=true",
 		"--v=1",
-	); err != nil {
+	)...); err != nil {
 		return nil, err
 	}
 	if err := cl.waitReady(ctx); err != nil {

@@ -1,0 +1,110 @@
+// Command bench measures the operator on the full local cluster (see
+// package test/bench) and writes a table to stdout, and results.json,
+// summary.md and bench.png into a folder of its own.
+//
+//	make bench                      # N=1000
+//	make bench BENCH_N=5000,10000   # larger N on request
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/app-operator/app-operator/test/bench"
+)
+
+func main() {
+	bench.RunRole()
+	var (
+		operator  = flag.String("operator", "", "The operator binary; empty builds one from this repository into the output folder.")
+		ns        = flag.String("n", "1000", "Comma-separated numbers of applications.")
+		kinds     = flag.String("workloads", strings.Join(bench.WorkloadNames(), ","), "Comma-separated workloads; the first also gets the worker sweep and the memory ramp.")
+		workers   = flag.Int("workers", 4, "The operator's --max-concurrent-reconciles, and the bare client's concurrency.")
+		sweep     = flag.String("sweep", "1,16", "Further worker counts measured (cold converge) for the first workload at the first N; empty for none.")
+		perNS     = flag.Int("per-namespace", 100, "Applications per namespace.")
+		memory    = flag.Bool("memory", true, "Run the memory ramp against the informer floor.")
+		unrelated = flag.Int("unrelated", 10000, "Unrelated ConfigMaps and Secrets added at the end of the memory ramp.")
+		out       = flag.String("out", "", "Output folder; bin/bench/<date> when empty.")
+	)
+	flag.Parse()
+	self, err := os.Executable()
+	if err != nil {
+		fail(err)
+	}
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join("bin", "bench", time.Now().UTC().Format("2006-01-02T150405Z"))
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		fail(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fail(err)
+	}
+	op := *operator
+	if op == "" {
+		if op, err = bench.BuildOperator(dir); err != nil {
+			fail(err)
+		}
+	}
+	if op, err = filepath.Abs(op); err != nil {
+		fail(err)
+	}
+	cfg := bench.Config{
+		Operator: op, Self: self, Workers: *workers, PerNamespace: *perNS,
+		Memory: *memory, Unrelated: *unrelated, Progress: os.Stderr,
+		Workloads: split(*kinds),
+	}
+	if cfg.N, err = ints(*ns); err != nil {
+		fail(err)
+	}
+	if cfg.Sweep, err = ints(*sweep); err != nil {
+		fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		fail(err)
+	}
+	bench.WriteTable(os.Stdout, res)
+	if err := bench.WriteFiles(dir, res, "go run ./hack/bench "+strings.Join(os.Args[1:], " ")); err != nil {
+		fail(err)
+	}
+	fmt.Println("Results in", dir)
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range split(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}

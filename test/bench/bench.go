@@ -1,0 +1,720 @@
+// Package bench measures the operator on the full local cluster, against a
+// bare client-go program doing the least the same job needs: how long N
+// applications take to converge, how many writes that costs, whether a
+// restart writes anything, how many writes a one-field update costs, how
+// much memory the operator holds per application against a program that
+// only runs informers over the same objects, and how soon a new resource
+// gets served while a backlog is being worked through.
+//
+// The operator runs as a separate process, the real binary, authenticated
+// with a ServiceAccount token bound to the operator's generated ClusterRole,
+// so API Priority and Fairness treats it as in production and its memory
+// and requests are its own. Writes are counted twice: by the operator's
+// client metrics (rest_client_requests_total) and by the API server's audit
+// log, filtered to the ServiceAccount and the benchmark's namespaces.
+//
+// Each case runs on a fresh cluster, so that no case inherits another's
+// objects. `make bench` runs it through hack/bench; TestBenchSmoke runs a
+// small case inside `make test`.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/test/cluster"
+)
+
+const (
+	operatorNamespace      = "app-operator-system"
+	operatorServiceAccount = "app-operator"
+	opPrefix               = "bench-op-"
+	barePrefix             = "bench-bare-"
+	probeNamespace         = "bench-probe"
+)
+
+// Config configures Run.
+type Config struct {
+	// Operator is the operator binary (`make build`).
+	Operator string
+	// Self is an executable that runs the bare client and the informer
+	// floor when RoleEnv is set (see RunRole).
+	Self string
+	// N are the numbers of applications; each gets its cases.
+	N []int
+	// Workloads name the kinds measured at every N (see WorkloadNames).
+	Workloads []string
+	// Workers is the operator's --max-concurrent-reconciles, and the bare
+	// client's concurrency.
+	Workers int
+	// Sweep are further worker counts measured for the first workload at
+	// the first N (cold converge against the bare client).
+	Sweep []int
+	// PerNamespace is how many applications share a namespace.
+	PerNamespace int
+	// Memory runs the memory ramp (the first workload, up to the largest N,
+	// against the informer floor, then with Unrelated other objects).
+	Memory    bool
+	Unrelated int
+	// Timeout bounds each wait.
+	Timeout time.Duration
+	// Progress receives a line per step.
+	Progress io.Writer
+}
+
+// Case is what one workload at one N and one worker count measured.
+type Case struct {
+	Workload   string `json:"workload"`
+	N          int    `json:"n"`
+	Workers    int    `json:"workers"`
+	Namespaces int    `json:"namespaces"`
+	// Children is how many children each application has.
+	Children int `json:"childrenPerApp"`
+
+	BareSeconds float64 `json:"bareSeconds"`
+	BareWrites  int64   `json:"bareWrites"`
+
+	ConvergeSeconds float64 `json:"convergeSeconds"`
+	// ConvergeRatio is ConvergeSeconds / BareSeconds.
+	ConvergeRatio float64 `json:"convergeRatio"`
+	// ColdWrites are the operator's mutating requests in the applications'
+	// namespaces during the cold converge (audit log), by verb and resource.
+	ColdWrites auditCounts `json:"coldWrites"`
+	// ColdWritesPerApp leaves out Events, which are not part of an
+	// application.
+	ColdWritesPerApp float64 `json:"coldWritesPerApp"`
+	EventsPerApp     float64 `json:"eventsPerApp"`
+	// ColdClientWrites is the same from the operator's client metrics (every
+	// namespace, the probe resources included).
+	ColdClientWrites float64 `json:"coldClientWrites"`
+	// QuotaWrites are writes to the per-namespace ResourceQuota
+	// (MicroServiceDeploy), part of ColdWrites.
+	Memory memory `json:"memoryAfterConverge"`
+
+	RestartSeconds      float64     `json:"restartSeconds"`
+	RestartWrites       auditCounts `json:"restartWrites"`
+	RestartClientWrites float64     `json:"restartClientWrites"`
+
+	UpdateSeconds       float64     `json:"updateSeconds"`
+	UpdateWrites        auditCounts `json:"updateWrites"`
+	UpdateWritesPerApp  float64     `json:"updateWritesPerApp"`
+	UpdateClientWrites  float64     `json:"updateClientWrites"`
+	ProbeBacklogSeconds float64     `json:"probeBacklogSeconds"`
+	ProbeIdleSeconds    float64     `json:"probeIdleSeconds"`
+	ProbeRatio          float64     `json:"probeRatio"`
+	// Full is false for a sweep case, which measures only the converge.
+	Full bool `json:"full"`
+}
+
+// MemoryPoint is the operator's and the informer floor's memory with N
+// converged applications.
+type MemoryPoint struct {
+	N        int    `json:"n"`
+	Operator memory `json:"operator"`
+	Floor    memory `json:"floor"`
+}
+
+// MemoryRamp is the memory scenario.
+type MemoryRamp struct {
+	Workload string        `json:"workload"`
+	Points   []MemoryPoint `json:"points"`
+	// Slopes are least-squares fits of heap in use against N, KiB per app.
+	SlopeKiB      float64 `json:"heapSlopeKiBPerApp"`
+	FloorSlopeKiB float64 `json:"floorHeapSlopeKiBPerApp"`
+	RSSSlopeKiB   float64 `json:"rssSlopeKiBPerApp"`
+	Unrelated     int     `json:"unrelatedObjects"`
+	// WithUnrelated is measured at the largest N after Unrelated
+	// ConfigMaps and Secrets were added.
+	WithUnrelated      memory  `json:"operatorWithUnrelated"`
+	FloorWithUnrelated memory  `json:"floorWithUnrelated"`
+	UnrelatedIncrease  float64 `json:"unrelatedHeapIncreasePercent"`
+}
+
+// Results are everything one run measured.
+type Results struct {
+	Date    time.Time   `json:"date"`
+	Machine Machine     `json:"machine"`
+	Config  RunConfig   `json:"config"`
+	Cases   []Case      `json:"cases"`
+	Memory  *MemoryRamp `json:"memory,omitempty"`
+}
+
+// RunConfig is the part of Config worth recording.
+type RunConfig struct {
+	N            []int    `json:"n"`
+	Workloads    []string `json:"workloads"`
+	Workers      int      `json:"workers"`
+	Sweep        []int    `json:"sweep,omitempty"`
+	PerNamespace int      `json:"perNamespace"`
+}
+
+// Run runs every case of cfg and returns the results.
+func Run(ctx context.Context, cfg Config) (*Results, error) {
+	if cfg.PerNamespace <= 0 {
+		cfg.PerNamespace = 100
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Minute
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	res := &Results{Date: time.Now().UTC(), Machine: machine(), Config: RunConfig{
+		N: cfg.N, Workloads: cfg.Workloads, Workers: cfg.Workers, Sweep: cfg.Sweep, PerNamespace: cfg.PerNamespace,
+	}}
+	for i, n := range cfg.N {
+		for j, name := range cfg.Workloads {
+			w, ok := workloads[name]
+			if !ok {
+				return res, fmt.Errorf("unknown workload %q (known: %v)", name, WorkloadNames())
+			}
+			if w.maxN > 0 && n > w.maxN {
+				n = w.maxN
+			}
+			counts := []int{cfg.Workers}
+			if i == 0 && j == 0 {
+				counts = append(counts, cfg.Sweep...)
+			}
+			for k, workers := range counts {
+				if k > 0 && workers == cfg.Workers {
+					continue
+				}
+				c, err := runCase(ctx, cfg, w, n, workers, k == 0)
+				if err != nil {
+					return res, fmt.Errorf("%s N=%d workers=%d: %w", name, n, workers, err)
+				}
+				res.Cases = append(res.Cases, *c)
+			}
+		}
+	}
+	if cfg.Memory && len(cfg.Workloads) > 0 {
+		largest := 0
+		for _, n := range cfg.N {
+			largest = max(largest, n)
+		}
+		m, err := runMemory(ctx, cfg, workloads[cfg.Workloads[0]], largest)
+		if err != nil {
+			return res, fmt.Errorf("memory: %w", err)
+		}
+		res.Memory = m
+	}
+	res.Machine.LoadAfter = loadAverage()
+	return res, nil
+}
+
+// env is one fresh cluster with the operator's identity in place.
+type env struct {
+	cfg        Config
+	cluster    *cluster.Cluster
+	admin      client.Client
+	adminCfg   *rest.Config
+	kubeconfig string // the operator's ServiceAccount
+	audit      *auditLog
+}
+
+func newEnv(ctx context.Context, cfg Config) (*env, error) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(cfg.Progress, "Starting a fresh local cluster")
+	cl, err := cluster.Start(ctx, cluster.Options{
+		Profile:     cluster.Full,
+		CRDDir:      filepath.Join(root, "config", "crd", "bases"),
+		AuditPolicy: auditPolicy,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := &env{cfg: cfg, cluster: cl, adminCfg: cl.Config(), audit: &auditLog{path: cl.AuditLogPath()}}
+	e.adminCfg.QPS, e.adminCfg.Burst = -1, 0
+	if e.admin, err = client.New(e.adminCfg, client.Options{Scheme: controller.NewScheme()}); err != nil {
+		e.close()
+		return nil, err
+	}
+	if err := e.installIdentity(ctx, root); err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *env) close() {
+	if e.cluster.Stop() == nil {
+		_ = e.cluster.RemoveDir()
+	}
+}
+
+// installIdentity creates the operator's ServiceAccount, binds it to the
+// generated ClusterRole and writes a kubeconfig holding only its token.
+func (e *env) installIdentity(ctx context.Context, root string) error {
+	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
+	if err != nil {
+		return err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, role); err != nil {
+		return err
+	}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: operatorServiceAccount}},
+		role,
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "app-operator-bench"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: operatorNamespace, Name: operatorServiceAccount}},
+		},
+	}
+	for _, o := range objs {
+		if err := e.admin.Create(ctx, o); err != nil {
+			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	sa, err := e.cluster.ServiceAccountConfig(ctx, operatorNamespace, operatorServiceAccount)
+	if err != nil {
+		return err
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: sa.Host, CertificateAuthorityData: sa.CAData}
+	kc.AuthInfos["app-operator"] = &clientcmdapi.AuthInfo{Token: sa.BearerToken}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "app-operator"}
+	kc.CurrentContext = "local"
+	e.kubeconfig = filepath.Join(e.cluster.Dir, "app-operator.kubeconfig")
+	return clientcmd.WriteToFile(*kc, e.kubeconfig)
+}
+
+// namespaces creates the namespaces prefix000.. for n applications.
+func (e *env) namespaces(ctx context.Context, prefix string, from, n int) ([]string, error) {
+	var names []string
+	for i := range (n + e.cfg.PerNamespace - 1) / e.cfg.PerNamespace {
+		name := fmt.Sprintf("%s%03d", prefix, i)
+		names = append(names, name)
+		if i*e.cfg.PerNamespace+e.cfg.PerNamespace <= from {
+			continue // exists already
+		}
+		err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// create creates applications from..to-1 of w, spread over namespaces of
+// prefix, with 16 concurrent requests.
+func (e *env) create(ctx context.Context, w workload, prefix string, from, to int) error {
+	if _, err := e.namespaces(ctx, prefix, from, to); err != nil {
+		return err
+	}
+	return parallel(16, from, to, func(i int) error {
+		ns := fmt.Sprintf("%s%03d", prefix, i/e.cfg.PerNamespace)
+		return e.admin.Create(ctx, w.newObject(ns, fmt.Sprintf("app-%05d", i), i))
+	})
+}
+
+// parallel runs f(i) for i in [from, to) on workers goroutines.
+func parallel(workers, from, to int, f func(i int) error) error {
+	next := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := from; i < to; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+func (e *env) poll(ctx context.Context, what string, cond func() (bool, string)) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, e.cfg.Timeout, true, func(context.Context) (bool, error) {
+		ok, why := cond()
+		last = why
+		return ok, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w (%s)", what, err, last)
+	}
+	return nil
+}
+
+// quiet waits until the operator has made no mutating request for 3 s.
+func (e *env) quiet(ctx context.Context, op *operator) (float64, error) {
+	last, since := -1.0, time.Now()
+	err := e.poll(ctx, "the operator settles", func() (bool, string) {
+		s, err := op.scrape()
+		if err != nil {
+			return false, err.Error()
+		}
+		if s.writes != last {
+			last, since = s.writes, time.Now()
+		}
+		return time.Since(since) >= 3*time.Second, fmt.Sprintf("%v writes so far", last)
+	})
+	return last, err
+}
+
+func (e *env) startOperator(workers int) (*operator, error) {
+	return startOperator(e.cfg.Operator, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "app-operator.log"), workers)
+}
+
+func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full bool) (_ *Case, err error) {
+	fmt.Fprintf(cfg.Progress, "Case %s N=%d workers=%d\n", w.name, n, workers)
+	e, err := newEnv(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err == nil {
+			e.close()
+		} else {
+			_ = e.cluster.Stop()
+			err = fmt.Errorf("%w (cluster logs in %s)", err, e.cluster.Dir)
+		}
+	}()
+	c := &Case{Workload: w.name, N: n, Workers: workers, Full: full, Namespaces: (n + cfg.PerNamespace - 1) / cfg.PerNamespace}
+	acs, err := controller.Build(w.newObject("x", "app-00000", 0), controller.Options{})
+	if err != nil {
+		return nil, err
+	}
+	c.Children = len(acs)
+
+	// Cold converge: N resources exist, then the operator starts.
+	if err := e.create(ctx, w, opPrefix, 0, n); err != nil {
+		return nil, err
+	}
+	if err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probeNamespace}}); err != nil {
+		return nil, err
+	}
+	tr, err := newTracker(ctx, e.adminCfg, w.gvr)
+	if err != nil {
+		return nil, err
+	}
+	e.audit.mark()
+	fmt.Fprintln(cfg.Progress, "  cold converge")
+	op, err := e.startOperator(workers)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = op.stop() }()
+	// A new resource while the backlog is being worked through.
+	var probeCreated time.Time
+	if full {
+		probeCreated = time.Now()
+		if err := e.admin.Create(ctx, w.newObject(probeNamespace, "probe-backlog", 0)); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.poll(ctx, "cold converge", func() (bool, string) {
+		got, _ := tr.count(opPrefix)
+		return got == n, fmt.Sprintf("%d of %d converged", got, n)
+	}); err != nil {
+		return nil, err
+	}
+	_, last := tr.count(opPrefix)
+	c.ConvergeSeconds = last.Sub(op.started).Seconds()
+	if full {
+		if err := e.poll(ctx, "the probe converges", func() (bool, string) {
+			_, ok := tr.when(probeNamespace + "/probe-backlog")
+			return ok, "probe-backlog not Ready"
+		}); err != nil {
+			return nil, err
+		}
+		at, _ := tr.when(probeNamespace + "/probe-backlog")
+		c.ProbeBacklogSeconds = at.Sub(probeCreated).Seconds()
+	}
+	if c.ColdClientWrites, err = e.quiet(ctx, op); err != nil {
+		return nil, err
+	}
+	if c.ColdWrites, err = e.audit.since(opPrefix); err != nil {
+		return nil, err
+	}
+	c.ColdWritesPerApp = float64(c.ColdWrites.without("events")) / float64(n)
+	c.EventsPerApp = float64(c.ColdWrites.total()-c.ColdWrites.without("events")) / float64(n)
+	if c.Memory, err = op.memory(); err != nil {
+		return nil, err
+	}
+
+	if full {
+		// The same new resource on an idle operator.
+		probeCreated = time.Now()
+		if err := e.admin.Create(ctx, w.newObject(probeNamespace, "probe-idle", 0)); err != nil {
+			return nil, err
+		}
+		if err := e.poll(ctx, "the idle probe converges", func() (bool, string) {
+			_, ok := tr.when(probeNamespace + "/probe-idle")
+			return ok, "probe-idle not Ready"
+		}); err != nil {
+			return nil, err
+		}
+		at, _ := tr.when(probeNamespace + "/probe-idle")
+		c.ProbeIdleSeconds = at.Sub(probeCreated).Seconds()
+		c.ProbeRatio = c.ProbeBacklogSeconds / c.ProbeIdleSeconds
+		if _, err := e.quiet(ctx, op); err != nil {
+			return nil, err
+		}
+
+		// Restart over converged applications: every one gets a pass.
+		fmt.Fprintln(cfg.Progress, "  restart")
+		if err := op.stop(); err != nil {
+			return nil, err
+		}
+		e.audit.mark()
+		if op, err = e.startOperator(workers); err != nil {
+			return nil, err
+		}
+		want := float64(n + 2)
+		if err := e.poll(ctx, "a pass over every resource after the restart", func() (bool, string) {
+			s, err := op.scrape()
+			if err != nil {
+				return false, err.Error()
+			}
+			return s.reconciles[w.controller] >= want, fmt.Sprintf("%v of %v passes", s.reconciles[w.controller], want)
+		}); err != nil {
+			return nil, err
+		}
+		c.RestartSeconds = time.Since(op.started).Seconds()
+		if c.RestartClientWrites, err = e.quiet(ctx, op); err != nil {
+			return nil, err
+		}
+		if c.RestartWrites, err = e.audit.since(""); err != nil {
+			return nil, err
+		}
+
+		// Update fan-out: one spec field changed on every application.
+		fmt.Fprintln(cfg.Progress, "  update fan-out")
+		before, err := op.scrape()
+		if err != nil {
+			return nil, err
+		}
+		tr.reset(2)
+		e.audit.mark()
+		start := time.Now()
+		if err := parallel(16, 0, n, func(i int) error {
+			o := w.newObject(fmt.Sprintf("%s%03d", opPrefix, i/cfg.PerNamespace), fmt.Sprintf("app-%05d", i), i)
+			return e.admin.Patch(ctx, o, client.RawPatch(types.MergePatchType, w.update))
+		}); err != nil {
+			return nil, err
+		}
+		if err := e.poll(ctx, "update fan-out", func() (bool, string) {
+			got, _ := tr.count(opPrefix)
+			return got == n, fmt.Sprintf("%d of %d converged", got, n)
+		}); err != nil {
+			return nil, err
+		}
+		_, last = tr.count(opPrefix)
+		c.UpdateSeconds = last.Sub(start).Seconds()
+		after, err := e.quiet(ctx, op)
+		if err != nil {
+			return nil, err
+		}
+		c.UpdateClientWrites = after - before.writes
+		if c.UpdateWrites, err = e.audit.since(opPrefix); err != nil {
+			return nil, err
+		}
+		c.UpdateWritesPerApp = float64(c.UpdateWrites.without("events")) / float64(n)
+	}
+	if err := op.stop(); err != nil {
+		return nil, err
+	}
+
+	// The bare client over the same number of fresh applications, with the
+	// operator stopped.
+	fmt.Fprintln(cfg.Progress, "  bare client")
+	if err := e.create(ctx, w, barePrefix, 0, n); err != nil {
+		return nil, err
+	}
+	var nss []string
+	for i := range c.Namespaces {
+		nss = append(nss, fmt.Sprintf("%s%03d", barePrefix, i))
+	}
+	var br bareResult
+	if err := runRole(ctx, cfg.Self, []string{
+		RoleEnv + "=bare", "BENCH_KUBECONFIG=" + e.kubeconfig, "BENCH_WORKLOAD=" + w.name,
+		"BENCH_WORKERS=" + fmt.Sprint(workers), "BENCH_NAMESPACES=" + joinComma(nss),
+	}, filepath.Join(e.cluster.Dir, "logs", "bare.log"), &br); err != nil {
+		return nil, err
+	}
+	if br.Apps != n {
+		return nil, fmt.Errorf("the bare client found %d applications, want %d", br.Apps, n)
+	}
+	c.BareSeconds, c.BareWrites = br.Seconds, br.Writes
+	c.ConvergeRatio = c.ConvergeSeconds / c.BareSeconds
+	return c, nil
+}
+
+// runMemory grows the number of applications in steps up to n with one
+// operator running, and reads its memory and the informer floor's at each.
+func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRamp, err error) {
+	fmt.Fprintf(cfg.Progress, "Memory %s up to N=%d\n", w.name, n)
+	e, err := newEnv(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err == nil {
+			e.close()
+		} else {
+			_ = e.cluster.Stop()
+			err = fmt.Errorf("%w (cluster logs in %s)", err, e.cluster.Dir)
+		}
+	}()
+	tr, err := newTracker(ctx, e.adminCfg, w.gvr)
+	if err != nil {
+		return nil, err
+	}
+	op, err := e.startOperator(cfg.Workers)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = op.stop() }()
+	m := &MemoryRamp{Workload: w.name, Unrelated: cfg.Unrelated}
+	measure := func() (MemoryPoint, error) {
+		var p MemoryPoint
+		if _, err := e.quiet(ctx, op); err != nil {
+			return p, err
+		}
+		var err error
+		if p.Operator, err = op.memory(); err != nil {
+			return p, err
+		}
+		err = runRole(ctx, cfg.Self, []string{RoleEnv + "=floor", "BENCH_KUBECONFIG=" + e.kubeconfig},
+			filepath.Join(e.cluster.Dir, "logs", "floor.log"), &p.Floor)
+		return p, err
+	}
+	have := 0
+	for _, step := range []int{0, n / 4, n / 2, 3 * n / 4, n} {
+		if step < have || (step == have && step > 0) {
+			continue
+		}
+		if err := e.create(ctx, w, opPrefix, have, step); err != nil {
+			return nil, err
+		}
+		have = step
+		if err := e.poll(ctx, "converge", func() (bool, string) {
+			got, _ := tr.count(opPrefix)
+			return got == step, fmt.Sprintf("%d of %d converged", got, step)
+		}); err != nil {
+			return nil, err
+		}
+		p, err := measure()
+		if err != nil {
+			return nil, err
+		}
+		p.N = step
+		m.Points = append(m.Points, p)
+		fmt.Fprintf(cfg.Progress, "  N=%d heap %.1f MiB, floor %.1f MiB\n", step, mib(p.Operator.HeapInuse), mib(p.Floor.HeapInuse))
+	}
+	var xs, heap, floor, rssv []float64
+	for _, p := range m.Points {
+		xs = append(xs, float64(p.N))
+		heap = append(heap, float64(p.Operator.HeapInuse))
+		floor = append(floor, float64(p.Floor.HeapInuse))
+		rssv = append(rssv, float64(p.Operator.RSS))
+	}
+	m.SlopeKiB, m.FloorSlopeKiB, m.RSSSlopeKiB = slope(xs, heap)/1024, slope(xs, floor)/1024, slope(xs, rssv)/1024
+
+	if cfg.Unrelated > 0 {
+		fmt.Fprintf(cfg.Progress, "  %d unrelated ConfigMaps and Secrets\n", cfg.Unrelated)
+		perNS := 1000
+		for i := range (cfg.Unrelated + perNS - 1) / perNS {
+			if err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-unrelated-%02d", i)}}); err != nil {
+				return nil, err
+			}
+		}
+		payload := string(make([]byte, 0))
+		for range 512 {
+			payload += "x"
+		}
+		if err := parallel(16, 0, cfg.Unrelated, func(i int) error {
+			meta := metav1.ObjectMeta{Namespace: fmt.Sprintf("bench-unrelated-%02d", i/perNS), Name: fmt.Sprintf("unrelated-%05d", i)}
+			if i%2 == 0 {
+				return e.admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"data": payload}})
+			}
+			return e.admin.Create(ctx, &corev1.Secret{ObjectMeta: meta, StringData: map[string]string{"data": payload}})
+		}); err != nil {
+			return nil, err
+		}
+		time.Sleep(5 * time.Second)
+		p, err := measure()
+		if err != nil {
+			return nil, err
+		}
+		m.WithUnrelated, m.FloorWithUnrelated = p.Operator, p.Floor
+		lastPoint := m.Points[len(m.Points)-1]
+		m.UnrelatedIncrease = 100 * float64(p.Operator.HeapInuse-lastPoint.Operator.HeapInuse) / float64(lastPoint.Operator.HeapInuse)
+	}
+	return m, nil
+}
+
+// slope is the least-squares slope of ys against xs.
+func slope(xs, ys []float64) float64 {
+	if len(xs) < 2 {
+		return math.NaN()
+	}
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= float64(len(xs))
+	my /= float64(len(xs))
+	var num, den float64
+	for i := range xs {
+		num += (xs[i] - mx) * (ys[i] - my)
+		den += (xs[i] - mx) * (xs[i] - mx)
+	}
+	return num / den
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ","
+		}
+		out += x
+	}
+	return out
+}

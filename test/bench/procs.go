@@ -1,0 +1,249 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/app-operator/app-operator/test/cluster"
+)
+
+// operator is the app-operator binary running as a separate process, as
+// its ServiceAccount, with its metrics and profiler on loopback ports.
+type operator struct {
+	cmd     *exec.Cmd
+	started time.Time
+	metrics string // base URL of the metrics endpoint
+	pprof   string // base URL of the profiler
+	done    chan error
+}
+
+// startOperator runs binary with the kubeconfig of the operator's
+// ServiceAccount and the given number of workers per kind.
+func startOperator(binary, kubeconfig, logFile string, workers int) (*operator, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	o := &operator{
+		metrics: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		pprof:   fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
+		done:    make(chan error, 1),
+	}
+	o.cmd = exec.Command(binary,
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
+		"--metrics-secure=false",
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
+		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", ports[2]),
+		fmt.Sprintf("--max-concurrent-reconciles=%d", workers),
+	)
+	o.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	o.cmd.Stdout, o.cmd.Stderr = log, log
+	// The kernel stops the operator if the benchmark dies first.
+	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	o.started = time.Now()
+	if err := o.cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, err
+	}
+	go func() { o.done <- o.cmd.Wait(); _ = log.Close() }()
+	// The metrics endpoint answers once the manager runs.
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-o.done:
+			return false, fmt.Errorf("operator exited: %v (log in %s)", err, logFile)
+		default:
+		}
+		_, err := o.scrape()
+		return err == nil, nil
+	})
+	if err != nil {
+		_ = o.stop()
+		return nil, err
+	}
+	return o, nil
+}
+
+// stop sends SIGTERM and waits for the operator to exit.
+func (o *operator) stop() error {
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-o.done:
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = o.cmd.Process.Kill()
+		<-o.done
+		return fmt.Errorf("operator did not stop within 30s of SIGTERM")
+	}
+}
+
+// metricsSample is the part of the operator's metrics the benchmark reads.
+type metricsSample struct {
+	// writes counts the mutating requests of the operator's clients
+	// (rest_client_requests_total with method POST, PUT, PATCH or DELETE).
+	writes float64
+	// reconciles counts finished passes by controller.
+	reconciles map[string]float64
+}
+
+var metricLine = regexp.MustCompile(`^([a-z_]+)\{([^}]*)\} ([0-9.e+-]+)$`)
+
+func (o *operator) scrape() (metricsSample, error) {
+	s := metricsSample{reconciles: map[string]float64{}}
+	resp, err := http.Get(o.metrics + "/metrics")
+	if err != nil {
+		return s, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("metrics: %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := metricLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[3], 64)
+		switch m[1] {
+		case "rest_client_requests_total":
+			for _, verb := range []string{`method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`} {
+				if strings.Contains(m[2], verb) {
+					s.writes += v
+				}
+			}
+		case "controller_runtime_reconcile_total":
+			if c := regexp.MustCompile(`controller="([^"]+)"`).FindStringSubmatch(m[2]); c != nil {
+				s.reconciles[c[1]] += v
+			}
+		}
+	}
+	return s, sc.Err()
+}
+
+// memory is a process's memory: the Go heap in use after a forced
+// collection, and the resident set size.
+type memory struct {
+	HeapInuse int64 `json:"heapInuseBytes"`
+	HeapAlloc int64 `json:"heapAllocBytes"`
+	RSS       int64 `json:"rssBytes"`
+}
+
+var heapLine = regexp.MustCompile(`(?m)^# (HeapInuse|HeapAlloc) = (\d+)$`)
+
+// memory forces a collection in the operator (the profiler's gc=1) and
+// reads the runtime's statistics that come with the heap profile.
+func (o *operator) memory() (memory, error) {
+	var m memory
+	resp, err := http.Get(o.pprof + "/debug/pprof/heap?gc=1&debug=1")
+	if err != nil {
+		return m, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return m, err
+	}
+	for _, g := range heapLine.FindAllStringSubmatch(string(body), -1) {
+		v, _ := strconv.ParseInt(g[2], 10, 64)
+		if g[1] == "HeapInuse" {
+			m.HeapInuse = v
+		} else {
+			m.HeapAlloc = v
+		}
+	}
+	if m.HeapInuse == 0 {
+		return m, fmt.Errorf("no HeapInuse in the heap profile")
+	}
+	m.RSS, err = rss(o.cmd.Process.Pid)
+	return m, err
+}
+
+// rss reads VmRSS of a process from /proc.
+func rss(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for process %d", pid)
+}
+
+// runRole runs this executable again in one of the benchmark's roles (the
+// bare client, the informer floor) and decodes the JSON it prints.
+func runRole(ctx context.Context, self string, env []string, logFile string, out any) error {
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(os.Environ(), env...)
+	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Close() }()
+	cmd.Stderr = log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s: %w (log in %s)", strings.Join(env, " "), err, logFile)
+	}
+	return json.Unmarshal(stdout, out)
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// BuildOperator builds the operator binary from the repository into dir
+// (go build, as `make build` does) and returns its path. The benchmark
+// builds its own copy: bin/ may be shared by several working trees.
+func BuildOperator(dir string) (string, error) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "app-operator")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/app-operator")
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/app-operator: %w\n%s", err, msg)
+	}
+	return out, nil
+}

@@ -1,0 +1,208 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/app-operator/app-operator/test/cluster"
+)
+
+// Machine describes where a run took place.
+type Machine struct {
+	CPUs       int    `json:"cpus"`
+	MemoryKiB  int64  `json:"memoryKiB"`
+	GoVersion  string `json:"goVersion"`
+	Kubernetes string `json:"kubernetes"`
+	Kernel     string `json:"kernel"`
+	// Load averages (1, 5, 15 min) before and after: the machine may be
+	// shared, so compare ratios measured in the same run.
+	LoadBefore string `json:"loadBefore"`
+	LoadAfter  string `json:"loadAfter"`
+}
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadBefore: loadAverage()}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		_, _ = fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(data), "\n", 2)[0], "MemTotal:"), "%d", &m.MemoryKiB)
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	if dir, err := cluster.DefaultBinDir(); err == nil {
+		if out, err := exec.Command(filepath.Join(dir, "kube-apiserver"), "--version").Output(); err == nil {
+			m.Kubernetes = strings.TrimSpace(string(out))
+		}
+	}
+	return m
+}
+
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// WriteTable prints the results as tables.
+func WriteTable(w io.Writer, r *Results) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tconverge s\tratio\twrites/app\t(children+status)\tevents/app\trestart writes\tupdate writes/app\tprobe backlog s\tprobe idle s\tprobe ratio\theap MiB\tRSS MiB\t")
+	for _, c := range r.Cases {
+		row := fmt.Sprintf("%s\t%d\t%d\t%.1f\t%.1f\t%.2f\t%.2f\t%d\t%.2f\t", c.Workload, c.N, c.Workers, c.BareSeconds, c.ConvergeSeconds,
+			c.ConvergeRatio, c.ColdWritesPerApp, c.Children+1, c.EventsPerApp)
+		if c.Full {
+			row += fmt.Sprintf("%d (client %.0f)\t%.2f\t%.2f\t%.2f\t%.2f\t", c.RestartWrites.total(), c.RestartClientWrites,
+				c.UpdateWritesPerApp, c.ProbeBacklogSeconds, c.ProbeIdleSeconds, c.ProbeRatio)
+		} else {
+			row += "-\t-\t-\t-\t-\t"
+		}
+		row += fmt.Sprintf("%.1f\t%.1f\t", mib(c.Memory.HeapInuse), mib(c.Memory.RSS))
+		fmt.Fprintln(tw, row)
+	}
+	_ = tw.Flush()
+	if m := r.Memory; m != nil {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "memory (%s)\tN\toperator heap MiB\toperator RSS MiB\tinformer floor heap MiB\tfloor RSS MiB\t\n", m.Workload)
+		for _, p := range m.Points {
+			fmt.Fprintf(tw, "\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t\n", p.N, mib(p.Operator.HeapInuse), mib(p.Operator.RSS), mib(p.Floor.HeapInuse), mib(p.Floor.RSS))
+		}
+		if m.Unrelated > 0 {
+			last := m.Points[len(m.Points)-1]
+			fmt.Fprintf(tw, "+%d unrelated\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t\n", m.Unrelated, last.N, mib(m.WithUnrelated.HeapInuse), mib(m.WithUnrelated.RSS),
+				mib(m.FloorWithUnrelated.HeapInuse), mib(m.FloorWithUnrelated.RSS))
+		}
+		_ = tw.Flush()
+		fmt.Fprintf(w, "heap slope %.1f KiB/app (informer floor %.1f KiB/app, ratio %.2f); RSS slope %.1f KiB/app; unrelated objects add %.1f %% heap\n",
+			m.SlopeKiB, m.FloorSlopeKiB, m.SlopeKiB/m.FloorSlopeKiB, m.RSSSlopeKiB, m.UnrelatedIncrease)
+	}
+	fmt.Fprintf(w, "machine: %d CPUs, %.1f GiB, %s, %s; load %s before, %s after\n", r.Machine.CPUs, float64(r.Machine.MemoryKiB)/(1<<20),
+		r.Machine.GoVersion, r.Machine.Kubernetes, r.Machine.LoadBefore, r.Machine.LoadAfter)
+}
+
+// WriteFiles writes results.json, summary.md and bench.png into dir.
+func WriteFiles(dir string, r *Results, command string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# app-operator benchmark, %s\n\n", r.Date.Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "- Command: `%s`\n", command)
+	fmt.Fprintf(&b, "- Machine: %d CPUs, %.1f GiB memory, Linux %s; load average %s before, %s after (shared machine: compare ratios within one run)\n",
+		r.Machine.CPUs, float64(r.Machine.MemoryKiB)/(1<<20), r.Machine.Kernel, r.Machine.LoadBefore, r.Machine.LoadAfter)
+	fmt.Fprintf(&b, "- Versions: %s, %s\n", r.Machine.GoVersion, r.Machine.Kubernetes)
+	fmt.Fprintf(&b, "- Applications: %d per namespace; operator workers per kind: %d\n\n```\n", r.Config.PerNamespace, r.Config.Workers)
+	WriteTable(&b, r)
+	b.WriteString("```\n\nPer-resource write counts are in results.json (coldWrites, restartWrites, updateWrites).\n")
+	if err := os.WriteFile(filepath.Join(dir, "summary.md"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return writePlot(filepath.Join(dir, "bench.png"), r)
+}
+
+// writePlot draws converge time (operator and bare client) and memory
+// (operator heap and RSS, informer floor heap) against N.
+func writePlot(path string, r *Results) error {
+	conv := plot.New()
+	conv.Title.Text = "Converge time"
+	conv.X.Label.Text = "applications (N)"
+	conv.Y.Label.Text = "seconds"
+	byWorkload := map[string][2]plotter.XYs{}
+	for _, c := range r.Cases {
+		if c.Workers != r.Config.Workers {
+			continue
+		}
+		xy := byWorkload[c.Workload]
+		xy[0] = append(xy[0], plotter.XY{X: float64(c.N), Y: c.ConvergeSeconds})
+		xy[1] = append(xy[1], plotter.XY{X: float64(c.N), Y: c.BareSeconds})
+		byWorkload[c.Workload] = xy
+	}
+	var names []string
+	for k := range byWorkload {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var lines []any
+	for _, k := range names {
+		xy := byWorkload[k]
+		sort.Slice(xy[0], func(i, j int) bool { return xy[0][i].X < xy[0][j].X })
+		sort.Slice(xy[1], func(i, j int) bool { return xy[1][i].X < xy[1][j].X })
+		lines = append(lines, k+" operator", xy[0], k+" bare client", xy[1])
+	}
+	if err := plotutil.AddLinePoints(conv, lines...); err != nil {
+		return err
+	}
+	conv.Legend.Top, conv.Legend.Left = true, true
+
+	mem := plot.New()
+	mem.Title.Text = "Memory after GC"
+	mem.X.Label.Text = "applications (N)"
+	mem.Y.Label.Text = "MiB"
+	if m := r.Memory; m != nil {
+		var heap, rssXY, floor plotter.XYs
+		for _, p := range m.Points {
+			heap = append(heap, plotter.XY{X: float64(p.N), Y: mib(p.Operator.HeapInuse)})
+			rssXY = append(rssXY, plotter.XY{X: float64(p.N), Y: mib(p.Operator.RSS)})
+			floor = append(floor, plotter.XY{X: float64(p.N), Y: mib(p.Floor.HeapInuse)})
+		}
+		if err := plotutil.AddLinePoints(mem, "operator heap in use", heap, "operator RSS", rssXY, "informer floor heap", floor); err != nil {
+			return err
+		}
+		mem.Title.Text = fmt.Sprintf("Memory after GC (%s): %.1f KiB/app heap", m.Workload, m.SlopeKiB)
+	} else {
+		var heap, rssXY plotter.XYs
+		for _, c := range r.Cases {
+			if c.Workers == r.Config.Workers {
+				heap = append(heap, plotter.XY{X: float64(c.N), Y: mib(c.Memory.HeapInuse)})
+				rssXY = append(rssXY, plotter.XY{X: float64(c.N), Y: mib(c.Memory.RSS)})
+			}
+		}
+		if err := plotutil.AddLinePoints(mem, "operator heap in use", heap, "operator RSS", rssXY); err != nil {
+			return err
+		}
+	}
+	mem.Legend.Top, mem.Legend.Left = true, true
+
+	img := vgimg.New(12*vg.Inch, 5*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 6, PadTop: vg.Millimeter * 3, PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
+	canvases := plot.Align([][]*plot.Plot{{conv, mem}}, tiles, dc)
+	conv.Draw(canvases[0][0])
+	mem.Draw(canvases[0][1])
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
+	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
+	"github.com/app-operator/app-operator/internal/controller"
+)
+
+// RoleEnv names the environment variable that makes the benchmark's
+// executable (the bench command, or the test binary) run as one of its
+// helper processes instead: "bare" or "floor".
+const RoleEnv = "APP_OPERATOR_BENCH_ROLE"
+
+// RunRole runs the role named by RoleEnv, if any, and exits; it returns
+// when the variable is unset. Call it first thing in main (or TestMain).
+func RunRole() {
+	role := os.Getenv(RoleEnv)
+	if role == "" {
+		return
+	}
+	var (
+		out any
+		err error
+	)
+	switch role {
+	case "bare":
+		out, err = bare(context.Background())
+	case "floor":
+		out, err = floor(context.Background())
+	default:
+		err = fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, role+":", err)
+		os.Exit(1)
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(out)
+	os.Exit(0)
+}
+
+// bareResult is what the bare client reports.
+type bareResult struct {
+	Apps    int     `json:"apps"`
+	Writes  int64   `json:"writes"`
+	Seconds float64 `json:"seconds"`
+}
+
+// bare is the baseline: a plain client, as the operator's ServiceAccount and
+// without client-side rate limit, that reads the resources once and, with
+// as many workers as the operator has, applies for each the children the
+// operator's own builders make (server-side apply, the operator's field
+// owner), then writes its status once. No cache, no comparison, no retry:
+// the least work that gets every resource its children and a status.
+func bare(ctx context.Context) (bareResult, error) {
+	var res bareResult
+	start := time.Now()
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("BENCH_KUBECONFIG"))
+	if err != nil {
+		return res, err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.New(cfg, client.Options{Scheme: controller.NewScheme()})
+	if err != nil {
+		return res, err
+	}
+	w, ok := workloads[os.Getenv("BENCH_WORKLOAD")]
+	if !ok {
+		return res, fmt.Errorf("unknown workload %q", os.Getenv("BENCH_WORKLOAD"))
+	}
+	workers, _ := strconv.Atoi(os.Getenv("BENCH_WORKERS"))
+	workers = max(workers, 1)
+	var objs []client.Object
+	for _, ns := range strings.Split(os.Getenv("BENCH_NAMESPACES"), ",") {
+		list := newList(w)
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return res, err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return res, err
+		}
+		for _, item := range items {
+			objs = append(objs, item.(client.Object))
+		}
+	}
+	work := make(chan client.Object)
+	var writes atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for obj := range work {
+				if err := bareOne(ctx, c, w, obj, &writes); err != nil {
+					errs <- err
+					for range work {
+					}
+					return
+				}
+			}
+		}()
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return res, err
+	default:
+	}
+	res.Apps, res.Writes, res.Seconds = len(objs), writes.Load(), time.Since(start).Seconds()
+	return res, nil
+}
+
+func bareOne(ctx context.Context, c client.Client, w workload, obj client.Object, writes *atomic.Int64) error {
+	acs, err := controller.Build(obj, controller.Options{})
+	if err != nil {
+		return err
+	}
+	for _, ac := range acs {
+		if err := c.Apply(ctx, ac, client.FieldOwner(controller.FieldOwner(w.controller)), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply a child of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+		writes.Add(1)
+	}
+	st := map[string]any{"status": map[string]any{
+		"observedGeneration": obj.GetGeneration(),
+		"conditions": []metav1.Condition{{
+			Type: "Ready", Status: metav1.ConditionTrue, Reason: "Available", Message: "applied by the bare client",
+			ObservedGeneration: obj.GetGeneration(), LastTransitionTime: metav1.Now(),
+		}},
+	}}
+	patch, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if err := c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("write the status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	writes.Add(1)
+	return nil
+}
+
+// floor runs informers, and nothing else, over the objects the operator's
+// cache holds: the five kinds and their children, scoped as the operator
+// scopes them. Its heap is the least an informer-based operator can hold.
+func floor(ctx context.Context) (memory, error) {
+	var m memory
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("BENCH_KUBECONFIG"))
+	if err != nil {
+		return m, err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	ca, err := cache.New(cfg, cache.Options{Scheme: controller.NewScheme(), ByObject: controller.CacheByObject()})
+	if err != nil {
+		return m, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = ca.Start(ctx) }()
+	for _, o := range []client.Object{
+		&appv1.AppService{}, &appv1.WebService{}, &customv1.MicroServiceDeploy{},
+		&cachev1alpha1.Memcached{}, &operatorv1.MyWeb{},
+		&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}, &corev1.ConfigMap{},
+		&autoscalingv2.HorizontalPodAutoscaler{}, &networkingv1.Ingress{}, &corev1.ResourceQuota{},
+		&schedulingv1.PriorityClass{}, &policyv1.PodDisruptionBudget{}, &corev1.Pod{},
+	} {
+		if _, err := ca.GetInformer(ctx, o); err != nil {
+			return m, err
+		}
+	}
+	if !ca.WaitForCacheSync(ctx) {
+		return m, fmt.Errorf("caches did not sync")
+	}
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m.HeapInuse, m.HeapAlloc = int64(ms.HeapInuse), int64(ms.HeapAlloc)
+	m.RSS, err = rss(os.Getpid())
+	return m, err
+}
+
+// newList returns an empty list of the workload's kind.
+func newList(w workload) client.ObjectList {
+	switch w.gvr.Resource {
+	case "microservicedeploys":
+		return &customv1.MicroServiceDeployList{}
+	case "memcacheds":
+		return &cachev1alpha1.MemcachedList{}
+	default:
+		return &appv1.AppServiceList{}
+	}
+}

@@ -1,0 +1,216 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// tracker watches the resources of one kind and stamps the moment each
+// first meets a predicate: converged means Ready, with status and the Ready
+// condition observing the current generation, at least minGeneration.
+type tracker struct {
+	mu            sync.Mutex
+	minGeneration int64
+	at            map[string]time.Time
+	informer      toolscache.SharedIndexInformer
+}
+
+func newTracker(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResource) (*tracker, error) {
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f := dynamicinformer.NewDynamicSharedInformerFactory(dc, 0)
+	t := &tracker{minGeneration: 1, at: map[string]time.Time{}, informer: f.ForResource(gvr).Informer()}
+	handle := func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			t.observe(u)
+		}
+	}
+	if _, err := t.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, obj any) { handle(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	f.Start(ctx.Done())
+	if !toolscache.WaitForCacheSync(ctx.Done(), t.informer.HasSynced) {
+		return nil, ctx.Err()
+	}
+	return t, nil
+}
+
+func (t *tracker) observe(u *unstructured.Unstructured) {
+	if !converged(u, t.minGeneration) {
+		return
+	}
+	key := u.GetNamespace() + "/" + u.GetName()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.at[key]; !ok {
+		t.at[key] = time.Now()
+	}
+}
+
+func converged(u *unstructured.Unstructured, minGeneration int64) bool {
+	gen := u.GetGeneration()
+	og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if gen < minGeneration || og != gen {
+		return false
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" {
+			cg, _, _ := unstructured.NestedInt64(m, "observedGeneration")
+			return m["status"] == "True" && cg == gen
+		}
+	}
+	return false
+}
+
+// reset forgets every stamp and waits for resources of at least generation
+// minGeneration from now on.
+func (t *tracker) reset(minGeneration int64) {
+	t.mu.Lock()
+	t.minGeneration = minGeneration
+	t.at = map[string]time.Time{}
+	t.mu.Unlock()
+	for _, o := range t.informer.GetStore().List() {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			t.observe(u)
+		}
+	}
+}
+
+// count returns how many resources in namespaces starting with prefix have
+// converged, and when the last of them did.
+func (t *tracker) count(prefix string) (int, time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, last := 0, time.Time{}
+	for k, at := range t.at {
+		if strings.HasPrefix(k, prefix) {
+			n++
+			if at.After(last) {
+				last = at
+			}
+		}
+	}
+	return n, last
+}
+
+func (t *tracker) when(key string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.at[key]
+	return at, ok
+}
+
+// auditPolicy logs, at Metadata level, every mutating request of the
+// operator's ServiceAccount (the operator and the bare client), and
+// nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["system:serviceaccount:` + operatorNamespace + `:` + operatorServiceAccount + `"]
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`
+
+// auditLog reads the API server's audit log from where it was last read.
+type auditLog struct {
+	path   string
+	offset int64
+}
+
+// auditCounts are mutating requests by "verb resource[/subresource]",
+// in namespaces starting with the prefix they were read for.
+type auditCounts map[string]int
+
+func (a auditCounts) total() int {
+	n := 0
+	for _, v := range a {
+		n += v
+	}
+	return n
+}
+
+// without returns the total without the requests on the named resource.
+func (a auditCounts) without(resource string) int {
+	n := 0
+	for k, v := range a {
+		if !strings.HasSuffix(k, " "+resource) {
+			n += v
+		}
+	}
+	return n
+}
+
+// mark skips what the log holds so far.
+func (a *auditLog) mark() {
+	if fi, err := os.Stat(a.path); err == nil {
+		a.offset = fi.Size()
+	}
+}
+
+// since counts the requests logged since the last mark, in namespaces
+// starting with prefix ("" for every request), and marks.
+func (a *auditLog) since(prefix string) (auditCounts, error) {
+	// The log is written as requests complete: give the last ones a moment.
+	time.Sleep(time.Second)
+	f, err := os.Open(a.path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	counts := auditCounts{}
+	r := bufio.NewReaderSize(f, 1<<20)
+	read := a.offset
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break // a partial last line is read next time
+		}
+		read += int64(len(line))
+		var ev struct {
+			Verb      string `json:"verb"`
+			ObjectRef struct {
+				Resource    string `json:"resource"`
+				Subresource string `json:"subresource"`
+				Namespace   string `json:"namespace"`
+			} `json:"objectRef"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+		}
+		if json.Unmarshal(line, &ev) != nil || !strings.HasPrefix(ev.ObjectRef.Namespace, prefix) {
+			continue
+		}
+		res := ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			res += "/" + ev.ObjectRef.Subresource
+		}
+		counts[ev.Verb+" "+res]++
+	}
+	a.offset = read
+	return counts, nil
+}
