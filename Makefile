@@ -85,6 +85,19 @@ test: controlplane $(HELM) ## Run every test: unit, controller tests against a r
 bench: controlplane ## Measure convergence time, writes and heap per resource on the full local cluster.
 	go test ./test/bench -run '^$$' -bench . -benchtime 1x -timeout 30m
 
+# The packages with fuzz targets; every target runs for FUZZTIME.
+FUZZ_PACKAGES ?= ./internal/resources/appservice ./internal/resources/memcached ./internal/resources/microservicedeploy ./internal/resources/myweb ./internal/status
+FUZZTIME ?= 8s
+
+.PHONY: fuzz
+fuzz: ## Fuzz every builder and status function for FUZZTIME each (seed corpus in each package's testdata/fuzz).
+	@for pkg in $(FUZZ_PACKAGES); do \
+		for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+			go test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME); \
+		done; \
+	done
+
 .PHONY: test-unit
 test-unit: ## Run the tests that need no cluster.
 	go test $(GO_TEST_FLAGS) ./api/... ./internal/resources/... ./internal/status/...
