@@ -79,7 +79,12 @@ verify: manifests generate ## Fail when generated files, formatting or go.mod ar
 
 .PHONY: test
 test: controlplane $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster.
-	HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
+	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
+	@# file too, printed at the end: go test shows a passing package's output
+	@# only with -v.
+	@summary=$$(mktemp); status=0; \
+	HELM=$(HELM) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./... || status=$$?; \
+	cat $$summary; rm -f $$summary; exit $$status
 
 .PHONY: bench
 bench: controlplane ## Measure convergence time, writes and heap per resource on the full local cluster.
