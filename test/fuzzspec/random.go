@@ -15,9 +15,10 @@ func NewRandom(seed uint64) *Random { return &Random{rand.New(rand.NewPCG(seed, 
 
 func (g *Random) oneIn(n int) bool { return g.r.IntN(n) == 0 }
 
-// int32Of returns one of the edge values or, half of the time, a number in [lo, hi].
+// int32Of returns a number in [lo, hi] or, a third of the time, one of
+// the edge values.
 func (g *Random) int32Of(lo, hi int32, edges ...int32) int32 {
-	if len(edges) > 0 && g.oneIn(2) {
+	if len(edges) > 0 && g.oneIn(3) {
 		return edges[g.r.IntN(len(edges))]
 	}
 	return lo + int32(g.r.Int64N(int64(hi)-int64(lo)+1))
@@ -151,7 +152,7 @@ func (g *Random) MicroServiceDeploy() MicroServiceDeployInput {
 	in := MicroServiceDeployInput{
 		Name:           g.label(30, 4),
 		MsName:         g.label(30, 8),
-		Version:        g.word(1, digits) + "." + g.word(g.r.IntN(3), digits+lower+"-_."),
+		Version:        g.word(1, digits) + []string{"", ".0", "." + g.word(1, digits) + "." + g.word(1, digits), "-rc_1", "-beta.2"}[g.r.IntN(5)],
 		Path:           g.label(8, 8),
 		Image:          g.image(),
 		Replicas:       g.int32Of(-1, 6, -1, 0, 1, 1000, 1001),
@@ -159,7 +160,7 @@ func (g *Random) MicroServiceDeploy() MicroServiceDeployInput {
 		NeedAuth:       g.oneIn(2),
 		Idle:           g.oneIn(4),
 		Config:         g.word(g.r.IntN(60), lower+digits+oddChars),
-		MaxReplicas:    g.int32Of(-1, 12, 0, 1, 1000),
+		MaxReplicas:    g.int32Of(4, 12, 0, 1, 1000),
 		TargetCPU:      g.int32Of(-1, 150, 0, 1, 1000),
 		CPUMilli:       g.quantity(4000),
 		MemoryMi:       g.quantity(8192),
