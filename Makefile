@@ -86,9 +86,14 @@ test: controlplane $(HELM) ## Run every test: unit, controller tests against a r
 	HELM=$(HELM) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./... || status=$$?; \
 	cat $$summary; rm -f $$summary; exit $$status
 
+# The numbers of applications `make bench` measures, e.g. BENCH_N=1000,5000,10000;
+# BENCH_FLAGS passes further flags (go run ./hack/bench -h lists them).
+BENCH_N ?= 1000
+BENCH_FLAGS ?=
+
 .PHONY: bench
-bench: controlplane ## Measure convergence time, writes and heap per resource on the full local cluster.
-	go test ./test/bench -run '^$$' -bench . -benchtime 1x -timeout 30m
+bench: controlplane ## Measure converge time against a bare client, writes, restart, update fan-out, memory and responsiveness (results under bin/bench/).
+	go run ./hack/bench -n $(BENCH_N) $(BENCH_FLAGS)
 
 # The packages with fuzz targets; every target runs for FUZZTIME.
 FUZZ_PACKAGES ?= ./internal/resources/appservice ./internal/resources/memcached ./internal/resources/microservicedeploy ./internal/resources/myweb ./internal/status

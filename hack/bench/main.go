@@ -60,7 +60,7 @@ func main() {
 	}
 	cfg := bench.Config{
 		Operator: op, Self: self, Workers: *workers, PerNamespace: *perNS,
-		Memory: *memory, Unrelated: *unrelated, Progress: os.Stderr,
+		Memory: *memory, Unrelated: *unrelated, Progress: os.Stderr, ProfileDir: dir,
 		Workloads: split(*kinds),
 	}
 	if cfg.N, err = ints(*ns); err != nil {

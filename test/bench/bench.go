@@ -75,6 +75,9 @@ type Config struct {
 	// against the informer floor, then with Unrelated other objects).
 	Memory    bool
 	Unrelated int
+	// ProfileDir, when set, receives the operator's heap profile at the
+	// largest N of the memory ramp (heap-<N>.pprof).
+	ProfileDir string
 	// Timeout bounds each wait.
 	Timeout time.Duration
 	// Progress receives a line per step.
@@ -93,9 +96,15 @@ type Case struct {
 	BareSeconds float64 `json:"bareSeconds"`
 	BareWrites  int64   `json:"bareWrites"`
 
+	// ConvergeSeconds runs from the operator's start until every
+	// application's status observes its generation (every child applied).
 	ConvergeSeconds float64 `json:"convergeSeconds"`
 	// ConvergeRatio is ConvergeSeconds / BareSeconds.
 	ConvergeRatio float64 `json:"convergeRatio"`
+	// ReadySeconds runs until every application is Ready, which also waits
+	// for the Deployment controller (kube-controller-manager, with its own
+	// client-side rate limit) to report every rollout.
+	ReadySeconds float64 `json:"readySeconds"`
 	// ColdWrites are the operator's mutating requests in the applications'
 	// namespaces during the cold converge (audit log), by verb and resource.
 	ColdWrites auditCounts `json:"coldWrites"`
@@ -118,9 +127,15 @@ type Case struct {
 	UpdateWrites        auditCounts `json:"updateWrites"`
 	UpdateWritesPerApp  float64     `json:"updateWritesPerApp"`
 	UpdateClientWrites  float64     `json:"updateClientWrites"`
-	ProbeBacklogSeconds float64     `json:"probeBacklogSeconds"`
-	ProbeIdleSeconds    float64     `json:"probeIdleSeconds"`
-	ProbeRatio          float64     `json:"probeRatio"`
+	// The probe is one new application created while the cold converge
+	// is under way (backlog) and then on the idle operator: seconds until
+	// its status observes it, and until it is Ready.
+	ProbeBacklogSeconds      float64 `json:"probeBacklogSeconds"`
+	ProbeIdleSeconds         float64 `json:"probeIdleSeconds"`
+	ProbeRatio               float64 `json:"probeRatio"`
+	ProbeBacklogReadySeconds float64 `json:"probeBacklogReadySeconds"`
+	ProbeIdleReadySeconds    float64 `json:"probeIdleReadySeconds"`
+	ProbeReadyRatio          float64 `json:"probeReadyRatio"`
 	// Full is false for a sweep case, which measures only the converge.
 	Full bool `json:"full"`
 }
@@ -137,7 +152,8 @@ type MemoryPoint struct {
 type MemoryRamp struct {
 	Workload string        `json:"workload"`
 	Points   []MemoryPoint `json:"points"`
-	// Slopes are least-squares fits of heap in use against N, KiB per app.
+	// Slopes are least-squares fits of heap in use against N, KiB per app,
+	// over the points with N > 0.
 	SlopeKiB      float64 `json:"heapSlopeKiBPerApp"`
 	FloorSlopeKiB float64 `json:"floorHeapSlopeKiBPerApp"`
 	RSSSlopeKiB   float64 `json:"rssSlopeKiBPerApp"`
@@ -393,6 +409,21 @@ func (e *env) quiet(ctx context.Context, op *operator) (float64, error) {
 	return last, err
 }
 
+// probeTimes waits for the probe application name and returns the seconds
+// from created until its status observed it, and until it was Ready.
+func (e *env) probeTimes(ctx context.Context, tr *tracker, name string, created time.Time) (float64, float64, error) {
+	key := probeNamespace + "/" + name
+	if err := e.poll(ctx, name+" Ready", func() (bool, string) {
+		_, ok := tr.whenReady(key)
+		return ok, name + " not Ready"
+	}); err != nil {
+		return 0, 0, err
+	}
+	at, _ := tr.when(key)
+	readyAt, _ := tr.whenReady(key)
+	return at.Sub(created).Seconds(), readyAt.Sub(created).Seconds(), nil
+}
+
 func (e *env) startOperator(workers int) (*operator, error) {
 	return startOperator(e.cfg.Operator, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "app-operator.log"), workers)
 }
@@ -436,9 +467,17 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		return nil, err
 	}
 	defer func() { _ = op.stop() }()
-	// A new resource while the backlog is being worked through.
+	// A new resource while the backlog is being worked through: created
+	// once a tenth of the backlog has converged, so that the operator's
+	// start-up is not part of its time.
 	var probeCreated time.Time
 	if full {
+		if err := e.poll(ctx, "the cold converge starts", func() (bool, string) {
+			got, _ := tr.count(opPrefix)
+			return got >= max(1, n/10), fmt.Sprintf("%d of %d converged", got, n)
+		}); err != nil {
+			return nil, err
+		}
 		probeCreated = time.Now()
 		if err := e.admin.Create(ctx, w.newObject(probeNamespace, "probe-backlog", 0)); err != nil {
 			return nil, err
@@ -452,15 +491,18 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 	}
 	_, last := tr.count(opPrefix)
 	c.ConvergeSeconds = last.Sub(op.started).Seconds()
+	if err := e.poll(ctx, "every application Ready", func() (bool, string) {
+		got, _ := tr.countReady(opPrefix)
+		return got == n, fmt.Sprintf("%d of %d Ready", got, n)
+	}); err != nil {
+		return nil, err
+	}
+	_, last = tr.countReady(opPrefix)
+	c.ReadySeconds = last.Sub(op.started).Seconds()
 	if full {
-		if err := e.poll(ctx, "the probe converges", func() (bool, string) {
-			_, ok := tr.when(probeNamespace + "/probe-backlog")
-			return ok, "probe-backlog not Ready"
-		}); err != nil {
+		if c.ProbeBacklogSeconds, c.ProbeBacklogReadySeconds, err = e.probeTimes(ctx, tr, "probe-backlog", probeCreated); err != nil {
 			return nil, err
 		}
-		at, _ := tr.when(probeNamespace + "/probe-backlog")
-		c.ProbeBacklogSeconds = at.Sub(probeCreated).Seconds()
 	}
 	if c.ColdClientWrites, err = e.quiet(ctx, op); err != nil {
 		return nil, err
@@ -480,15 +522,11 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		if err := e.admin.Create(ctx, w.newObject(probeNamespace, "probe-idle", 0)); err != nil {
 			return nil, err
 		}
-		if err := e.poll(ctx, "the idle probe converges", func() (bool, string) {
-			_, ok := tr.when(probeNamespace + "/probe-idle")
-			return ok, "probe-idle not Ready"
-		}); err != nil {
+		if c.ProbeIdleSeconds, c.ProbeIdleReadySeconds, err = e.probeTimes(ctx, tr, "probe-idle", probeCreated); err != nil {
 			return nil, err
 		}
-		at, _ := tr.when(probeNamespace + "/probe-idle")
-		c.ProbeIdleSeconds = at.Sub(probeCreated).Seconds()
 		c.ProbeRatio = c.ProbeBacklogSeconds / c.ProbeIdleSeconds
+		c.ProbeReadyRatio = c.ProbeBacklogReadySeconds / c.ProbeIdleReadySeconds
 		if _, err := e.quiet(ctx, op); err != nil {
 			return nil, err
 		}
@@ -642,10 +680,21 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		}
 		p.N = step
 		m.Points = append(m.Points, p)
+		if step == n && cfg.ProfileDir != "" {
+			if err := op.saveHeapProfile(filepath.Join(cfg.ProfileDir, fmt.Sprintf("heap-%d.pprof", n))); err != nil {
+				return nil, err
+			}
+		}
 		fmt.Fprintf(cfg.Progress, "  N=%d heap %.1f MiB, floor %.1f MiB\n", step, mib(p.Operator.HeapInuse), mib(p.Floor.HeapInuse))
 	}
+	// The fit leaves out N=0: the first applications pay one-time costs
+	// (the first pass of each code path, the apply type converter, work
+	// queues growing) that are not per application.
 	var xs, heap, floor, rssv []float64
 	for _, p := range m.Points {
+		if p.N == 0 {
+			continue
+		}
 		xs = append(xs, float64(p.N))
 		heap = append(heap, float64(p.Operator.HeapInuse))
 		floor = append(floor, float64(p.Floor.HeapInuse))

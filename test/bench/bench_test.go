@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -14,8 +15,9 @@ func TestMain(m *testing.M) {
 }
 
 // TestBenchSmoke runs every scenario of the benchmark with 50 AppServices
-// on a fresh full local cluster, so that the harness keeps working; `make
-// bench` runs the real sizes.
+// on fresh full local clusters, so that the harness keeps working, and
+// checks the write counts, which do not depend on the machine's speed. It
+// asserts no timing: `make bench` measures those at real sizes.
 func TestBenchSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs the full local cluster")
@@ -29,35 +31,78 @@ func TestBenchSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const n = 50
 	res, err := Run(context.Background(), Config{
-		Operator: op, Self: self, N: []int{50}, Workloads: []string{"appservice"},
+		Operator: op, Self: self, N: []int{n}, Workloads: []string{"appservice"},
 		Workers: 4, PerNamespace: 25, Memory: true, Unrelated: 200, Progress: testWriter{t},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Cases) != 1 || res.Memory == nil || len(res.Memory.Points) < 2 {
+	if len(res.Cases) != 1 || res.Memory == nil || len(res.Memory.Points) < 3 {
 		t.Fatalf("incomplete results: %+v", res)
 	}
 	c := res.Cases[0]
-	if c.ConvergeSeconds <= 0 || c.BareSeconds <= 0 || c.ProbeIdleSeconds <= 0 {
+	var table strings.Builder
+	WriteTable(&table, res)
+	t.Logf("cold writes %v\nrestart writes %v\nupdate writes %v\n%s", c.ColdWrites, c.RestartWrites, c.UpdateWrites, table.String())
+
+	if c.ConvergeSeconds <= 0 || c.ReadySeconds <= 0 || c.BareSeconds <= 0 || c.ProbeIdleSeconds <= 0 || c.ProbeBacklogSeconds <= 0 {
 		t.Errorf("missing timings: %+v", c)
 	}
-	// A restart over converged resources writes nothing: the operator's
-	// promise, checked here as well as in the controller tests.
-	if n := c.RestartWrites.total(); n != 0 {
-		t.Errorf("a restart over %d converged AppServices made %d writes, want 0: %v", c.N, n, c.RestartWrites)
+	if c.Memory.HeapInuse <= 0 || c.Memory.RSS <= 0 {
+		t.Errorf("missing memory: %+v", c.Memory)
+	}
+	// The bare client's writes: every child and one status per application.
+	if want := int64(n * (c.Children + 1)); c.BareWrites != want {
+		t.Errorf("the bare client made %d writes, want %d", c.BareWrites, want)
+	}
+	// Creating: each child applied once. The status is written when the
+	// children are applied and again when the rollout is reported (size 0
+	// rolls out at once): at most twice.
+	if got, want := childWrites(c.ColdWrites), n*c.Children; got != want {
+		t.Errorf("creating %d AppServices wrote children %d times, want %d: %v", n, got, want, c.ColdWrites)
+	}
+	if got := c.ColdWrites["patch appservices/status"]; got < n || got > 2*n {
+		t.Errorf("creating %d AppServices wrote status %d times, want %d to %d: %v", n, got, n, 2*n, c.ColdWrites)
+	}
+	// A restart over converged resources writes nothing.
+	if got := c.RestartWrites.total(); got != 0 {
+		t.Errorf("a restart over %d converged AppServices made %d writes, want 0: %v", n, got, c.RestartWrites)
+	}
+	// An image change rewrites the Deployment only, once per application.
+	if got := childWrites(c.UpdateWrites); got != n {
+		t.Errorf("changing the image of %d AppServices wrote children %d times, want %d: %v", n, got, n, c.UpdateWrites)
+	}
+	if got := c.UpdateWrites["patch appservices/status"]; got < n || got > 2*n {
+		t.Errorf("changing the image of %d AppServices wrote status %d times, want %d to %d: %v", n, got, n, 2*n, c.UpdateWrites)
 	}
 	if err := WriteFiles(dir, res, "go test ./test/bench -run TestBenchSmoke"); err != nil {
 		t.Fatal(err)
 	}
-	var b testWriter = testWriter{t}
-	WriteTable(b, res)
+	for _, f := range []string{"results.json", "summary.md", "bench.png"} {
+		if fi, err := os.Stat(dir + "/" + f); err != nil || fi.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+}
+
+// childWrites counts the writes in counts that are neither Events nor a
+// status.
+func childWrites(counts auditCounts) int {
+	n := 0
+	for k, v := range counts {
+		if strings.HasSuffix(k, " events") || strings.HasSuffix(k, "/status") {
+			continue
+		}
+		n += v
+	}
+	return n
 }
 
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
+	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }

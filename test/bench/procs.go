@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,6 +31,9 @@ type operator struct {
 	metrics string // base URL of the metrics endpoint
 	pprof   string // base URL of the profiler
 	done    chan error
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // startOperator runs binary with the kubeconfig of the operator's
@@ -82,17 +86,20 @@ func startOperator(binary, kubeconfig, logFile string, workers int) (*operator, 
 	return o, nil
 }
 
-// stop sends SIGTERM and waits for the operator to exit.
+// stop sends SIGTERM and waits for the operator to exit. Calling it again
+// returns the first call's result.
 func (o *operator) stop() error {
-	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-o.done:
-		return nil
-	case <-time.After(30 * time.Second):
-		_ = o.cmd.Process.Kill()
-		<-o.done
-		return fmt.Errorf("operator did not stop within 30s of SIGTERM")
-	}
+	o.stopOnce.Do(func() {
+		_ = o.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-o.done:
+		case <-time.After(30 * time.Second):
+			_ = o.cmd.Process.Kill()
+			<-o.done
+			o.stopErr = fmt.Errorf("operator did not stop within 30s of SIGTERM")
+		}
+	})
+	return o.stopErr
 }
 
 // metricsSample is the part of the operator's metrics the benchmark reads.
@@ -176,6 +183,25 @@ func (o *operator) memory() (memory, error) {
 	}
 	m.RSS, err = rss(o.cmd.Process.Pid)
 	return m, err
+}
+
+// saveHeapProfile writes the operator's heap profile, after a collection,
+// to path (read it with go tool pprof).
+func (o *operator) saveHeapProfile(path string) error {
+	resp, err := http.Get(o.pprof + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // rss reads VmRSS of a process from /proc.

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
@@ -39,7 +41,11 @@ const RoleEnv = "APP_OPERATOR_BENCH_ROLE"
 
 // RunRole runs the role named by RoleEnv, if any, and exits; it returns
 // when the variable is unset. Call it first thing in main (or TestMain).
+// It also sets controller-runtime's logger, which the benchmark does not
+// read.
 func RunRole() {
+	// The benchmark's own clients log nothing worth reading.
+	ctrllog.SetLogger(logr.Discard())
 	role := os.Getenv(RoleEnv)
 	if role == "" {
 		return

@@ -18,13 +18,17 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// tracker watches the resources of one kind and stamps the moment each
-// first meets a predicate: converged means Ready, with status and the Ready
-// condition observing the current generation, at least minGeneration.
+// tracker watches the resources of one kind and stamps two moments for
+// each: when it converged, that is its status.observedGeneration reached
+// its generation (at least minGeneration; the operator moves it only after
+// a pass that applied every child), and when it turned Ready for that
+// generation, which also waits for the cluster (the Deployment controller
+// reporting the rollout).
 type tracker struct {
 	mu            sync.Mutex
 	minGeneration int64
 	at            map[string]time.Time
+	ready         map[string]time.Time
 	informer      toolscache.SharedIndexInformer
 }
 
@@ -34,7 +38,7 @@ func newTracker(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionRe
 		return nil, err
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dc, 0)
-	t := &tracker{minGeneration: 1, at: map[string]time.Time{}, informer: f.ForResource(gvr).Informer()}
+	t := &tracker{minGeneration: 1, at: map[string]time.Time{}, ready: map[string]time.Time{}, informer: f.ForResource(gvr).Informer()}
 	handle := func(obj any) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			t.observe(u)
@@ -54,23 +58,30 @@ func newTracker(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionRe
 }
 
 func (t *tracker) observe(u *unstructured.Unstructured) {
-	if !converged(u, t.minGeneration) {
-		return
-	}
+	now := time.Now()
 	key := u.GetNamespace() + "/" + u.GetName()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !converged(u, t.minGeneration) {
+		return
+	}
 	if _, ok := t.at[key]; !ok {
-		t.at[key] = time.Now()
+		t.at[key] = now
+	}
+	if _, ok := t.ready[key]; !ok && ready(u) {
+		t.ready[key] = now
 	}
 }
 
 func converged(u *unstructured.Unstructured, minGeneration int64) bool {
 	gen := u.GetGeneration()
 	og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-	if gen < minGeneration || og != gen {
-		return false
-	}
+	return gen >= minGeneration && og == gen
+}
+
+// ready reports whether the Ready condition is True for the generation.
+func ready(u *unstructured.Unstructured) bool {
+	gen := u.GetGeneration()
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
@@ -88,6 +99,7 @@ func (t *tracker) reset(minGeneration int64) {
 	t.mu.Lock()
 	t.minGeneration = minGeneration
 	t.at = map[string]time.Time{}
+	t.ready = map[string]time.Time{}
 	t.mu.Unlock()
 	for _, o := range t.informer.GetStore().List() {
 		if u, ok := o.(*unstructured.Unstructured); ok {
@@ -101,8 +113,19 @@ func (t *tracker) reset(minGeneration int64) {
 func (t *tracker) count(prefix string) (int, time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return countIn(t.at, prefix)
+}
+
+// countReady is count for the Ready stamps.
+func (t *tracker) countReady(prefix string) (int, time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return countIn(t.ready, prefix)
+}
+
+func countIn(stamps map[string]time.Time, prefix string) (int, time.Time) {
 	n, last := 0, time.Time{}
-	for k, at := range t.at {
+	for k, at := range stamps {
 		if strings.HasPrefix(k, prefix) {
 			n++
 			if at.After(last) {
@@ -117,6 +140,13 @@ func (t *tracker) when(key string) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	at, ok := t.at[key]
+	return at, ok
+}
+
+func (t *tracker) whenReady(key string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.ready[key]
 	return at, ok
 }
 
@@ -203,6 +233,11 @@ func (a *auditLog) since(prefix string) (auditCounts, error) {
 			} `json:"responseStatus"`
 		}
 		if json.Unmarshal(line, &ev) != nil || !strings.HasPrefix(ev.ObjectRef.Namespace, prefix) {
+			continue
+		}
+		// A review (the start-up permission check's
+		// SelfSubjectRulesReview) is a create that stores nothing.
+		if strings.HasSuffix(ev.ObjectRef.Resource, "reviews") {
 			continue
 		}
 		res := ev.ObjectRef.Resource
