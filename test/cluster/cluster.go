@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -313,6 +314,32 @@ func (c *Cluster) Stop() error {
 	c.procs = nil
 	errs = append(errs, os.RemoveAll(filepath.Join(c.Dir, "etcd")))
 	return errors.Join(errs...)
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, SIGKILL after 10 s),
+// leaves it down for downFor, then starts it again with the same command
+// line, on the same port and against the same etcd, and returns once it is
+// ready. The other components and the clients of the cluster are not
+// touched: they see the outage as a real one.
+func (c *Cluster) RestartAPIServer(ctx context.Context, downFor time.Duration) error {
+	i := slices.IndexFunc(c.procs, func(p *process) bool { return p.name == "kube-apiserver" })
+	if i < 0 {
+		return errors.New("kube-apiserver is not running in this cluster")
+	}
+	old := c.procs[i]
+	if err := old.stop(10 * time.Second); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(downFor):
+	case <-ctx.Done():
+	}
+	p, err := startProcess(old.cmd.Path, old.cmd.Args[1:], old.log)
+	if err != nil {
+		return fmt.Errorf("restart kube-apiserver: %w", err)
+	}
+	c.procs[i] = p
+	return c.waitReady(ctx)
 }
 
 // RemoveDir deletes the run folder. Call it after Stop, when the logs are no
