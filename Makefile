@@ -79,11 +79,29 @@ verify: manifests generate ## Fail when generated files, formatting or go.mod ar
 
 .PHONY: test
 test: controlplane $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster.
-	HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
+	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
+	@# file too, printed at the end: go test shows a passing package's output
+	@# only with -v.
+	@summary=$$(mktemp); status=0; \
+	HELM=$(HELM) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./... || status=$$?; \
+	cat $$summary; rm -f $$summary; exit $$status
 
 .PHONY: bench
 bench: controlplane ## Measure convergence time, writes and heap per resource on the full local cluster.
 	go test ./test/bench -run '^$$' -bench . -benchtime 1x -timeout 30m
+
+# The packages with fuzz targets; every target runs for FUZZTIME.
+FUZZ_PACKAGES ?= ./internal/resources/appservice ./internal/resources/memcached ./internal/resources/microservicedeploy ./internal/resources/myweb ./internal/status
+FUZZTIME ?= 8s
+
+.PHONY: fuzz
+fuzz: ## Fuzz every builder and status function for FUZZTIME each (seed corpus in each package's testdata/fuzz).
+	@for pkg in $(FUZZ_PACKAGES); do \
+		for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+			go test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME); \
+		done; \
+	done
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no cluster.

@@ -23,11 +23,11 @@ func NewAppServiceReconciler(c client.Client, apiReader client.Reader, buildErr 
 }
 
 // NewNamespaceQuotaReconciler returns the quota controller's reconciler
-// outside a manager, reading everything through c.
-func NewNamespaceQuotaReconciler(c client.Client) reconcile.Reconciler {
+// outside a manager, reading through c (the cache) and apiReader.
+func NewNamespaceQuotaReconciler(c client.Client, apiReader client.Reader) reconcile.Reconciler {
 	return &namespaceQuotaReconciler{
 		client:     c,
-		apiReader:  c,
+		apiReader:  apiReader,
 		types:      applyconfigurations.NewTypeConverter(c.Scheme()),
 		fieldOwner: FieldOwner(namespaceQuotaName),
 	}

@@ -361,13 +361,16 @@ func TestMemcachedSteadyStateMakesNoWrites(t *testing.T) {
 func TestMemcachedReportsResourcesTheClusterRejects(t *testing.T) {
 	ns, _ := startOperator(t)
 	m := newMemcached(t, ns)
+	// The schema refuses a cpu, memory or ephemeral-storage request above
+	// its limit; only the Deployment knows that an extended resource's
+	// request must equal its limit.
 	m.Spec.Resources = &corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceMemory: mustQuantity("256Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceMemory: mustQuantity("128Mi")},
+		Requests: corev1.ResourceList{"example.com/widget": mustQuantity("2")},
+		Limits:   corev1.ResourceList{"example.com/widget": mustQuantity("1")},
 	}
 	create(t, m)
 	cond := waitForCondition(t, m, conditions.Ready, metav1.ConditionFalse, conditions.ReasonApplyRejected)
-	if !strings.Contains(cond.Message, "resources.requests") || !strings.Contains(cond.Message, "memory limit") {
+	if !strings.Contains(cond.Message, "resources.requests") || !strings.Contains(cond.Message, "example.com/widget limit") {
 		t.Errorf("the condition does not carry the server's message: %q", cond.Message)
 	}
 	waitForCondition(t, m, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyRejected)

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -56,7 +57,7 @@ func TestNamespaceQuotaServesTenThousandInstances(t *testing.T) {
 	createMSDs(t, ns, n)
 	t.Logf("created %d MicroServiceDeploys in %s", n, time.Since(start).Round(time.Millisecond))
 
-	r := controller.NewNamespaceQuotaReconciler(k8s)
+	r := controller.NewNamespaceQuotaReconciler(k8s, k8s)
 	start = time.Now()
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: microservicedeploy.QuotaName}}
 	if _, err := r.Reconcile(context.Background(), req); err != nil {
@@ -94,5 +95,37 @@ func TestMicroServiceDeployQuotaWritesWakeOnlyTheInstancesTheyConcern(t *testing
 	// n/2 per instance.
 	if perInstance > 6 {
 		t.Errorf("%.1f passes per instance, want at most 6: quota writes fan out to every instance", perInstance)
+	}
+}
+
+// blindCache is a client whose cache has not seen any ResourceQuota yet.
+type blindCache struct{ client.Client }
+
+func (c blindCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.ResourceQuota); ok {
+		return apierrors.NewNotFound(corev1.Resource("resourcequotas"), key.Name)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func TestNamespaceQuotaNeverOverwritesAQuotaItsCacheHasNotSeen(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	create(t, newMSD(t, ns, "", nil))
+	// Someone else's quota of the operator's name, just created.
+	foreign := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: microservicedeploy.QuotaName},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100")}},
+	}
+	create(t, foreign)
+	rv := foreign.ResourceVersion
+
+	r := controller.NewNamespaceQuotaReconciler(blindCache{k8s}, k8s)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(foreign)}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	get(t, foreign)
+	if foreign.ResourceVersion != rv {
+		t.Fatalf("the quota someone else created was changed: %+v", foreign.Spec)
 	}
 }

@@ -63,6 +63,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	testenv.PrintSummaries(badInputsRefused, dryRunAccepted)
 	if code == 0 {
 		defer func() { _ = c.RemoveDir() }()
 	} else {

@@ -101,19 +101,6 @@ func serviceAccountConfig(t *testing.T, name string) *rest.Config {
 	return cfg
 }
 
-// byScope splits rules into those on namespaced resources and those on
-// cluster-scoped ones, as the chart grants them with watchNamespaces.
-func byScope(rules []rbacv1.PolicyRule) (namespaced, cluster []rbacv1.PolicyRule) {
-	for _, r := range rules {
-		if len(expand([]rbacv1.PolicyRule{r})) > 0 && expand([]rbacv1.PolicyRule{r})[0].clusterScoped() {
-			cluster = append(cluster, r)
-		} else {
-			namespaced = append(namespaced, r)
-		}
-	}
-	return namespaced, cluster
-}
-
 // grant binds the rules to subject: cluster-wide with no namespace,
 // otherwise through a Role and RoleBinding there.
 func grant(t *testing.T, name string, subject rbacv1.Subject, namespace string, rules []rbacv1.PolicyRule) {
@@ -230,7 +217,7 @@ func TestCheckIsClusterWideOnlyThroughClusterRoleBindings(t *testing.T) {
 	ctx := context.Background()
 	rules := requiredRules(t)
 	createNamespace(t, "only-here")
-	namespaced, cluster := byScope(rules)
+	namespaced, cluster := SplitByScope(rules)
 	grant(t, "only-here", saSubject("only-here"), "only-here", namespaced)
 	grant(t, "only-here-cluster-scoped", saSubject("only-here"), "", cluster)
 	var r requests
@@ -300,7 +287,7 @@ func TestCheckWarnsAboutAbsentNamespaces(t *testing.T) {
 	watched := []string{"team-a", "team-gone", "team-never"}
 	createNamespace(t, "team-a")
 	createNamespace(t, "team-gone")
-	namespaced, cluster := byScope(rules)
+	namespaced, cluster := SplitByScope(rules)
 	for _, sa := range []string{"namespaced", "namespaced-blind"} {
 		grant(t, sa, saSubject(sa), "team-a", namespaced)
 		grant(t, sa, saSubject(sa), "team-gone", namespaced)

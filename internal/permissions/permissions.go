@@ -158,6 +158,19 @@ var clusterScoped = map[string][]string{"scheduling.k8s.io": {"priorityclasses"}
 
 func (n need) clusterScoped() bool { return slices.Contains(clusterScoped[n.group], n.resource) }
 
+// SplitByScope splits rules into those on namespaced resources and those
+// on cluster-scoped ones, which only a ClusterRole can grant.
+func SplitByScope(rules []rbacv1.PolicyRule) (namespaced, cluster []rbacv1.PolicyRule) {
+	for _, r := range rules {
+		if needs := expand([]rbacv1.PolicyRule{r}); len(needs) > 0 && needs[0].clusterScoped() {
+			cluster = append(cluster, r)
+		} else {
+			namespaced = append(namespaced, r)
+		}
+	}
+	return namespaced, cluster
+}
+
 func expand(rules []rbacv1.PolicyRule) []need {
 	var out []need
 	for _, r := range rules {

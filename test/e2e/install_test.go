@@ -24,6 +24,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/app-operator/app-operator/internal/permissions"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -139,9 +140,16 @@ func TestInstalledOperatorRunsOnItsOwnRBAC(t *testing.T) {
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// And, cluster-wide, the rules on cluster-scoped resources.
+		required, err := permissions.Required()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, clusterScoped := permissions.SplitByScope(required)
 		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: sa},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{live, gone}, Verbs: []string{"get"}}},
+			Rules: append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{live, gone}, Verbs: []string{"get"}}},
+				clusterScoped...),
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

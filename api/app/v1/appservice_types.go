@@ -25,6 +25,7 @@ type AppServiceSpec struct {
 
 	// Resources are the container's resource requests and limits.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || ['cpu', 'memory', 'ephemeral-storage'].all(k, !(k in self.requests) || !(k in self.limits) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="spec.resources.requests must not exceed spec.resources.limits (cpu, memory, ephemeral-storage)"
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// Envs are the container's environment variables.
@@ -54,12 +55,19 @@ type AppServiceSpec struct {
 	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
 
 	// PodLabels are added to the pods. They never enter the selector, and
-	// cannot override the labels the operator selects pods by.
+	// cannot override the labels the operator selects pods by. Keys and
+	// values must be label keys and values.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="spec.podLabels keys must be label keys: an optional DNS subdomain and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="spec.podLabels values must be label values: at most 63 characters"
 	PodLabels map[string]string `json:"podLabels,omitempty"`
 
-	// PodAnnotations are added to the pods.
+	// PodAnnotations are added to the pods. Keys must be annotation keys
+	// (the form of a label key).
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="spec.podAnnotations keys must be annotation keys: an optional DNS subdomain and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 
 	// Pod security: the profile (Baseline or Restricted) and optional

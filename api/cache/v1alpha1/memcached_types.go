@@ -47,6 +47,7 @@ type MemcachedSpec struct {
 	// cache size (-m), kept below it so that the pod is not OOM-killed.
 	// +optional
 	// +kubebuilder:default={requests:{cpu:"100m",memory:"128Mi"},limits:{memory:"128Mi"}}
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || ['cpu', 'memory', 'ephemeral-storage'].all(k, !(k in self.requests) || !(k in self.limits) || quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) <= 0)",message="spec.resources.requests must not exceed spec.resources.limits (cpu, memory, ephemeral-storage)"
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// Pod security: the profile (Baseline or Restricted) and optional

@@ -1,0 +1,170 @@
+package microservicedeploy
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/test/fuzzspec"
+)
+
+func fuzzInput(name, msName, version, path, image string, replicas int32, autoscaling, needAuth, idle bool, config string,
+	maxReplicas, targetCPU int32, cpuMilli, memoryMi, memoryLimMi int64, secretName string, port int32, profile uint8,
+	creationMillis int64, expose uint8, holder string) fuzzspec.MicroServiceDeployInput {
+	return fuzzspec.MicroServiceDeployInput{
+		Name: name, MsName: msName, Version: version, Path: path, Image: image, Replicas: replicas,
+		Autoscaling: autoscaling, NeedAuth: needAuth, Idle: idle, Config: config, MaxReplicas: maxReplicas,
+		TargetCPU: targetCPU, CPUMilli: cpuMilli, MemoryMi: memoryMi, MemoryLimMi: memoryLimMi,
+		SecretName: secretName, Port: port, Profile: profile, CreationMillis: creationMillis, Expose: expose, Holder: holder,
+	}
+}
+
+func optionsOf(in fuzzspec.MicroServiceDeployInput) Options {
+	base, class, auth := in.Exposure()
+	return Options{BaseDomain: base, IngressClassName: class, AuthURL: auth}
+}
+
+// FuzzBuild builds the children of MicroServiceDeploys from fuzzed specs and
+// operator options: the builder never panics, the children hold the
+// invariants of fuzzspec.CheckChildren, the pods carry the PriorityClass
+// the quota is scoped to, the replica count is the HPA's alone while
+// autoscaling, an idle instance runs no pods, an instance that needs
+// authentication is never exposed without it, and one whose host another
+// instance holds is not exposed. The seed corpus
+// is in testdata/fuzz/FuzzBuild; the controller suite also applies it to
+// the real API server with a server-side dry run.
+func FuzzBuild(f *testing.F) {
+	f.Fuzz(func(t *testing.T, name, msName, version, path, image string, replicas int32, autoscaling, needAuth, idle bool, config string,
+		maxReplicas, targetCPU int32, cpuMilli, memoryMi, memoryLimMi int64, secretName string, port int32, profile uint8,
+		creationMillis int64, expose uint8, holder string) {
+		in := fuzzInput(name, msName, version, path, image, replicas, autoscaling, needAuth, idle, config,
+			maxReplicas, targetCPU, cpuMilli, memoryMi, memoryLimMi, secretName, port, profile, creationMillis, expose, holder)
+		m := in.MicroServiceDeploy("ns")
+		m.UID = "uid-1"
+		owner := resources.OwnerOf(m, customv1.GroupVersion.WithKind("MicroServiceDeploy"))
+		opts := optionsOf(in)
+		c := Build(owner, &m.Spec, opts, resources.Defaults{}, holder)
+		if err := fuzzspec.CheckChildren(owner, KindName, c.Objects()); err != nil {
+			t.Fatalf("%+v: %v", in, err)
+		}
+		if err := fuzzspec.Same(c.Objects(), Build(owner, &m.Spec, opts, resources.Defaults{}, holder).Objects()); err != nil {
+			t.Fatal(err)
+		}
+
+		if pc := c.Deployment.Spec.Template.Spec.PriorityClassName; pc == nil || *pc != PriorityClassName {
+			t.Fatalf("pods of PriorityClass %v, want %s: the quota would not count them", pc, PriorityClassName)
+		}
+		spec := &m.Spec
+		got := c.Deployment.Spec.Replicas
+		switch {
+		case spec.Idle:
+			if got == nil || *got != 0 || c.HPA != nil || c.ReplicasHandover != nil {
+				t.Fatalf("idle: replicas %v, HPA %v, handover %v; want 0 pods, no HPA, no handover", got, c.HPA != nil, c.ReplicasHandover != nil)
+			}
+		case spec.Autoscaling:
+			if got != nil || c.HPA == nil || c.ReplicasHandover == nil || *c.ReplicasHandover.Spec.Replicas != Replicas(spec) {
+				t.Fatalf("autoscaling: replicas %v, HPA %v, handover %v; want the count left to the HPA, handed over at %d", got, c.HPA != nil, c.ReplicasHandover, Replicas(spec))
+			}
+			if *c.HPA.Spec.MinReplicas != Replicas(spec) || *c.HPA.Spec.MaxReplicas != MaxReplicas(spec) {
+				t.Fatalf("HPA between %d and %d, want %d and %d", *c.HPA.Spec.MinReplicas, *c.HPA.Spec.MaxReplicas, Replicas(spec), MaxReplicas(spec))
+			}
+		default:
+			if got == nil || *got != Replicas(spec) || c.HPA != nil {
+				t.Fatalf("replicas %v, HPA %v; want %d pods and no HPA", got, c.HPA != nil, Replicas(spec))
+			}
+		}
+		if c.Ingress != nil {
+			if spec.NeedAuth && c.Ingress.Annotations[DefaultAuthURLAnnotation] != opts.AuthURL {
+				t.Fatalf("needAuth: Ingress annotations %v lack the authentication endpoint", c.Ingress.Annotations)
+			}
+			if !c.Exposure.Exposed() {
+				t.Fatalf("an Ingress for an instance the exposure %+v does not expose", c.Exposure)
+			}
+		}
+		if spec.NeedAuth && opts.AuthURL == "" && (c.Ingress != nil || c.Exposure.Exposed()) {
+			t.Fatal("an instance that needs authentication is exposed without it")
+		}
+		if holder != "" && (c.Ingress != nil || c.Exposure.Exposed()) {
+			t.Fatalf("exposed on a host that %s holds", holder)
+		}
+		if c.ConfigMap.Data[ConfigKey] != spec.Config {
+			t.Fatalf("ConfigMap holds %q, want spec.config %q", c.ConfigMap.Data[ConfigKey], spec.Config)
+		}
+	})
+}
+
+// FuzzQuota builds the namespace's ResourceQuota for two fuzzed instances:
+// it never panics, it is scoped to the instances' PriorityClass and has no
+// owner references, every amount is non-negative, the quota of both is the
+// sum of each one's, and it leaves room for each of them.
+func FuzzQuota(f *testing.F) {
+	f.Fuzz(func(t *testing.T, replicas, maxReplicas int32, autoscaling, idle bool, cpuMilli, memoryMi, memoryLimMi int64,
+		replicas2 int32, autoscaling2, idle2 bool, cpuMilli2, memoryMi2 int64) {
+		a := fuzzInput("a", "ms", "1", "v1", "img", replicas, autoscaling, false, idle, "", maxReplicas, 0,
+			cpuMilli, memoryMi, memoryLimMi, "", 0, 0, -1, 0, "").MicroServiceDeploy("ns")
+		b := fuzzInput("b", "ms", "1", "v1", "img", replicas2, autoscaling2, false, idle2, "", 0, 0,
+			cpuMilli2, memoryMi2, memoryLimMi, "", 0, 0, -1, 0, "").MicroServiceDeploy("ns")
+		specs := []*customv1.MicroServiceDeploySpec{&a.Spec, &b.Spec}
+
+		q := Quota("ns", specs)
+		if *q.Name != QuotaName || *q.Namespace != "ns" || q.Labels[resources.LabelManagedBy] != resources.ManagedBy {
+			t.Fatalf("quota %s/%s with labels %v is not the operator's", *q.Namespace, *q.Name, q.Labels)
+		}
+		if len(q.OwnerReferences) != 0 {
+			t.Fatalf("%d owner references, want none", len(q.OwnerReferences))
+		}
+		scope := q.Spec.ScopeSelector
+		if scope == nil || len(scope.MatchExpressions) != 1 || *scope.MatchExpressions[0].ScopeName != corev1.ResourceQuotaScopePriorityClass ||
+			len(scope.MatchExpressions[0].Values) != 1 || scope.MatchExpressions[0].Values[0] != PriorityClassName {
+			t.Fatalf("scope %+v, want the pods of PriorityClass %s", scope, PriorityClassName)
+		}
+		both := QuotaHard(specs)
+		onlyA, onlyB := QuotaHard(specs[:1]), QuotaHard(specs[1:])
+		for name, amount := range both {
+			if amount.Sign() < 0 {
+				t.Fatalf("%s: %s is negative", name, amount.String())
+			}
+			sum := resource.Quantity{}
+			sum.Add(onlyA[name])
+			sum.Add(onlyB[name])
+			if amount.Cmp(sum) != 0 {
+				t.Fatalf("%s: %s for both, %s + %s for each", name, amount.String(), quantityOf(onlyA, name), quantityOf(onlyB, name))
+			}
+			if _, ok := onlyA[name]; !ok {
+				t.Fatalf("%s is in the quota of both though instance a does not declare it", name)
+			}
+		}
+		for _, spec := range specs {
+			if !Covers(both, spec) {
+				t.Fatalf("the quota %v leaves no room for an instance it counts: %+v", both, spec.ResourceRequirements)
+			}
+		}
+		if !equalLists(q.Spec.Hard, &both) {
+			t.Fatalf("quota hard %v, want %v", q.Spec.Hard, both)
+		}
+	})
+}
+
+func quantityOf(l corev1.ResourceList, name corev1.ResourceName) string {
+	q := l[name]
+	return q.String()
+}
+
+func equalLists(a *corev1.ResourceList, b *corev1.ResourceList) bool {
+	if a == nil || b == nil {
+		return a == b || (a == nil && len(*b) == 0) || (b == nil && len(*a) == 0)
+	}
+	if len(*a) != len(*b) {
+		return false
+	}
+	for k, v := range *a {
+		w, ok := (*b)[k]
+		if !ok || v.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
