@@ -320,6 +320,28 @@ func TestChildrenStrippedOfOwnerAndLabelsAreAdopted(t *testing.T) {
 	}
 }
 
+func TestMicroServiceDeployServiceAccountStrippedOfOwnerAndLabelsIsAdopted(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	m := newMSD(t, ns, "", nil)
+	create(t, m)
+	deleteAfterTest(t, m)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m.Name}}
+	waitForObject(t, sa)
+
+	// The ServiceAccount holds nothing but metadata: what is left of it
+	// must still tell that the operator applied it.
+	patch := []byte(`{"metadata":{"ownerReferences":null,"labels":null}}`)
+	if err := k8s.Patch(context.Background(), sa, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		get(t, sa)
+		return metav1.IsControlledBy(sa, m) && sa.Labels[resources.LabelManagedBy] == resources.ManagedBy,
+			fmt.Sprintf("owner references %v, labels %v (conditions: %+v)", sa.OwnerReferences, sa.Labels, m.Status.Conditions)
+	})
+}
+
 func TestLostHandoverIsAppliedOnTheNextPass(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	m := newMSD(t, ns, "", nil) // autoscaling: the HPA owns replicas
