@@ -233,6 +233,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--service-cluster-ip-range="+serviceCIDR,
 		// Fast horizontal pod autoscaler resyncs keep HPA tests short.
 		"--horizontal-pod-autoscaler-sync-period=5s",
+		// kwok renews a node's status every 20 to 45 s. Past the default
+		// grace period of 50 s, an API server outage of 30 s marks the nodes
+		// NotReady and their pods not Ready, which kwok, unlike a kubelet,
+		// never turns back.
+		"--node-monitor-grace-period=2m",
 		"--v=1",
 	); err != nil {
 		return nil, err
