@@ -28,7 +28,8 @@ func TestStatusInvariants(t *testing.T) {
 		{"should want observedGeneration on every condition", 1, 1, []metav1.Condition{cond("Ready", "False", 1), cond("Degraded", "False", 0)}, "condition Degraded carries no observedGeneration"},
 		{"should refuse a condition ahead of the generation", 1, 1, []metav1.Condition{cond("Ready", "False", 2)}, "above the generation"},
 		{"should refuse Ready=True for another generation than the status", 3, 2, []metav1.Condition{cond("Ready", "True", 3)}, "Ready=True for generation 3"},
-		{"should want status.observedGeneration", 1, 0, []metav1.Condition{cond("Ready", "False", 1)}, "status.observedGeneration is missing"},
+		{"should accept no status.observedGeneration before a pass succeeded", 1, 0, []metav1.Condition{cond("Ready", "False", 1)}, ""},
+		{"should refuse Ready=True without status.observedGeneration", 1, 0, []metav1.Condition{cond("Ready", "True", 1)}, "while status.observedGeneration is 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := &appv1.AppService{ObjectMeta: metav1.ObjectMeta{Name: "a", Generation: tc.generation}}
