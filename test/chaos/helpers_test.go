@@ -54,7 +54,19 @@ func namespace(t testing.TB, c client.Client) string {
 	return testenv.NewNamespace(t, c)
 }
 
-var nextNodePort atomic.Int32
+var lastNodePort atomic.Int32
+
+// nextNodePort hands out a node port no other scenario uses, from the
+// bottom of the default range (30000-32767): the API server assigns the
+// ports nobody chose from the top first, and the bottom 86 last, so a
+// chosen one there does not meet a Service that got it by chance.
+func nextNodePort() int32 {
+	n := lastNodePort.Add(1)
+	if n > 85 {
+		panic("more than 85 chosen node ports: they would meet assigned ones")
+	}
+	return 30000 + n
+}
 
 // samples reads every sample of config/samples into namespace ns: node
 // ports are cluster-wide and the scenarios run side by side, so each gets
@@ -87,8 +99,9 @@ func samples(t testing.TB, ns string) []client.Object {
 			}
 			_ = unstructured.SetNestedSlice(u.Object, ports, "spec", "ports")
 		}
-		if _, found, _ := unstructured.NestedInt64(u.Object, "spec", "nodePortNumber"); found {
-			_ = unstructured.SetNestedField(u.Object, int64(31000+nextNodePort.Add(1)), "spec", "nodePortNumber")
+		// JSON numbers decode as float64: look the field up, not its type.
+		if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "nodePortNumber"); found {
+			_ = unstructured.SetNestedField(u.Object, int64(nextNodePort()), "spec", "nodePortNumber")
 		}
 		if u.GetKind() == "WebService" {
 			u.SetName(u.GetName() + "-web")
@@ -450,4 +463,117 @@ func writeKubeconfig(t testing.TB, server string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// manyResources returns n resources for namespace ns, of the sample kinds
+// in turn (AppService, WebService, Memcached, MyWeb), one replica each and
+// each under its own name.
+func manyResources(t testing.TB, ns string, n int) []client.Object {
+	t.Helper()
+	one := int32(1)
+	var out []client.Object
+	for i := 0; len(out) < n; i++ {
+		for _, o := range samples(t, ns) {
+			if len(out) == n {
+				break
+			}
+			switch r := o.(type) {
+			case *appv1.AppService:
+				r.Spec.Size = &one
+			case *appv1.WebService:
+				r.Spec.Size = &one
+			case *cachev1alpha1.Memcached:
+				r.Spec.Size = 1
+			case *operatorv1.MyWeb:
+			default:
+				continue // MicroServiceDeploy: its pods ask for 2 CPUs each
+			}
+			o.SetName(fmt.Sprintf("%s-%d", o.GetName(), i))
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// childUIDs returns the UID of every child of the operator in ns, by kind
+// and name.
+func childUIDs(t testing.TB, c client.Client, ns string) map[string]types.UID {
+	t.Helper()
+	out := map[string]types.UID{}
+	for _, l := range childTypes {
+		list := l.DeepCopyObject().(client.ObjectList)
+		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, _ := meta.ExtractList(list)
+		for _, it := range items {
+			o := it.(client.Object)
+			if metav1.GetControllerOf(o) == nil && o.GetLabels()[resources.LabelManagedBy] != resources.ManagedBy {
+				continue
+			}
+			out[reflect.TypeOf(o).Elem().Name()+" "+o.GetName()] = o.GetUID()
+		}
+	}
+	return out
+}
+
+// missingOrReplaced returns the children of before that are gone from, or
+// were replaced (another UID) in, after.
+func missingOrReplaced(before, after map[string]types.UID) []string {
+	var out []string
+	for k, uid := range before {
+		switch now, ok := after[k]; {
+		case !ok:
+			out = append(out, k+" deleted")
+		case now != uid:
+			out = append(out, k+" replaced")
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// waitConverged waits until every resource in ns is Ready, the children are
+// exactly those the builders want (recorded for the family), and each
+// holds every field the builder sets; the status invariants are checked
+// along the way. It returns how long that took.
+func waitConverged(t *testing.T, c client.Client, ns, fam string, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	waitAllReady(t, c, ns, timeout)
+	waitClean(t, c, ns, fam, timeout)
+	ctx := context.Background()
+	crs, err := customResources(ctx, c, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, timeout, func() (bool, string) {
+		for _, cr := range crs {
+			for _, ch := range desired(t, cr) {
+				if ok, why := restored(ctx, c, ns, ch); !ok {
+					return false, why
+				}
+			}
+		}
+		return true, ""
+	})
+	checkInvariants(t, c, ns)
+	return time.Since(start)
+}
+
+// timeUntil polls cond every 20 ms (finer than Eventually, for the figures)
+// and returns how long after start it first held; it fails the test after
+// timeout.
+func timeUntil(t testing.TB, start time.Time, timeout time.Duration, cond func() (bool, string)) time.Duration {
+	t.Helper()
+	for {
+		ok, why := cond()
+		if ok {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("condition not met within %s: %s", timeout, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -11,11 +11,13 @@ package chaos
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +49,15 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	// The scenarios wait on the cluster far more than they compute: run
+	// them all at once unless -parallel says otherwise (its default is
+	// GOMAXPROCS, 2 on a small machine).
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		_ = flag.Set("test.parallel", "16")
+	}
 	// The operators under test log to their tests; client-go's own
 	// reflectors, outside any test, log nowhere.
 	ctrllog.SetLogger(logr.Discard())
@@ -216,8 +227,9 @@ func printSummary() {
 	tallyMu.Lock()
 	defer tallyMu.Unlock()
 	sort.Strings(timings)
+	var lines strings.Builder
 	for _, l := range timings {
-		fmt.Println("chaos timing:", l)
+		fmt.Fprintln(&lines, "chaos figures:", l)
 	}
 	var total family
 	for _, name := range familyOrder {
@@ -225,7 +237,7 @@ func printSummary() {
 		if f == nil {
 			continue
 		}
-		fmt.Printf("chaos %s: scenarios survived %d/%d, children lost %d, duplicated %d, orphaned %d\n",
+		fmt.Fprintf(&lines, "chaos %s: scenarios survived %d/%d, children lost %d, duplicated %d, orphaned %d\n",
 			f.name, f.survived, f.run, f.lost, f.duplicated, f.orphans)
 		total.run += f.run
 		total.survived += f.survived
@@ -233,6 +245,10 @@ func printSummary() {
 		total.duplicated += f.duplicated
 		total.orphans += f.orphans
 	}
-	fmt.Printf("chaos: scenarios survived %d/%d, children lost %d, duplicated %d, orphaned %d\n",
+	if total.run == 0 {
+		return
+	}
+	fmt.Fprintf(&lines, "chaos scenarios survived %d/%d, children lost %d, duplicated %d, orphaned %d\n",
 		total.survived, total.run, total.lost, total.duplicated, total.orphans)
+	testenv.PrintSummaryLines(lines.String())
 }
