@@ -135,6 +135,7 @@ func TestLeaderFailover(t *testing.T) {
 		standbySince = time.Now()
 		procs[standby] = startManager(t, standby, logs, args...)
 		time.Sleep(3 * time.Second)
+		checkInvariants(t, c, ns)
 		if first := firstAfter(leader.Writes(work), acquired); first == nil {
 			t.Errorf("round %d: the new leader %s made no write: the failover was not exercised", round, leader.name)
 		}

@@ -39,6 +39,7 @@ func TestKillMidWork(t *testing.T) {
 		t.Logf("round %d: killed at %s after %d writes", round, kills[len(kills)-1], writes)
 		time.Sleep(time.Duration(rand.IntN(1000)) * time.Millisecond)
 		op = startManager(t, p, logs, args...)
+		checkInvariants(t, c, ns)
 	}
 	took := waitConverged(t, c, ns, famKill, 5*time.Minute)
 	waitQuiet(t, p, ns, 3*time.Second, time.Minute)
