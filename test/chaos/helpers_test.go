@@ -227,7 +227,10 @@ func waitAllReady(t testing.TB, c client.Client, ns string, timeout time.Duratio
 	checkInvariants(t, c, ns)
 }
 
-// checkInvariants checks the status invariants of every resource in ns.
+// checkInvariants checks the status invariants of every resource in ns
+// that the operator has written a status for. Right after a kill, some
+// resources may not have been reached by any pass yet: they have no
+// status at all, which says nothing wrong.
 func checkInvariants(t testing.TB, c client.Client, ns string) {
 	t.Helper()
 	objs, err := customResources(context.Background(), c, ns)
@@ -235,6 +238,9 @@ func checkInvariants(t testing.TB, c client.Client, ns string) {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
+		if len(o.(interface{ GetConditions() []metav1.Condition }).GetConditions()) == 0 {
+			continue
+		}
 		testenv.CheckStatusInvariants(t, o)
 	}
 }
