@@ -54,6 +54,9 @@ func main() {
 		apiQPS           float64
 		apiBurst         int
 		pprofAddr        string
+		leaseDuration    time.Duration
+		renewDeadline    time.Duration
+		retryPeriod      time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
@@ -66,6 +69,12 @@ func main() {
 		"Elect a leader through a Lease so that only one replica reconciles at a time.")
 	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "",
 		"Namespace of the leader-election Lease; defaults to the namespace the operator runs in.")
+	flag.DurationVar(&leaseDuration, "leader-election-lease-duration", 15*time.Second,
+		"How long a standby waits after the leader's last renewal before it takes the Lease over.")
+	flag.DurationVar(&renewDeadline, "leader-election-renew-deadline", 10*time.Second,
+		"How long the leader keeps retrying to renew the Lease before it steps down; shorter than the lease duration.")
+	flag.DurationVar(&retryPeriod, "leader-election-retry-period", 2*time.Second,
+		"How often the leader renews the Lease and a standby tries to take it.")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "",
 		"Comma-separated namespaces to watch; empty watches all namespaces.")
 	flag.StringVar(&securityProfile, "default-security-profile", string(podsecurity.Baseline),
@@ -186,6 +195,9 @@ func main() {
 		// Step down at once on SIGTERM so a new leader takes over without
 		// waiting for the Lease to expire.
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
 	})
 	if err != nil {
 		log.Error(err, "Unable to create manager")

@@ -35,8 +35,18 @@ func newAppService(t *testing.T, ns string) *appv1.AppService {
 
 var lastNodePort atomic.Int32
 
-// nextNodePort hands out a node port no other test uses.
-func nextNodePort() int32 { return 31000 + lastNodePort.Add(1) }
+// nextNodePort hands out a node port no other test uses, from the bottom
+// of the default range (30000-32767): the API server assigns the ports
+// nobody chose from the top first and the bottom 86 (30000-30085) last, so
+// a port chosen there does not meet one a Service got by chance. The
+// samples' 30002 stays clear.
+func nextNodePort() int32 {
+	n := 30020 + lastNodePort.Add(1)
+	if n > 30085 {
+		panic("more chosen node ports than the range keeps for them")
+	}
+	return n
+}
 
 // deleteAfterTest deletes the objects when the test ends, while the operator
 // still runs: owners first, so that nothing is recreated.

@@ -311,7 +311,7 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 		if err != nil {
 			return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: fmt.Sprintf("read %s: %v", d, err)}, err
 		}
-		if o != nil && !metav1.IsControlledBy(o, obj) && !adoptable(o, d) {
+		if o != nil && !metav1.IsControlledBy(o, obj) && !adoptable(o, d, r.fieldOwner) {
 			owner := "it is not controlled by any resource"
 			if ref := metav1.GetControllerOf(o); ref != nil {
 				owner = fmt.Sprintf("it is controlled by %s %s", ref.Kind, ref.Name)
@@ -374,13 +374,20 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 }
 
 // adoptable reports whether live, which obj does not control, is a child
-// obj lost its owner reference to (deleted with --cascade=orphan, say): it
-// has no controller, and the labels that tie it to the kind and the
-// instance. Such a child is adopted by the next apply; any other
-// same-named object is left alone.
-func adoptable(live client.Object, d desiredChild) bool {
+// obj lost its owner reference to: it has no controller, and either the
+// labels that tie it to the kind and the instance (what
+// `kubectl delete --cascade=orphan` leaves), or fields applied by the
+// kind's own field manager, fieldOwner (what is left when someone strips
+// the owner reference and the labels: the server keeps the record of who
+// applied what, and only this controller applies under that name). Such
+// a child is adopted by the next apply; any other same-named object is
+// left alone.
+func adoptable(live client.Object, d desiredChild, fieldOwner string) bool {
 	if metav1.GetControllerOf(live) != nil {
 		return false
+	}
+	if appliedBy(live, fieldOwner) {
+		return true
 	}
 	want, _, _ := unstructured.NestedStringMap(d.fields, "metadata", "labels")
 	have := live.GetLabels()

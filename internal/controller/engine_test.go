@@ -23,6 +23,7 @@ import (
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	"github.com/app-operator/app-operator/api/conditions"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -286,6 +287,59 @@ func TestOrphanedChildrenAreAdopted(t *testing.T) {
 	if c := readyOf(t, app); c.Reason == conditions.ReasonChildConflict {
 		t.Fatalf("an orphaned child is reported as a conflict: %s", c.Message)
 	}
+}
+
+func TestChildrenStrippedOfOwnerAndLabelsAreAdopted(t *testing.T) {
+	ns, _ := startOperator(t)
+	app := newAppService(t, ns)
+	create(t, app)
+	dep, svc := children(ns, app.Name)
+	deleteAfterTest(t, app, dep, svc)
+	waitForObject(t, dep)
+	waitForObject(t, svc)
+
+	// Nothing ties them to the AppService any more but the fields its
+	// controller applied, which the server records.
+	for _, o := range []client.Object{dep, svc} {
+		patch := []byte(`{"metadata":{"ownerReferences":null,"labels":null}}`)
+		if err := k8s.Patch(context.Background(), o, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatalf("strip %T: %v", o, err)
+		}
+	}
+	for _, o := range []client.Object{dep, svc} {
+		testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+				return false, err.Error()
+			}
+			return metav1.IsControlledBy(o, app) && o.GetLabels()[resources.LabelManagedBy] == resources.ManagedBy,
+				fmt.Sprintf("%T owner references %v, labels %v (Ready: %+v)", o, o.GetOwnerReferences(), o.GetLabels(), readyOf(t, app))
+		})
+	}
+	if c := readyOf(t, app); c.Reason == conditions.ReasonChildConflict {
+		t.Fatalf("a child stripped of its owner and labels is reported as a conflict: %s", c.Message)
+	}
+}
+
+func TestMicroServiceDeployServiceAccountStrippedOfOwnerAndLabelsIsAdopted(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	m := newMSD(t, ns, "", nil)
+	create(t, m)
+	deleteAfterTest(t, m)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m.Name}}
+	waitForObject(t, sa)
+
+	// The ServiceAccount holds nothing but metadata: what is left of it
+	// must still tell that the operator applied it.
+	patch := []byte(`{"metadata":{"ownerReferences":null,"labels":null}}`)
+	if err := k8s.Patch(context.Background(), sa, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		get(t, sa)
+		return metav1.IsControlledBy(sa, m) && sa.Labels[resources.LabelManagedBy] == resources.ManagedBy,
+			fmt.Sprintf("owner references %v, labels %v (conditions: %+v)", sa.OwnerReferences, sa.Labels, m.Status.Conditions)
+	})
 }
 
 func TestLostHandoverIsAppliedOnTheNextPass(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -255,6 +256,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--service-cluster-ip-range="+serviceCIDR,
 		// Fast horizontal pod autoscaler resyncs keep HPA tests short.
 		"--horizontal-pod-autoscaler-sync-period=5s",
+		// kwok renews a node's status every 20 to 45 s. Past the default
+		// grace period of 50 s, an API server outage of 30 s marks the nodes
+		// NotReady and their pods not Ready, which kwok, unlike a kubelet,
+		// never turns back.
+		"--node-monitor-grace-period=2m",
 		"--v=1",
 	); err != nil {
 		return nil, err
@@ -336,6 +342,32 @@ func (c *Cluster) Stop() error {
 	c.procs = nil
 	errs = append(errs, os.RemoveAll(filepath.Join(c.Dir, "etcd")))
 	return errors.Join(errs...)
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, SIGKILL after 10 s),
+// leaves it down for downFor, then starts it again with the same command
+// line, on the same port and against the same etcd, and returns once it is
+// ready. The other components and the clients of the cluster are not
+// touched: they see the outage as a real one.
+func (c *Cluster) RestartAPIServer(ctx context.Context, downFor time.Duration) error {
+	i := slices.IndexFunc(c.procs, func(p *process) bool { return p.name == "kube-apiserver" })
+	if i < 0 {
+		return errors.New("kube-apiserver is not running in this cluster")
+	}
+	old := c.procs[i]
+	if err := old.stop(10 * time.Second); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(downFor):
+	case <-ctx.Done():
+	}
+	p, err := startProcess(old.cmd.Path, old.cmd.Args[1:], old.log)
+	if err != nil {
+		return fmt.Errorf("restart kube-apiserver: %w", err)
+	}
+	c.procs[i] = p
+	return c.waitReady(ctx)
 }
 
 // RemoveDir deletes the run folder. Call it after Stop, when the logs are no

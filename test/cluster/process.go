@@ -21,7 +21,9 @@ type process struct {
 }
 
 func startProcess(bin string, args []string, logPath string) (*process, error) {
-	logFile, err := os.Create(logPath)
+	// Appended to: a component restarted in a running cluster keeps the
+	// log of its previous run above the new one.
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}

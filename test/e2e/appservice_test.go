@@ -119,4 +119,5 @@ func waitReady(t *testing.T, c client.Client, obj conditioned, timeout time.Dura
 		return ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == obj.GetGeneration(),
 			fmt.Sprintf("Ready=%s %s: %s", ready.Status, ready.Reason, ready.Message)
 	})
+	testenv.CheckStatusInvariants(t, obj)
 }

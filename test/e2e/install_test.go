@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -268,6 +267,7 @@ func waitReadyUnstructured(t *testing.T, c client.Client, u *unstructured.Unstru
 		}
 		return false, fmt.Sprintf("%s %s has no Ready condition", u.GetKind(), u.GetName())
 	})
+	testenv.CheckStatusInvariants(t, u)
 }
 
 func kubectl(t *testing.T, args ...string) {
@@ -282,11 +282,9 @@ func kubectl(t *testing.T, args ...string) {
 // buildManager builds the manager binary the way `make build` does.
 func buildManager(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "app-operator")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/app-operator")
-	cmd.Dir = mustRepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the manager: %v\n%s", err, out)
+	bin, err := testenv.BuildManager(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -321,33 +319,8 @@ func startManager(t *testing.T, bin, kubeconfig string, args ...string) (stop fu
 // stop is called.
 func startManagerLogging(t *testing.T, bin, kubeconfig, logPath string, args ...string) (stop func()) {
 	t.Helper()
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	return func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Error("the manager did not shut down within 15s of SIGTERM")
-		}
-		_ = logFile.Close()
-		if t.Failed() {
-			data, _ := os.ReadFile(logPath)
-			t.Logf("manager log:\n%s", data)
-		}
-	}
+	p := testenv.StartManager(t, bin, kubeconfig, logPath, args...)
+	return func() { p.Stop(t) }
 }
 
 func waitHTTP(t *testing.T, url string, timeout time.Duration) {

@@ -50,6 +50,12 @@ func PrintSummaries(tallies ...*Tally) {
 			lines += fmt.Sprintf(t.Format, passed, total) + "\n"
 		}
 	}
+	PrintSummaryLines(lines)
+}
+
+// PrintSummaryLines prints lines, each ending in a newline, to stdout and
+// to the file named by SummaryFileEnv, if set.
+func PrintSummaryLines(lines string) {
 	if lines == "" {
 		return
 	}

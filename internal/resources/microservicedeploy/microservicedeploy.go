@@ -44,6 +44,12 @@ const (
 	// ConfigHashAnnotation on the pod template holds a hash of spec.config,
 	// so that a change to the configuration rolls the pods.
 	ConfigHashAnnotation = "custom.ops/config-hash"
+	// InstanceAnnotation on the ServiceAccount names the instance it belongs
+	// to. Its only other fields are the labels and the owner reference:
+	// with both stripped, this annotation keeps the record of the
+	// operator's apply in the ServiceAccount's managedFields, by which the
+	// instance recognises and adopts it again (see the engine's adoptable).
+	InstanceAnnotation = "custom.ops/microservicedeploy"
 )
 
 // Defaults of the optional fields.
@@ -238,6 +244,7 @@ func Build(owner resources.Owner, spec *customv1.MicroServiceDeploySpec, opts Op
 	c := Children{
 		ServiceAccount: corev1ac.ServiceAccount(owner.Name, owner.Namespace).
 			WithLabels(labels).
+			WithAnnotations(map[string]string{InstanceAnnotation: owner.Name}).
 			WithOwnerReferences(owner.Reference()),
 		ConfigMap: corev1ac.ConfigMap(owner.Name, owner.Namespace).
 			WithLabels(labels).

@@ -1,0 +1,155 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// conflictWindow is how long the other writers keep at it.
+const conflictWindow = 20 * time.Second
+
+// TestConflicts runs writers that fight the operator over the same
+// children: one edits a field the operator owns with updates (so that the
+// operator's view goes stale under it), one deletes children, one applies
+// with forced ownership under its own field manager. Once they stop, the
+// operator converges, with no duplicate, and goes quiet: no error loop.
+func TestConflicts(t *testing.T) {
+	t.Parallel()
+	scenario(t, famConflict)
+	c := newClient(t)
+	ns := namespace(t, c)
+	p := newProxy(t, "operator")
+	startManager(t, p, t.TempDir(), managerArgs(ns)...)
+	crs := samples(t, ns)
+	create(t, c, crs...)
+	waitConverged(t, c, ns, famConflict, 3*time.Minute)
+
+	ctx := context.Background()
+	var targets []child
+	for _, cr := range crs {
+		targets = append(targets, desired(t, cr)...)
+	}
+	var edits, deletes, applies atomic.Int32
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	writer := func(pause time.Duration, do func(i int, ch child)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(pause):
+				}
+				do(i, targets[i%len(targets)])
+			}
+		}()
+	}
+	writer(100*time.Millisecond, func(_ int, ch child) {
+		if u, err := liveChild(ctx, c, ns, ch); err == nil && u != nil {
+			if patch, err := editPatch(u); err == nil {
+				// A JSON patch with a resourceVersion test: an update
+				// racing the operator's.
+				if c.Update(ctx, patched(u, patch)) == nil {
+					edits.Add(1)
+				}
+			}
+		}
+	})
+	writer(700*time.Millisecond, func(i int, ch child) {
+		ch = targets[(i*7)%len(targets)]
+		if u, err := liveChild(ctx, c, ns, ch); err == nil && u != nil {
+			if c.Delete(ctx, u) == nil {
+				deletes.Add(1)
+			}
+		}
+	})
+	writer(300*time.Millisecond, func(i int, ch child) {
+		ch = targets[(i*3)%len(targets)]
+		if u, err := liveChild(ctx, c, ns, ch); err == nil && u != nil {
+			if patch, err := editPatch(u); err == nil {
+				edited := patched(u, patch)
+				// With the resourceVersion it was read at, the apply
+				// never creates: a child deleted meanwhile is the
+				// operator's to create, not a foreign object of its name.
+				ac := map[string]any{"apiVersion": edited.GetAPIVersion(), "kind": edited.GetKind(),
+					"metadata": map[string]any{"name": edited.GetName(), "namespace": ns, "resourceVersion": edited.GetResourceVersion()}}
+				for _, f := range []string{"spec", "data"} {
+					if v, ok := edited.Object[f]; ok {
+						ac[f] = v
+					}
+				}
+				if c.Patch(ctx, asUnstructured(ac), client.Apply, client.FieldOwner("chaos-writer"), client.ForceOwnership) == nil {
+					applies.Add(1)
+				}
+			}
+		}
+	})
+	time.Sleep(conflictWindow)
+	close(stop)
+	wg.Wait()
+	during := len(p.Writes(work))
+
+	took := waitConverged(t, c, ns, famConflict, 2*time.Minute)
+	// No error loop: the operator settles, then stays silent.
+	waitQuiet(t, p, ns, 5*time.Second, time.Minute)
+	settled := len(p.Writes(work))
+	time.Sleep(10 * time.Second)
+	if ws := p.Writes(work); len(ws) != settled {
+		t.Errorf("the operator kept writing after it converged: %v", ws[settled:])
+	}
+	waitConverged(t, c, ns, famConflict, time.Minute)
+	timing("conflicts: %d updates, %d deletes, %d forced applies by other writers in %s; the operator made %d writes, converged %.1fs after they stopped, then 0 writes in 10s",
+		edits.Load(), deletes.Load(), applies.Load(), conflictWindow, during, took.Seconds())
+}
+
+// patched returns a copy of u with the one-operation JSON patch of
+// editPatch applied locally; it keeps u's resourceVersion, so an update
+// with it fails if u changed since it was read.
+func patched(u *unstructured.Unstructured, patch []byte) *unstructured.Unstructured {
+	var ops []struct {
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	out := u.DeepCopy()
+	if err := json.Unmarshal(patch, &ops); err != nil || len(ops) != 1 {
+		return out
+	}
+	var cur any = out.Object
+	parts := strings.Split(strings.TrimPrefix(ops[0].Path, "/"), "/")
+	for i, part := range parts {
+		part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+		last := i == len(parts)-1
+		switch v := cur.(type) {
+		case map[string]any:
+			if last {
+				v[part] = ops[0].Value
+			}
+			cur = v[part]
+		case []any:
+			n, err := strconv.Atoi(part)
+			if err != nil || n >= len(v) {
+				return out
+			}
+			if last {
+				v[n] = ops[0].Value
+			}
+			cur = v[n]
+		}
+	}
+	return out
+}
+
+func asUnstructured(m map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: m}
+}

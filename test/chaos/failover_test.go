@@ -1,0 +1,185 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// The manager's leader-election defaults (see cmd/app-operator), which
+// this scenario runs with.
+const (
+	leaseDuration = 15 * time.Second
+	retryPeriod   = 2 * time.Second
+	leaseName     = "app-operator.app.example.com"
+	// leaderJitter is client-go's: a standby waits between one and
+	// 1+leaderJitter retry periods between two attempts on the Lease.
+	leaderJitter = 1.2
+)
+
+// tenure is the time one process may write: from when it took the Lease
+// to when it was killed.
+type tenure struct {
+	p        *proxy
+	from, to time.Time
+}
+
+// TestLeaderFailover runs two operator processes with leader election and
+// kills the leader (SIGKILL: it cannot release the Lease) while a resource
+// keeps changing, twice: a, then b once a came back as the standby. Each
+// time the other takes over, and at no moment do two processes write:
+// every write of each goes through its own proxy, which records when it
+// arrived, and each falls within a time its process held the Lease.
+func TestLeaderFailover(t *testing.T) {
+	t.Parallel()
+	scenario(t, famFailover)
+	c := newClient(t)
+	ns := namespace(t, c)
+	logs := t.TempDir()
+	args := managerArgs(ns, "--leader-elect", "--leader-election-namespace="+ns)
+	pa, pb := newProxy(t, "operator-a"), newProxy(t, "operator-b")
+	ctx := context.Background()
+	lease := &coordinationv1.Lease{}
+	readLease := func() (string, bool) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: leaseName}, lease); err != nil || lease.Spec.HolderIdentity == nil {
+			return "", false
+		}
+		return *lease.Spec.HolderIdentity, true
+	}
+	procs := map[*proxy]*testenv.ManagerProcess{pa: startManager(t, pa, logs, args...)}
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		_, ok := readLease()
+		return ok, "no leader yet"
+	})
+	leader, standby := pa, pb
+	holder, _ := readLease()
+	standbySince := time.Now()
+	procs[pb] = startManager(t, pb, logs, args...)
+	tenures := []tenure{{p: pa}}
+
+	crs := samples(t, ns)
+	create(t, c, crs...)
+	waitConverged(t, c, ns, famFailover, 3*time.Minute)
+
+	// Keep the leader busy: the AppService's image changes every 500 ms,
+	// across the kills, so that whoever leads has children to update.
+	app := crs[0].(*appv1.AppService)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			patch := fmt.Sprintf(`{"spec":{"image":"nginx:1.%d"}}`, 20+i%2)
+			_ = c.Patch(ctx, app.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
+		}
+	}()
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	}()
+
+	var figures []string
+	for round := 1; round <= 2; round++ {
+		time.Sleep(3 * time.Second)
+		if w := firstAfter(standby.Writes(work), standbySince); w != nil {
+			t.Fatalf("round %d: the standby %s has written while %s led: %s", round, standby.name, leader.name, w)
+		}
+		killed := time.Now()
+		procs[leader].Kill()
+		tenures[len(tenures)-1].to = killed
+		testenv.Eventually(t, 2*leaseDuration, func() (bool, string) {
+			h, ok := readLease()
+			return ok && h != holder, fmt.Sprintf("the Lease is still held by %s", holder)
+		})
+		holder, _ = readLease()
+		// The new leader stamps the Lease when it takes it: that, not when
+		// this test noticed, is the takeover.
+		acquired := lease.Spec.AcquireTime.Time
+		takeover := acquired.Sub(killed)
+		// A standby counts the lease duration from when it last saw the
+		// Lease change, which it checks every one to 1+leaderJitter retry
+		// periods, and tries to take it at the same pace: from the kill,
+		// client-go bounds the takeover by the lease duration and twice
+		// the longest of those waits.
+		limit := leaseDuration + time.Duration(2*(1+leaderJitter)*float64(retryPeriod))
+		if takeover > limit {
+			t.Errorf("round %d: %s took over %s after the kill, want within %s", round, standby.name, takeover.Round(time.Millisecond), limit)
+		}
+		tenures = append(tenures, tenure{p: standby, from: acquired})
+		figures = append(figures, fmt.Sprintf("%.2fs", takeover.Seconds()))
+		t.Logf("round %d: %s killed at %s, %s took the Lease at %s (%s later)", round, leader.name,
+			killed.Format("15:04:05.000"), standby.name, acquired.Format("15:04:05.000"), takeover.Round(time.Millisecond))
+
+		// The killed one comes back, as the standby.
+		leader, standby = standby, leader
+		standbySince = time.Now()
+		procs[standby] = startManager(t, standby, logs, args...)
+		time.Sleep(3 * time.Second)
+		checkInvariants(t, c, ns)
+		if first := firstAfter(leader.Writes(work), acquired); first == nil {
+			t.Errorf("round %d: the new leader %s made no write: the failover was not exercised", round, leader.name)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	took := waitConverged(t, c, ns, famFailover, 2*time.Minute)
+	waitQuiet(t, leader, ns, 3*time.Second, time.Minute)
+
+	// Every write falls within its process's tenure; tenures do not
+	// overlap (each begins after the previous leader was killed), so no
+	// two processes ever wrote at once.
+	var outside []string
+	writes := map[string]int{}
+	for _, p := range []*proxy{pa, pb} {
+		for _, w := range p.Writes(work) {
+			writes[p.name]++
+			ok := false
+			for _, te := range tenures {
+				ok = ok || (te.p == p && !w.at.Before(te.from) && (te.to.IsZero() || w.at.Before(te.to)))
+			}
+			if !ok {
+				outside = append(outside, p.name+" "+w.String())
+			}
+		}
+	}
+	if len(outside) > 0 {
+		t.Errorf("writes outside their process's time as leader: %v", outside)
+	}
+	for i := 1; i < len(tenures); i++ {
+		if tenures[i].from.Before(tenures[i-1].to) {
+			t.Errorf("%s took the Lease before %s was killed", tenures[i].p.name, tenures[i-1].p.name)
+		}
+	}
+	timing("leader failover: 2 SIGKILLs of the leader; the standby took the Lease %s after the kill (lease %s + retry %s); writes operator-a %d, operator-b %d, by a process not holding the Lease %d; converged %.1fs after",
+		strings.Join(figures, " and "), leaseDuration, retryPeriod, writes["operator-a"], writes["operator-b"], len(outside), took.Seconds())
+}
+
+// firstAfter returns the first write at or after since, or nil.
+func firstAfter(ws []write, since time.Time) *write {
+	for i := range ws {
+		if !ws[i].at.Before(since) {
+			return &ws[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package chaos
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// idleWindow is how long a converged namespace is watched for writes.
+const idleWindow = 60 * time.Second
+
+// TestIdleStability: once every sample is Ready, no resource and no child
+// changes for a minute and the operator makes no write at all; a status
+// that keeps being rewritten (a hot loop) fails it.
+func TestIdleStability(t *testing.T) {
+	t.Parallel()
+	scenario(t, famIdle)
+	c := newClient(t)
+	ns := namespace(t, c)
+	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	create(t, c, samples(t, ns)...)
+	waitAllReady(t, c, ns, 3*time.Minute)
+	// Pods turning Ready move the status for a while after Ready.
+	op.Mutations.WaitQuiet(t, ns, 5*time.Second, time.Minute)
+	waitClean(t, c, ns, famIdle, 10*time.Second)
+
+	before := versions(t, c, ns)
+	writesBefore := len(op.Mutations.In(ns)) + len(op.Mutations.In(""))
+	start := time.Now()
+	for time.Since(start) < idleWindow {
+		time.Sleep(5 * time.Second)
+		checkInvariants(t, c, ns)
+	}
+	after := versions(t, c, ns)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed while idle: resourceVersion %s -> %q", k, v, after[k])
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("%s appeared while idle", k)
+		}
+	}
+	writes := append(op.Mutations.In(ns), op.Mutations.In("")...)
+	if n := len(writes) - writesBefore; n != 0 {
+		t.Errorf("the operator made %d writes while idle: %v", n, writes[writesBefore:])
+	}
+	timing("idle stability: %d resources and children unchanged for %s, %d operator writes", len(before), idleWindow, len(writes)-writesBefore)
+}
+
+// versions returns the resourceVersion of every resource and child in ns.
+func versions(t *testing.T, c client.Client, ns string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	crs, err := customResources(ctx, c, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range crs {
+		out[kindOf(o)+" "+o.GetName()] = o.GetResourceVersion()
+	}
+	for _, l := range append(childTypes, &corev1.ResourceQuotaList{}) {
+		list := l.DeepCopyObject().(client.ObjectList)
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, _ := meta.ExtractList(list)
+		for _, it := range items {
+			o := it.(client.Object)
+			if o.GetLabels()["app.kubernetes.io/managed-by"] == "" && o.GetName() != "microservicedeploy-quota" {
+				continue // the namespace's default ServiceAccount, kube-root-ca.crt
+			}
+			out[kindOf(o)+" "+o.GetName()] = o.GetResourceVersion()
+		}
+	}
+	return out
+}

@@ -1,0 +1,52 @@
+package chaos
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+const (
+	// killResources is how many resources the operator converges while it
+	// is killed.
+	killResources = 100
+	// killRounds is how many times it is killed.
+	killRounds = 5
+)
+
+// TestKillMidWork kills the operator process (SIGKILL) at random moments
+// while it converges 100 resources, restarting it each time, and checks
+// that the end state is the one it reaches without faults: every child
+// there, none twice, none orphaned, every resource Ready.
+func TestKillMidWork(t *testing.T) {
+	t.Parallel()
+	scenario(t, famKill)
+	c := newClient(t)
+	ns := namespace(t, c)
+	p := newProxy(t, "operator")
+	logs := t.TempDir()
+	args := managerArgs(ns)
+	op := startManager(t, p, logs, args...)
+
+	start := time.Now()
+	create(t, c, manyResources(t, ns, killResources)...)
+	var kills []string
+	for round := 1; round <= killRounds; round++ {
+		time.Sleep(time.Duration(500+rand.IntN(2500)) * time.Millisecond)
+		writes := len(p.Writes(work))
+		op.Kill()
+		kills = append(kills, time.Since(start).Round(100*time.Millisecond).String())
+		t.Logf("round %d: killed at %s after %d writes", round, kills[len(kills)-1], writes)
+		time.Sleep(time.Duration(rand.IntN(1000)) * time.Millisecond)
+		op = startManager(t, p, logs, args...)
+		checkInvariants(t, c, ns)
+	}
+	took := waitConverged(t, c, ns, famKill, 5*time.Minute)
+	waitQuiet(t, p, ns, 3*time.Second, time.Minute)
+	waitConverged(t, c, ns, famKill, time.Minute)
+	if exited, err := op.Exited(); exited {
+		t.Errorf("the operator exited by itself: %v", err)
+	}
+	timing("kill mid-work: %d resources, killed %d times (at %v), converged %.1fs after the last restart (%.1fs in all), %d writes",
+		killResources, killRounds, kills, took.Seconds(), time.Since(start).Seconds(), len(p.Writes(work)))
+}
