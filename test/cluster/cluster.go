@@ -77,6 +77,9 @@ type Options struct {
 	// which then logs to AuditLogPath as JSON lines: the API server's own
 	// record of who made which request.
 	AuditPolicy string
+	// ControllerManagerArgs are further flags for kube-controller-manager
+	// (Full profile), after the defaults, so that they override them.
+	ControllerManagerArgs []string
 }
 
 // AuditLogPath is where kube-apiserver writes its audit log when
@@ -243,17 +246,17 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 
 	fmt.Fprintln(progress, "Starting kube-controller-manager, kube-scheduler and kwok")
-	if err := cl.run("kube-controller-manager",
-		"--kubeconfig="+kcmConfig,
-		"--authentication-kubeconfig="+kcmConfig,
-		"--authorization-kubeconfig="+kcmConfig,
+	if err := cl.run("kube-controller-manager", append([]string{
+		"--kubeconfig=" + kcmConfig,
+		"--authentication-kubeconfig=" + kcmConfig,
+		"--authorization-kubeconfig=" + kcmConfig,
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(kcmPort),
+		"--secure-port=" + strconv.Itoa(kcmPort),
 		"--controllers=*",
 		"--leader-elect=false",
-		"--service-account-private-key-file="+keys.saKey,
-		"--root-ca-file="+keys.caCert,
-		"--service-cluster-ip-range="+serviceCIDR,
+		"--service-account-private-key-file=" + keys.saKey,
+		"--root-ca-file=" + keys.caCert,
+		"--service-cluster-ip-range=" + serviceCIDR,
 		// Fast horizontal pod autoscaler resyncs keep HPA tests short.
 		"--horizontal-pod-autoscaler-sync-period=5s",
 		// kwok renews a node's status every 20 to 45 s. Past the default
@@ -262,7 +265,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		// never turns back.
 		"--node-monitor-grace-period=2m",
 		"--v=1",
-	); err != nil {
+	}, opts.ControllerManagerArgs...)...); err != nil {
 		return nil, err
 	}
 	if err := cl.run("kube-scheduler",
