@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"strings"
 	"sync"
@@ -123,9 +124,18 @@ type reconciler[T object] struct {
 	clock      clock.PassiveClock
 	recheck    time.Duration
 	fieldOwner string
-	// written holds, by resource, the object as the last status write of
-	// this controller returned it, until the cache has caught up with it.
+	// written holds, by resource, what the last status write of this
+	// controller left (a writtenStatus), until a pass finds the cache caught
+	// up with it. An entry outlives the pass, often until the resource
+	// changes again, so it holds no copy of the object: one per resource.
 	written sync.Map
+}
+
+// writtenStatus is the resourceVersion a status write returned, and a
+// digest of the status it wrote.
+type writtenStatus struct {
+	resourceVersion string
+	status          uint64
 }
 
 // settings are the engine's operator-wide settings.
@@ -241,7 +251,9 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			}
 			return ctrl.Result{}, fmt.Errorf("write status: %w", serr)
 		}
-		r.written.Store(req.NamespacedName, obj.DeepCopyObject())
+		if digest, ok := statusDigest(obj); ok {
+			r.written.Store(req.NamespacedName, writtenStatus{resourceVersion: obj.GetResourceVersion(), status: digest})
+		}
 		r.recordTransition(before, obj)
 	}
 	return result, err
@@ -257,8 +269,12 @@ func (r *reconciler[T]) fresh(ctx context.Context, key client.ObjectKey, cached 
 	if !ok {
 		return cached, nil
 	}
-	last := v.(T)
-	if cached.GetResourceVersion() == last.GetResourceVersion() || sameStatus(cached, last) {
+	last := v.(writtenStatus)
+	if cached.GetResourceVersion() == last.resourceVersion {
+		r.written.Delete(key)
+		return cached, nil
+	}
+	if digest, ok := statusDigest(cached); ok && digest == last.status {
 		r.written.Delete(key)
 		return cached, nil
 	}
@@ -273,11 +289,20 @@ func (r *reconciler[T]) fresh(ctx context.Context, key client.ObjectKey, cached 
 	return live, nil
 }
 
-// sameStatus reports whether a and b have equal status fields.
-func sameStatus(a, b client.Object) bool {
-	ua, erra := runtime.DefaultUnstructuredConverter.ToUnstructured(a)
-	ub, errb := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
-	return erra == nil && errb == nil && equality.Semantic.DeepEqual(ua["status"], ub["status"])
+// statusDigest is a hash of obj's status field (FNV-1a of its JSON, whose
+// map keys are sorted); false if it cannot be computed.
+func statusDigest(obj client.Object) (uint64, bool) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return 0, false
+	}
+	data, err := json.Marshal(u["status"])
+	if err != nil {
+		return 0, false
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(data)
+	return h.Sum64(), true
 }
 
 // converge applies the desired children, built from obj and what lookup
