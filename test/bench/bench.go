@@ -123,10 +123,10 @@ type Case struct {
 	RestartWrites       auditCounts `json:"restartWrites"`
 	RestartClientWrites float64     `json:"restartClientWrites"`
 
-	UpdateSeconds       float64     `json:"updateSeconds"`
-	UpdateWrites        auditCounts `json:"updateWrites"`
-	UpdateWritesPerApp  float64     `json:"updateWritesPerApp"`
-	UpdateClientWrites  float64     `json:"updateClientWrites"`
+	UpdateSeconds      float64     `json:"updateSeconds"`
+	UpdateWrites       auditCounts `json:"updateWrites"`
+	UpdateWritesPerApp float64     `json:"updateWritesPerApp"`
+	UpdateClientWrites float64     `json:"updateClientWrites"`
 	// The probe is one new application created while the cold converge
 	// is under way (backlog) and then on the idle operator: seconds until
 	// its status observes it, and until it is Ready.
