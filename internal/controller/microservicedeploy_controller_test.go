@@ -791,3 +791,28 @@ func TestMicroServiceDeploySteadyStateMakesNoWrites(t *testing.T) {
 		t.Fatalf("after a restart the operator made %d mutating requests, want 0:\n%s", len(muts), strings.Join(muts, "\n"))
 	}
 }
+
+// A restart passes over the quota and the PriorityClass too: an instance
+// without resource requirements (a quota with no limits) and the
+// cluster-scoped PriorityClass must be found up to date, not applied again.
+func TestMicroServiceDeployRestartRewritesNeitherQuotaNorPriorityClass(t *testing.T) {
+	ns, op := startMSDOperator(t, microservicedeploy.Options{})
+	m := newMSD(t, ns, "ms-no-resources", func(m *customv1.MicroServiceDeploy) {
+		m.Spec.ResourceRequirements, m.Spec.Autoscaling = customv1.ResourceRequirements{}, false
+	})
+	create(t, m)
+	waitForCondition(t, m, conditions.QuotaReady, metav1.ConditionTrue, conditions.ReasonQuotaApplied)
+	op.Mutations.WaitQuiet(t, ns, time.Second, 20*time.Second)
+
+	op.Stop()
+	before := reconcileCount(t, "microservicedeploy-quota")
+	op2 := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		return reconcileCount(t, "microservicedeploy-quota") > before, "no quota pass after the restart"
+	})
+	time.Sleep(time.Second)
+	muts := append(op2.Mutations.In(ns), op2.Mutations.In("")...)
+	if len(muts) != 0 {
+		t.Fatalf("after a restart the operator made %d mutating requests, want 0:\n%s", len(muts), strings.Join(muts, "\n"))
+	}
+}

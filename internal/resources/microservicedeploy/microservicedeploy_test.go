@@ -297,7 +297,7 @@ func TestQuotaLimitsOnlyTheInstancesPodsAndHasNoOwners(t *testing.T) {
 		t.Errorf("pod priorityClassName %v, want %s: the quota would not count the pods", got, PriorityClassName)
 	}
 	pc := PriorityClass()
-	if *pc.Name != PriorityClassName || *pc.Value != 0 || *pc.GlobalDefault || *pc.PreemptionPolicy != corev1.PreemptNever {
+	if *pc.Name != PriorityClassName || *pc.Value != 0 || pc.GlobalDefault != nil || *pc.PreemptionPolicy != corev1.PreemptNever {
 		t.Errorf("PriorityClass %+v, want value 0, not the default, never preempting", pc)
 	}
 }

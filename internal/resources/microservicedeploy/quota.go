@@ -108,15 +108,18 @@ func canonical(q resource.Quantity) resource.Quantity {
 // capped at about 1.5 MB, near 10,000 references); the operator deletes it
 // with the namespace's last instance.
 func Quota(namespace string, specs []*customv1.MicroServiceDeploySpec) *corev1ac.ResourceQuotaApplyConfiguration {
-	return corev1ac.ResourceQuota(QuotaName, namespace).
-		WithLabels(labels()).
-		WithSpec(corev1ac.ResourceQuotaSpec().
-			WithHard(QuotaHard(specs)).
-			WithScopeSelector(corev1ac.ScopeSelector().WithMatchExpressions(
-				corev1ac.ScopedResourceSelectorRequirement().
-					WithScopeName(corev1.ResourceQuotaScopePriorityClass).
-					WithOperator(corev1.ScopeSelectorOpIn).
-					WithValues(PriorityClassName))))
+	spec := corev1ac.ResourceQuotaSpec().
+		WithScopeSelector(corev1ac.ScopeSelector().WithMatchExpressions(
+			corev1ac.ScopedResourceSelectorRequirement().
+				WithScopeName(corev1.ResourceQuotaScopePriorityClass).
+				WithOperator(corev1.ScopeSelectorOpIn).
+				WithValues(PriorityClassName)))
+	// No limits at all is no hard map: the API server stores an empty one
+	// as none, and an applied empty map would never compare equal to it.
+	if hard := QuotaHard(specs); len(hard) > 0 {
+		spec.WithHard(hard)
+	}
+	return corev1ac.ResourceQuota(QuotaName, namespace).WithLabels(labels()).WithSpec(spec)
 }
 
 // PriorityClass is the PriorityClass of the instances' pods. Its value is
@@ -126,7 +129,8 @@ func PriorityClass() *schedulingv1ac.PriorityClassApplyConfiguration {
 	return schedulingv1ac.PriorityClass(PriorityClassName).
 		WithLabels(labels()).
 		WithValue(0).
-		WithGlobalDefault(false).
+		// globalDefault is left out: false is its default, and the API
+		// server does not store a false it would have to compare against.
 		WithPreemptionPolicy(corev1.PreemptNever).
 		WithDescription("Pods of MicroServiceDeploy instances; the namespaces' microservicedeploy-quota limits only these pods.")
 }
