@@ -43,6 +43,15 @@ import (
 // check (a webhook, a ValidatingAdmissionPolicy) that refused a child.
 const DefaultRecheck = time.Minute
 
+// settleFor is how long a status write may wait for the Deployment
+// controller to observe a Deployment's new spec. Until it has, the status
+// could only say that it is waiting for it, which is news for a few
+// milliseconds: written, it would be followed at once by the status that
+// reports the rollout, two writes (and two events) where one does. Should
+// the controller take longer (it is down, or far behind), the status says
+// so after this long.
+const settleFor = 2 * time.Second
+
 // object is a custom resource the engine reconciles.
 type object interface {
 	client.Object
@@ -129,6 +138,9 @@ type reconciler[T object] struct {
 	// up with it. An entry outlives the pass, often until the resource
 	// changes again, so it holds no copy of the object: one per resource.
 	written sync.Map
+	// settling holds, by resource, until when its status write waits for
+	// the Deployment controller (see settleFor): a time.Time.
+	settling sync.Map
 }
 
 // writtenStatus is the resourceVersion a status write returned, and a
@@ -207,6 +219,7 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.Delete(req.NamespacedName)
+			r.settling.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -239,6 +252,13 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	r.kind.setStatus(obj, children, failure, metav1.NewTime(r.clock.Now()))
 	if !equality.Semantic.DeepEqual(before, obj) {
+		if err == nil && failure == nil {
+			if wait := r.settle(req.NamespacedName, children); wait > 0 {
+				// The Deployment controller's update wakes the next pass;
+				// the requeue is for when it does not come.
+				return ctrl.Result{RequeueAfter: wait}, nil
+			}
+		}
 		// The patch carries the resourceVersion it was computed from: a
 		// status computed from an object someone changed since is refused
 		// (409) and computed again, never written over the newer one.
@@ -257,6 +277,36 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.recordTransition(before, obj)
 	}
 	return result, err
+}
+
+// settle returns how much longer the status write of the resource key may
+// wait for the Deployment controller to observe a child Deployment's spec
+// (see settleFor); 0 to write it now. The wait starts at the first pass
+// that finds a Deployment not yet observed.
+func (r *reconciler[T]) settle(key client.ObjectKey, children observed) time.Duration {
+	if !awaitingDeploymentController(children) {
+		r.settling.Delete(key)
+		return 0
+	}
+	now := r.clock.Now()
+	until, _ := r.settling.LoadOrStore(key, now.Add(settleFor))
+	wait := until.(time.Time).Sub(now)
+	if wait <= 0 {
+		r.settling.Delete(key)
+		return 0
+	}
+	return wait
+}
+
+// awaitingDeploymentController reports whether a Deployment among the
+// observed objects has a spec its controller has not observed yet.
+func awaitingDeploymentController(children observed) bool {
+	for _, o := range children {
+		if d, ok := o.(*appsv1.Deployment); ok && d.Status.ObservedGeneration < d.Generation {
+			return true
+		}
+	}
+	return false
 }
 
 // fresh returns the resource the pass computes its status against. That

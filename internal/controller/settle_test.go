@@ -1,0 +1,91 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// writesTo splits the mutating requests of ns into status writes to the
+// AppService name, other writes and Events.
+func writesTo(muts []string, name string) (status, other, events []string) {
+	for _, m := range muts {
+		switch {
+		case strings.HasSuffix(m, "/appservices/"+name+"/status"):
+			status = append(status, m)
+		case strings.Contains(m, "/events"):
+			events = append(events, m)
+		default:
+			other = append(other, m)
+		}
+	}
+	return status, other, events
+}
+
+func TestAppServiceStatusIsWrittenOnceItsDeploymentIsObserved(t *testing.T) {
+	ns, op := startOperator(t)
+	app := newAppService(t, ns)
+	create(t, app)
+	dep, _ := children(ns, app.Name)
+	waitForObject(t, dep)
+	// The Deployment controller answers at once, as it does on a cluster
+	// that is not overloaded.
+	markAvailable(t, ns, app.Name)
+	waitForCondition(t, app, conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable)
+	op.Mutations.WaitQuiet(t, ns, time.Second, 20*time.Second)
+	status, other, events := writesTo(op.Mutations.In(ns), app.Name)
+	if len(status) != 1 || len(events) != 1 || len(other) != 2 {
+		t.Fatalf("creating the AppService cost %d status writes, %d events and %d other writes, want 1, 1 and 2 (the Deployment and the Service):\n%s",
+			len(status), len(events), len(other), strings.Join(op.Mutations.In(ns), "\n"))
+	}
+
+	// One field changed: the Deployment is applied once, and the status
+	// written once, when the Deployment controller has observed the change.
+	op.Mutations.Reset()
+	update(t, app, func(a *appv1.AppService) { a.Spec.Image = "nginx:1.28" })
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(dep), dep); err != nil {
+			return false, err.Error()
+		}
+		return dep.Generation == 2, "the Deployment is not updated yet"
+	})
+	markAvailable(t, ns, app.Name)
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		get(t, app)
+		return app.Status.ObservedGeneration == app.Generation, "the status does not observe the change yet"
+	})
+	op.Mutations.WaitQuiet(t, ns, time.Second, 20*time.Second)
+	status, other, events = writesTo(op.Mutations.In(ns), app.Name)
+	if len(status) != 1 || len(other) != 1 || len(events) != 0 {
+		t.Fatalf("changing the image cost %d status writes, %d events and %d other writes, want 1, 0 and 1 (the Deployment):\n%s",
+			len(status), len(events), len(other), strings.Join(op.Mutations.In(ns), "\n"))
+	}
+	if c := readyOf(t, app); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready = %s (%s: %s) after the rollout, want True", c.Status, c.Reason, c.Message)
+	}
+}
+
+func TestAppServiceStatusSaysSoWhenTheDeploymentControllerDoesNotAnswer(t *testing.T) {
+	ns, _ := startOperator(t)
+	app := newAppService(t, ns)
+	create(t, app)
+	dep, _ := children(ns, app.Name)
+	waitForObject(t, dep)
+	seen := time.Now()
+	// No Deployment controller runs here.
+	c := waitForCondition(t, app, conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutInProgress)
+	if waited := time.Since(seen); waited < time.Second {
+		t.Errorf("the status was written %v after the Deployment appeared, before its controller had a chance to observe it", waited)
+	}
+	if !strings.Contains(c.Message, "Deployment controller") {
+		t.Errorf("Ready message %q does not say what the AppService waits for", c.Message)
+	}
+}
