@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -32,3 +33,7 @@ func NewNamespaceQuotaReconciler(c client.Client, apiReader client.Reader) recon
 		fieldOwner: FieldOwner(namespaceQuotaName),
 	}
 }
+
+// QuotaChanged is the handler that wakes MicroServiceDeploys on a change
+// to their namespace's quota, reading them through c.
+func QuotaChanged(c client.Reader) handler.EventHandler { return quotaChanged(c) }

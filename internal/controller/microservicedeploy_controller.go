@@ -12,10 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -69,7 +72,7 @@ func microServiceDeployKind(all Options) kind[*customv1.MicroServiceDeploy] {
 			return build(o, nil).Handovers(), nil
 		},
 		watch: func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
-			b = b.Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(quotaChanged(mgr.GetClient())))
+			b = b.Watches(&corev1.ResourceQuota{}, quotaChanged(mgr.GetClient()))
 			return watchHostClaims(mgr, b, opts)
 		},
 		observe: func(ctx context.Context, r client.Reader, o *customv1.MicroServiceDeploy, children observed) error {
@@ -117,29 +120,55 @@ func quotaStateOf(q *corev1.ResourceQuota, spec *customv1.MicroServiceDeploySpec
 	}
 }
 
-// quotaChanged maps a change to a namespace's quota to the instances whose
-// QuotaReady condition it changes, read from the cache: every instance
-// converging at once must not make each quota write wake them all.
-func quotaChanged(c client.Reader) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		q, ok := o.(*corev1.ResourceQuota)
-		if !ok || q.Name != microservicedeploy.QuotaName {
-			return nil
+// quotaChanged enqueues, when a namespace's quota appears, changes or
+// goes, the instances whose QuotaReady condition it changes, read from the
+// cache: every instance converging at once must not make each quota write
+// wake them all. An instance that has not reported on the quota yet is
+// waiting for its first pass, which reads the quota anyway: it is woken
+// (a pass under way may have read the quota before the change) but stays
+// behind new work, so that the quota written while a backlog of new
+// instances is worked through does not put that whole backlog ahead of a
+// resource created since.
+func quotaChanged(c client.Reader) handler.EventHandler {
+	enqueue := func(ctx context.Context, o client.Object, gone bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		q0, ok := o.(*corev1.ResourceQuota)
+		if !ok || q0.Name != microservicedeploy.QuotaName {
+			return
+		}
+		quota := q0
+		if gone {
+			quota = nil
 		}
 		list := &customv1.MicroServiceDeployList{}
-		if err := c.List(ctx, list, client.InNamespace(q.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Unable to list the MicroServiceDeploys of a quota", "resourcequota", klog.KObj(q))
-			return nil
+		if err := c.List(ctx, list, client.InNamespace(q0.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Unable to list the MicroServiceDeploys of a quota", "resourcequota", klog.KObj(q0))
+			return
 		}
-		var reqs []reconcile.Request
+		pq, _ := q.(priorityqueue.PriorityQueue[reconcile.Request])
 		for i := range list.Items {
 			m := &list.Items[i]
-			if status.QuotaReasonOf(quotaStateOf(q, &m.Spec)) == quotaReasonOf(m) {
+			reported := quotaReasonOf(m)
+			if status.QuotaReasonOf(quotaStateOf(quota, &m.Spec)) == reported {
 				continue
 			}
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
+			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)}
+			if reported == "" && pq != nil {
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, req)
+				continue
+			}
+			q.Add(req)
 		}
-		return reqs
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, false, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.ObjectNew, false, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, true, q)
+		},
 	}
 }
 

@@ -3,19 +3,25 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/app-operator/app-operator/api/conditions"
+	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 	"github.com/app-operator/app-operator/test/testenv"
@@ -127,5 +133,43 @@ func TestNamespaceQuotaNeverOverwritesAQuotaItsCacheHasNotSeen(t *testing.T) {
 	get(t, foreign)
 	if foreign.ResourceVersion != rv {
 		t.Fatalf("the quota someone else created was changed: %+v", foreign.Spec)
+	}
+}
+
+func TestQuotaWakesInstancesNotYetReportingOnItBehindNewWork(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	for _, name := range []string{"reported", "covered", "first-a", "first-b"} {
+		create(t, newMSD(t, ns, name, nil))
+	}
+	quotaReconciler := controller.NewNamespaceQuotaReconciler(k8s, k8s)
+	key := client.ObjectKey{Namespace: ns, Name: microservicedeploy.QuotaName}
+	if _, err := quotaReconciler.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatalf("quota pass: %v", err)
+	}
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}
+	get(t, quota)
+	// "reported" said the quota did not count it yet, "covered" that it
+	// does; the others have had no pass yet.
+	for name, reason := range map[string]string{"reported": conditions.ReasonQuotaPending, "covered": conditions.ReasonQuotaApplied} {
+		m := &customv1.MicroServiceDeploy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		get(t, m)
+		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: conditions.QuotaReady, Status: metav1.ConditionFalse, Reason: reason, Message: "-"})
+		if err := k8s.Status().Update(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	q := priorityqueue.New[reconcile.Request]("quota-wakeups")
+	defer q.ShutDown()
+	controller.QuotaChanged(k8s).Create(context.Background(), event.CreateEvent{Object: quota}, q)
+	got := map[string]int{}
+	for q.Len() > 0 {
+		req, priority, _ := q.GetWithPriority()
+		got[req.Name] = priority
+		q.Done(req)
+	}
+	want := map[string]int{"reported": 0, "first-a": handler.LowPriority, "first-b": handler.LowPriority}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("woken with priorities %v, want %v", got, want)
 	}
 }
