@@ -75,8 +75,9 @@ type Config struct {
 	// against the informer floor, then with Unrelated other objects).
 	Memory    bool
 	Unrelated int
-	// ProfileDir, when set, receives the operator's heap profile at the
-	// largest N of the memory ramp (heap-<N>.pprof).
+	// ProfileDir, when set, receives the heap profiles of the operator
+	// and of the informer floor at the largest N of the memory ramp
+	// (heap-<N>.pprof, heap-<N>-floor.pprof).
 	ProfileDir string
 	// Timeout bounds each wait.
 	Timeout time.Duration
@@ -651,7 +652,10 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 	}
 	defer func() { _ = op.stop() }()
 	m := &MemoryRamp{Workload: w.name, Unrelated: cfg.Unrelated}
-	measure := func() (MemoryPoint, error) {
+	// measure reads both memories; with a profile name, it also saves
+	// both heap profiles in cfg.ProfileDir (<name>.pprof and
+	// <name>-floor.pprof).
+	measure := func(profile string) (MemoryPoint, error) {
 		var p MemoryPoint
 		if _, err := e.quiet(ctx, op); err != nil {
 			return p, err
@@ -660,8 +664,14 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		if p.Operator, err = op.memory(); err != nil {
 			return p, err
 		}
-		err = runRole(ctx, cfg.Self, []string{RoleEnv + "=floor", "BENCH_KUBECONFIG=" + e.kubeconfig},
-			filepath.Join(e.cluster.Dir, "logs", "floor.log"), &p.Floor)
+		env := []string{RoleEnv + "=floor", "BENCH_KUBECONFIG=" + e.kubeconfig}
+		if profile != "" && cfg.ProfileDir != "" {
+			if err := op.saveHeapProfile(filepath.Join(cfg.ProfileDir, profile+".pprof")); err != nil {
+				return p, err
+			}
+			env = append(env, "BENCH_HEAP_PROFILE="+filepath.Join(cfg.ProfileDir, profile+"-floor.pprof"))
+		}
+		err = runRole(ctx, cfg.Self, env, filepath.Join(e.cluster.Dir, "logs", "floor.log"), &p.Floor)
 		return p, err
 	}
 	have := 0
@@ -679,17 +689,16 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		}); err != nil {
 			return nil, err
 		}
-		p, err := measure()
+		profile := ""
+		if step == n {
+			profile = fmt.Sprintf("heap-%d", n)
+		}
+		p, err := measure(profile)
 		if err != nil {
 			return nil, err
 		}
 		p.N = step
 		m.Points = append(m.Points, p)
-		if step == n && cfg.ProfileDir != "" {
-			if err := op.saveHeapProfile(filepath.Join(cfg.ProfileDir, fmt.Sprintf("heap-%d.pprof", n))); err != nil {
-				return nil, err
-			}
-		}
 		fmt.Fprintf(cfg.Progress, "  N=%d heap %.1f MiB, floor %.1f MiB\n", step, mib(p.Operator.HeapInuse), mib(p.Floor.HeapInuse))
 	}
 	// The fit leaves out N=0: the first applications pay one-time costs
@@ -729,7 +738,7 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 			return nil, err
 		}
 		time.Sleep(5 * time.Second)
-		p, err := measure()
+		p, err := measure("")
 		if err != nil {
 			return nil, err
 		}

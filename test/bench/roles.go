@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,8 +213,27 @@ func floor(ctx context.Context) (memory, error) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	m.HeapInuse, m.HeapAlloc = int64(ms.HeapInuse), int64(ms.HeapAlloc)
-	m.RSS, err = rss(os.Getpid())
+	if m.RSS, err = rss(os.Getpid()); err != nil {
+		return m, err
+	}
+	if path := os.Getenv("BENCH_HEAP_PROFILE"); path != "" {
+		err = writeHeapProfile(path)
+	}
 	return m, err
+}
+
+// writeHeapProfile writes this process's heap profile to path, to be
+// compared with the operator's (go tool pprof -diff_base).
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // newList returns an empty list of the workload's kind.
