@@ -9,6 +9,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -43,14 +45,18 @@ import (
 // check (a webhook, a ValidatingAdmissionPolicy) that refused a child.
 const DefaultRecheck = time.Minute
 
-// settleFor is how long a status write may wait for the Deployment
-// controller to observe a Deployment's new spec. Until it has, the status
-// could only say that it is waiting for it, which is news for a few
-// milliseconds: written, it would be followed at once by the status that
-// reports the rollout, two writes (and two events) where one does. Should
-// the controller take longer (it is down, or far behind), the status says
-// so after this long.
-const settleFor = 2 * time.Second
+// A status write waits for the Deployment controller to observe a
+// Deployment's new spec. Until it has, the status could only say that it
+// is waiting for it, which is news for a few milliseconds: written, it
+// would be followed at once by the status that reports the rollout, two
+// writes (and two events) where one does. The wait lasts settleFor; longer,
+// up to settleMax, while the Deployment controller keeps reporting on
+// other Deployments (it is behind, working through a burst of changes);
+// should it be silent (down), the status says so after settleFor.
+const (
+	settleFor = 5 * time.Second
+	settleMax = time.Minute
+)
 
 // object is a custom resource the engine reconciles.
 type object interface {
@@ -138,9 +144,12 @@ type reconciler[T object] struct {
 	// up with it. An entry outlives the pass, often until the resource
 	// changes again, so it holds no copy of the object: one per resource.
 	written sync.Map
-	// settling holds, by resource, until when its status write waits for
+	// settling holds, by resource, since when its status write waits for
 	// the Deployment controller (see settleFor): a time.Time.
 	settling sync.Map
+	// answered is when the Deployment controller last reported on one of
+	// this kind's Deployments (a status change), in Unix nanoseconds.
+	answered atomic.Int64
 }
 
 // writtenStatus is the resourceVersion a status write returned, and a
@@ -200,6 +209,10 @@ func (k kind[T]) setup(mgr ctrl.Manager, env settings) error {
 		For(k.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(env.workers, 1)})
 	for _, o := range k.owns {
+		if _, ok := o.(*appsv1.Deployment); ok {
+			b = b.Owns(o, builder.WithPredicates(r.deploymentAnswers()))
+			continue
+		}
 		b = b.Owns(o)
 	}
 	if k.watch != nil {
@@ -289,13 +302,30 @@ func (r *reconciler[T]) settle(key client.ObjectKey, children observed) time.Dur
 		return 0
 	}
 	now := r.clock.Now()
-	until, _ := r.settling.LoadOrStore(key, now.Add(settleFor))
-	wait := until.(time.Time).Sub(now)
+	since, _ := r.settling.LoadOrStore(key, now)
+	waited := now.Sub(since.(time.Time))
+	wait := settleFor - waited
+	if lastAnswer := settleFor - now.Sub(time.Unix(0, r.answered.Load())); lastAnswer > wait {
+		wait = min(lastAnswer, settleMax-waited)
+	}
 	if wait <= 0 {
 		r.settling.Delete(key)
 		return 0
 	}
 	return wait
+}
+
+// deploymentAnswers records, as Deployments of the kind change, when their
+// controller last reported on one (see settle).
+func (r *reconciler[T]) deploymentAnswers() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, ok := e.ObjectOld.(*appsv1.Deployment)
+		cur, ok2 := e.ObjectNew.(*appsv1.Deployment)
+		if ok && ok2 && !equality.Semantic.DeepEqual(old.Status, cur.Status) {
+			r.answered.Store(r.clock.Now().UnixNano())
+		}
+		return true
+	}}
 }
 
 // awaitingDeploymentController reports whether a Deployment among the

@@ -89,3 +89,39 @@ func TestAppServiceStatusSaysSoWhenTheDeploymentControllerDoesNotAnswer(t *testi
 		t.Errorf("Ready message %q does not say what the AppService waits for", c.Message)
 	}
 }
+
+func TestAppServiceStatusWaitsLongerWhileTheDeploymentControllerIsBusy(t *testing.T) {
+	ns, _ := startOperator(t)
+	busy := newAppService(t, ns)
+	busy.Name = "busy"
+	create(t, busy)
+	waiting := newAppService(t, ns)
+	create(t, waiting)
+	busyDep, _ := children(ns, busy.Name)
+	waitingDep, _ := children(ns, waiting.Name)
+	waitForObject(t, busyDep)
+	waitForObject(t, waitingDep)
+
+	// The Deployment controller reports on the other Deployment every
+	// second, for twice as long as a silent controller is waited for, and
+	// never on this one.
+	start := time.Now()
+	for i := 0; time.Since(start) < 10*time.Second; i++ {
+		if i%2 == 0 {
+			markAvailable(t, ns, busy.Name)
+		} else {
+			markObserved(t, ns, busy.Name)
+		}
+		get(t, waiting)
+		if len(waiting.Status.Conditions) != 0 {
+			t.Fatalf("the status was written %v after the Deployment appeared, while its controller was busy with another one: %v",
+				time.Since(start), waiting.Status.Conditions)
+		}
+		time.Sleep(time.Second)
+	}
+	// Silent from now on: the status says what it waits for.
+	c := waitForCondition(t, waiting, conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutInProgress)
+	if !strings.Contains(c.Message, "Deployment controller") {
+		t.Errorf("Ready message %q does not say what the AppService waits for", c.Message)
+	}
+}
