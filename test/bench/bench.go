@@ -77,7 +77,9 @@ type Config struct {
 	Unrelated int
 	// ProfileDir, when set, receives the heap profiles of the operator
 	// and of the informer floor at the largest N of the memory ramp
-	// (heap-<N>.pprof, heap-<N>-floor.pprof).
+	// (heap-<N>.pprof, heap-<N>-floor.pprof), and a profile of the
+	// operator's CPU over the first 10 s of each cold converge
+	// (cpu-<workload>-<N>.pprof).
 	ProfileDir string
 	// Timeout bounds each wait.
 	Timeout time.Duration
@@ -153,11 +155,16 @@ type MemoryPoint struct {
 type MemoryRamp struct {
 	Workload string        `json:"workload"`
 	Points   []MemoryPoint `json:"points"`
-	// Slopes are least-squares fits of heap in use against N, KiB per app,
-	// over the points with N > 0.
-	SlopeKiB      float64 `json:"heapSlopeKiBPerApp"`
-	FloorSlopeKiB float64 `json:"floorHeapSlopeKiBPerApp"`
-	RSSSlopeKiB   float64 `json:"rssSlopeKiBPerApp"`
+	// Slopes are least-squares fits against N, KiB per app, over the
+	// points with N > 0: of the heap in use (the runtime's HeapInuse, the
+	// spans that hold a live object, so it counts the free room between
+	// them), of the live heap (HeapAlloc after the collection, the bytes of
+	// live objects, what a heap profile's inuse_space adds up) and of RSS.
+	SlopeKiB          float64 `json:"heapSlopeKiBPerApp"`
+	FloorSlopeKiB     float64 `json:"floorHeapSlopeKiBPerApp"`
+	LiveSlopeKiB      float64 `json:"liveHeapSlopeKiBPerApp"`
+	FloorLiveSlopeKiB float64 `json:"floorLiveHeapSlopeKiBPerApp"`
+	RSSSlopeKiB       float64 `json:"rssSlopeKiBPerApp"`
 	Unrelated     int     `json:"unrelatedObjects"`
 	// WithUnrelated is measured at the largest N after Unrelated
 	// ConfigMaps and Secrets were added.
@@ -473,6 +480,15 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		return nil, err
 	}
 	defer func() { _ = op.stop() }()
+	// Where the operator spends its CPU during the first seconds of the
+	// cold converge.
+	cpuProfile := make(chan error, 1)
+	if full && cfg.ProfileDir != "" {
+		path := filepath.Join(cfg.ProfileDir, fmt.Sprintf("cpu-%s-%d.pprof", w.name, n))
+		go func() { cpuProfile <- op.saveCPUProfile(10*time.Second, path) }()
+	} else {
+		cpuProfile <- nil
+	}
 	// A new resource while the backlog is being worked through: created
 	// once a tenth of the backlog has converged, so that the operator's
 	// start-up is not part of its time.
@@ -497,6 +513,9 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 	}
 	_, last := tr.count(opPrefix)
 	c.ConvergeSeconds = last.Sub(op.started).Seconds()
+	if err := <-cpuProfile; err != nil {
+		return nil, fmt.Errorf("CPU profile: %w", err)
+	}
 	if err := e.poll(ctx, "every application Ready", func() (bool, string) {
 		got, _ := tr.countReady(opPrefix)
 		return got == n, fmt.Sprintf("%d of %d Ready", got, n)
@@ -704,7 +723,7 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 	// The fit leaves out N=0: the first applications pay one-time costs
 	// (the first pass of each code path, the apply type converter, work
 	// queues growing) that are not per application.
-	var xs, heap, floor, rssv []float64
+	var xs, heap, floor, live, floorLive, rssv []float64
 	for _, p := range m.Points {
 		if p.N == 0 {
 			continue
@@ -712,9 +731,12 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		xs = append(xs, float64(p.N))
 		heap = append(heap, float64(p.Operator.HeapInuse))
 		floor = append(floor, float64(p.Floor.HeapInuse))
+		live = append(live, float64(p.Operator.HeapAlloc))
+		floorLive = append(floorLive, float64(p.Floor.HeapAlloc))
 		rssv = append(rssv, float64(p.Operator.RSS))
 	}
 	m.SlopeKiB, m.FloorSlopeKiB, m.RSSSlopeKiB = slope(xs, heap)/1024, slope(xs, floor)/1024, slope(xs, rssv)/1024
+	m.LiveSlopeKiB, m.FloorLiveSlopeKiB = slope(xs, live)/1024, slope(xs, floorLive)/1024
 
 	if cfg.Unrelated > 0 {
 		fmt.Fprintf(cfg.Progress, "  %d unrelated ConfigMaps and Secrets\n", cfg.Unrelated)

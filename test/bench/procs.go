@@ -188,11 +188,24 @@ func (o *operator) memory() (memory, error) {
 // saveHeapProfile writes the operator's heap profile, after a collection,
 // to path (read it with go tool pprof).
 func (o *operator) saveHeapProfile(path string) error {
-	resp, err := http.Get(o.pprof + "/debug/pprof/heap?gc=1")
+	return o.saveProfile("heap?gc=1", path)
+}
+
+// saveCPUProfile writes a profile of the operator's next d of CPU time to
+// path.
+func (o *operator) saveCPUProfile(d time.Duration, path string) error {
+	return o.saveProfile(fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path)
+}
+
+func (o *operator) saveProfile(query, path string) error {
+	resp, err := http.Get(o.pprof + "/debug/pprof/" + query)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile %s: %s", query, resp.Status)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err

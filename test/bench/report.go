@@ -85,18 +85,21 @@ func WriteTable(w io.Writer, r *Results) {
 	if m := r.Memory; m != nil {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "memory (%s)\tN\toperator heap MiB\toperator RSS MiB\tinformer floor heap MiB\tfloor RSS MiB\t\n", m.Workload)
+		fmt.Fprintf(tw, "memory (%s)\tN\toperator heap in use / live MiB\toperator RSS MiB\tinformer floor heap in use / live MiB\tfloor RSS MiB\t\n", m.Workload)
+		row := func(label string, n int, op, floor memory) {
+			fmt.Fprintf(tw, "%s\t%d\t%.1f / %.1f\t%.1f\t%.1f / %.1f\t%.1f\t\n", label, n, mib(op.HeapInuse), mib(op.HeapAlloc), mib(op.RSS),
+				mib(floor.HeapInuse), mib(floor.HeapAlloc), mib(floor.RSS))
+		}
 		for _, p := range m.Points {
-			fmt.Fprintf(tw, "\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t\n", p.N, mib(p.Operator.HeapInuse), mib(p.Operator.RSS), mib(p.Floor.HeapInuse), mib(p.Floor.RSS))
+			row("", p.N, p.Operator, p.Floor)
 		}
 		if m.Unrelated > 0 {
-			last := m.Points[len(m.Points)-1]
-			fmt.Fprintf(tw, "+%d unrelated\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t\n", m.Unrelated, last.N, mib(m.WithUnrelated.HeapInuse), mib(m.WithUnrelated.RSS),
-				mib(m.FloorWithUnrelated.HeapInuse), mib(m.FloorWithUnrelated.RSS))
+			row(fmt.Sprintf("+%d unrelated", m.Unrelated), m.Points[len(m.Points)-1].N, m.WithUnrelated, m.FloorWithUnrelated)
 		}
 		_ = tw.Flush()
-		fmt.Fprintf(w, "heap slope %.1f KiB/app (informer floor %.1f KiB/app, ratio %.2f); RSS slope %.1f KiB/app; unrelated objects add %.1f %% heap\n",
-			m.SlopeKiB, m.FloorSlopeKiB, m.SlopeKiB/m.FloorSlopeKiB, m.RSSSlopeKiB, m.UnrelatedIncrease)
+		fmt.Fprintf(w, "heap in use slope %.1f KiB/app (informer floor %.1f KiB/app, ratio %.2f); live heap slope %.1f KiB/app (floor %.1f, ratio %.2f); RSS slope %.1f KiB/app; unrelated objects add %.1f %% heap in use\n",
+			m.SlopeKiB, m.FloorSlopeKiB, m.SlopeKiB/m.FloorSlopeKiB, m.LiveSlopeKiB, m.FloorLiveSlopeKiB, m.LiveSlopeKiB/m.FloorLiveSlopeKiB,
+			m.RSSSlopeKiB, m.UnrelatedIncrease)
 	}
 	fmt.Fprintf(w, "machine: %d CPUs, %.1f GiB, %s, %s; load %s before, %s after\n", r.Machine.CPUs, float64(r.Machine.MemoryKiB)/(1<<20),
 		r.Machine.GoVersion, r.Machine.Kubernetes, r.Machine.LoadBefore, r.Machine.LoadAfter)
@@ -168,16 +171,19 @@ func writePlot(path string, r *Results) error {
 	mem.X.Label.Text = "applications (N)"
 	mem.Y.Label.Text = "MiB"
 	if m := r.Memory; m != nil {
-		var heap, rssXY, floor plotter.XYs
+		var heap, live, rssXY, floor, floorLive plotter.XYs
 		for _, p := range m.Points {
 			heap = append(heap, plotter.XY{X: float64(p.N), Y: mib(p.Operator.HeapInuse)})
+			live = append(live, plotter.XY{X: float64(p.N), Y: mib(p.Operator.HeapAlloc)})
 			rssXY = append(rssXY, plotter.XY{X: float64(p.N), Y: mib(p.Operator.RSS)})
 			floor = append(floor, plotter.XY{X: float64(p.N), Y: mib(p.Floor.HeapInuse)})
+			floorLive = append(floorLive, plotter.XY{X: float64(p.N), Y: mib(p.Floor.HeapAlloc)})
 		}
-		if err := plotutil.AddLinePoints(mem, "operator heap in use", heap, "operator RSS", rssXY, "informer floor heap", floor); err != nil {
+		if err := plotutil.AddLinePoints(mem, "operator heap in use", heap, "operator live heap", live, "operator RSS", rssXY,
+			"informer floor heap in use", floor, "informer floor live heap", floorLive); err != nil {
 			return err
 		}
-		mem.Title.Text = fmt.Sprintf("Memory after GC (%s): %.1f KiB/app heap", m.Workload, m.SlopeKiB)
+		mem.Title.Text = fmt.Sprintf("Memory after GC (%s): %.1f KiB/app heap in use, %.1f live", m.Workload, m.SlopeKiB, m.LiveSlopeKiB)
 	} else {
 		var heap, rssXY plotter.XYs
 		for _, c := range r.Cases {
