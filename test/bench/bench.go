@@ -102,6 +102,10 @@ type Case struct {
 	// ConvergeSeconds runs from the operator's start until every
 	// application's status observes its generation (every child applied).
 	ConvergeSeconds float64 `json:"convergeSeconds"`
+	// FirstSeconds runs from the operator's start until the first
+	// application's status observes its generation: the start-up (the
+	// permission check, the caches' first lists) and one pass.
+	FirstSeconds float64 `json:"firstSeconds"`
 	// ConvergeRatio is ConvergeSeconds / BareSeconds.
 	ConvergeRatio float64 `json:"convergeRatio"`
 	// ReadySeconds runs until every application is Ready, which also waits
@@ -513,6 +517,7 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 	}
 	_, last := tr.count(opPrefix)
 	c.ConvergeSeconds = last.Sub(op.started).Seconds()
+	c.FirstSeconds = tr.first(opPrefix).Sub(op.started).Seconds()
 	if err := <-cpuProfile; err != nil {
 		return nil, fmt.Errorf("CPU profile: %w", err)
 	}

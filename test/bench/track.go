@@ -116,6 +116,20 @@ func (t *tracker) count(prefix string) (int, time.Time) {
 	return countIn(t.at, prefix)
 }
 
+// first returns when the first resource in namespaces starting with
+// prefix converged; zero when none has.
+func (t *tracker) first(prefix string) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var first time.Time
+	for k, at := range t.at {
+		if strings.HasPrefix(k, prefix) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
+}
+
 // countReady is count for the Ready stamps.
 func (t *tracker) countReady(prefix string) (int, time.Time) {
 	t.mu.Lock()
