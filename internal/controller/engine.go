@@ -45,17 +45,19 @@ import (
 // check (a webhook, a ValidatingAdmissionPolicy) that refused a child.
 const DefaultRecheck = time.Minute
 
-// A status write waits for the Deployment controller to observe a
-// Deployment's new spec. Until it has, the status could only say that it
-// is waiting for it, which is news for a few milliseconds: written, it
-// would be followed at once by the status that reports the rollout, two
-// writes (and two events) where one does. The wait lasts settleFor; longer,
-// up to settleMax, while the Deployment controller keeps reporting on
-// other Deployments (it is behind, working through a burst of changes);
-// should it be silent (down), the status says so after settleFor.
+// DefaultSettle is how long a status write waits for a silent Deployment
+// controller to observe a Deployment's new spec. Until it has, the status
+// could only say that it is waiting for it, which is news for a few
+// milliseconds: written, it would be followed at once by the status that
+// reports the rollout, two writes (and two events) where one does. The
+// wait grows, up to settleMax, while the Deployment controller keeps
+// reporting on other Deployments (it is behind, working through a burst
+// of changes); should it be silent (down), the status says so after the
+// settle time, and the wait does not start again until the Deployment is
+// observed.
 const (
-	settleFor = 5 * time.Second
-	settleMax = time.Minute
+	DefaultSettle = 5 * time.Second
+	settleMax     = time.Minute
 )
 
 // object is a custom resource the engine reconciles.
@@ -138,14 +140,16 @@ type reconciler[T object] struct {
 	types      managedfields.TypeConverter
 	clock      clock.PassiveClock
 	recheck    time.Duration
+	settleFor  time.Duration
 	fieldOwner string
 	// written holds, by resource, what the last status write of this
 	// controller left (a writtenStatus), until a pass finds the cache caught
 	// up with it. An entry outlives the pass, often until the resource
 	// changes again, so it holds no copy of the object: one per resource.
 	written sync.Map
-	// settling holds, by resource, since when its status write waits for
-	// the Deployment controller (see settleFor): a time.Time.
+	// settling holds, by resource, since when its status write has waited
+	// for the Deployment controller (see DefaultSettle): a time.Time, kept
+	// until the Deployment is observed.
 	settling sync.Map
 	// answered is when the Deployment controller last reported on one of
 	// this kind's Deployments (a status change), in Unix nanoseconds.
@@ -163,6 +167,9 @@ type writtenStatus struct {
 type settings struct {
 	clock   clock.PassiveClock
 	recheck time.Duration
+	// settle is how long a status write waits for a silent Deployment
+	// controller (see DefaultSettle).
+	settle time.Duration
 	// workers is the number of concurrent reconciles per kind; 1 when zero.
 	workers int
 }
@@ -196,6 +203,7 @@ func (k kind[T]) newReconciler(c client.Client, apiReader client.Reader, scheme 
 		types:      applyconfigurations.NewTypeConverter(scheme),
 		clock:      env.clock,
 		recheck:    env.recheck,
+		settleFor:  env.settle,
 		fieldOwner: FieldOwner(k.name),
 	}
 }
@@ -294,8 +302,9 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 
 // settle returns how much longer the status write of the resource key may
 // wait for the Deployment controller to observe a child Deployment's spec
-// (see settleFor); 0 to write it now. The wait starts at the first pass
-// that finds a Deployment not yet observed.
+// (see DefaultSettle); 0 to write it now. The wait starts at the first
+// pass that finds a Deployment not yet observed, and is not started again
+// until one is.
 func (r *reconciler[T]) settle(key client.ObjectKey, children observed) time.Duration {
 	if !awaitingDeploymentController(children) {
 		r.settling.Delete(key)
@@ -304,15 +313,11 @@ func (r *reconciler[T]) settle(key client.ObjectKey, children observed) time.Dur
 	now := r.clock.Now()
 	since, _ := r.settling.LoadOrStore(key, now)
 	waited := now.Sub(since.(time.Time))
-	wait := settleFor - waited
-	if lastAnswer := settleFor - now.Sub(time.Unix(0, r.answered.Load())); lastAnswer > wait {
+	wait := r.settleFor - waited
+	if lastAnswer := r.settleFor - now.Sub(time.Unix(0, r.answered.Load())); lastAnswer > wait {
 		wait = min(lastAnswer, settleMax-waited)
 	}
-	if wait <= 0 {
-		r.settling.Delete(key)
-		return 0
-	}
-	return wait
+	return max(wait, 0)
 }
 
 // deploymentAnswers records, as Deployments of the kind change, when their

@@ -19,7 +19,7 @@ func NewAppServiceReconciler(c client.Client, apiReader client.Reader, buildErr 
 	if buildErr != nil {
 		k.build = func(*appv1.AppService, observed) ([]runtime.ApplyConfiguration, error) { return nil, buildErr }
 	}
-	env := settings{clock: clock.RealClock{}, recheck: DefaultRecheck}
+	env := settings{clock: clock.RealClock{}, recheck: DefaultRecheck, settle: DefaultSettle}
 	return k.newReconciler(c, apiReader, c.Scheme(), events.NewFakeRecorder(100), env)
 }
 

@@ -46,6 +46,10 @@ type Options struct {
 	// MicroServiceDeploy are the operator-wide settings of that kind: how
 	// it exposes instances.
 	MicroServiceDeploy microservicedeploy.Options
+	// Settle is how long a status write waits for a silent Deployment
+	// controller to observe a changed Deployment (see DefaultSettle);
+	// DefaultSettle when zero.
+	Settle time.Duration
 	// MaxConcurrentReconciles is how many resources of one kind are
 	// reconciled at once (each kind has its own workers); 1 when zero.
 	MaxConcurrentReconciles int
@@ -104,12 +108,15 @@ func kinds(opts Options) []registered {
 
 // SetupWithManager registers every controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	env := settings{clock: opts.Clock, recheck: opts.Recheck, workers: opts.MaxConcurrentReconciles}
+	env := settings{clock: opts.Clock, recheck: opts.Recheck, settle: opts.Settle, workers: opts.MaxConcurrentReconciles}
 	if env.clock == nil {
 		env.clock = clock.RealClock{}
 	}
 	if env.recheck <= 0 {
 		env.recheck = DefaultRecheck
+	}
+	if env.settle <= 0 {
+		env.settle = DefaultSettle
 	}
 	if err := opts.MicroServiceDeploy.Validate(); err != nil {
 		return fmt.Errorf("MicroServiceDeploy options: %w", err)

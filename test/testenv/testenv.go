@@ -119,6 +119,9 @@ type StartOptions struct {
 	// Recheck is how often a blocked resource looks again; the operator's
 	// default when zero.
 	Recheck time.Duration
+	// Settle is how long a status write waits for a silent Deployment
+	// controller; the operator's default when zero.
+	Settle time.Duration
 }
 
 // StartOperator runs every controller against cfg until the test ends (or
@@ -147,7 +150,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator 
 	if err != nil {
 		t.Fatalf("create manager: %v", err)
 	}
-	if err := controller.SetupWithManager(mgr, controller.Options{Clock: opts.Clock, Recheck: opts.Recheck, Defaults: opts.Defaults, MicroServiceDeploy: opts.MicroServiceDeploy}); err != nil {
+	if err := controller.SetupWithManager(mgr, controller.Options{Clock: opts.Clock, Recheck: opts.Recheck, Settle: opts.Settle, Defaults: opts.Defaults, MicroServiceDeploy: opts.MicroServiceDeploy}); err != nil {
 		t.Fatalf("set up controllers: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
