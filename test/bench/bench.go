@@ -169,7 +169,7 @@ type MemoryRamp struct {
 	LiveSlopeKiB      float64 `json:"liveHeapSlopeKiBPerApp"`
 	FloorLiveSlopeKiB float64 `json:"floorLiveHeapSlopeKiBPerApp"`
 	RSSSlopeKiB       float64 `json:"rssSlopeKiBPerApp"`
-	Unrelated     int     `json:"unrelatedObjects"`
+	Unrelated         int     `json:"unrelatedObjects"`
 	// WithUnrelated is measured at the largest N after Unrelated
 	// ConfigMaps and Secrets were added.
 	WithUnrelated      memory  `json:"operatorWithUnrelated"`
