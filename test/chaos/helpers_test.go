@@ -251,6 +251,23 @@ var childTypes = []client.ObjectList{
 	&autoscalingv2.HorizontalPodAutoscalerList{}, &networkingv1.IngressList{}, &policyv1.PodDisruptionBudgetList{},
 }
 
+// listAll lists the objects of every list type of lists in ns, type by type.
+func listAll(t testing.TB, c client.Client, ns string, lists []client.ObjectList) []client.Object {
+	t.Helper()
+	var out []client.Object
+	for _, l := range lists {
+		list := l.DeepCopyObject().(client.ObjectList)
+		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, _ := meta.ExtractList(list)
+		for _, it := range items {
+			out = append(out, it.(client.Object))
+		}
+	}
+	return out
+}
+
 // child is one child the builders want: its kind, name and fields.
 type child struct {
 	owner  client.Object
@@ -324,30 +341,22 @@ func auditNamespace(t testing.TB, c client.Client, ns string) audit {
 	}
 	var a audit
 	found := map[string]bool{}
-	for _, l := range childTypes {
-		list := l.DeepCopyObject().(client.ObjectList)
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		items, _ := meta.ExtractList(list)
-		for _, it := range items {
-			o := it.(client.Object)
-			kind := reflect.TypeOf(o).Elem().Name()
-			id := kind + " " + o.GetName()
-			ref := metav1.GetControllerOf(o)
-			if ref == nil || byUID[ref.UID] == nil {
-				if o.GetLabels()[resources.LabelManagedBy] == resources.ManagedBy || ref != nil {
-					a.orphaned = append(a.orphaned, id)
-				}
-				continue
+	for _, o := range listAll(t, c, ns, childTypes) {
+		kind := reflect.TypeOf(o).Elem().Name()
+		id := kind + " " + o.GetName()
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || byUID[ref.UID] == nil {
+			if o.GetLabels()[resources.LabelManagedBy] == resources.ManagedBy || ref != nil {
+				a.orphaned = append(a.orphaned, id)
 			}
-			key := string(ref.UID) + "/" + kind + "/" + o.GetName()
-			if !want[key] {
-				a.duplicated = append(a.duplicated, id+" (controlled by "+ref.Kind+" "+ref.Name+")")
-				continue
-			}
-			found[key] = true
+			continue
 		}
+		key := string(ref.UID) + "/" + kind + "/" + o.GetName()
+		if !want[key] {
+			a.duplicated = append(a.duplicated, id+" (controlled by "+ref.Kind+" "+ref.Name+")")
+			continue
+		}
+		found[key] = true
 	}
 	for k := range want {
 		if !found[k] {
@@ -506,19 +515,11 @@ func manyResources(t testing.TB, ns string, n int) []client.Object {
 func childUIDs(t testing.TB, c client.Client, ns string) map[string]types.UID {
 	t.Helper()
 	out := map[string]types.UID{}
-	for _, l := range childTypes {
-		list := l.DeepCopyObject().(client.ObjectList)
-		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
+	for _, o := range listAll(t, c, ns, childTypes) {
+		if metav1.GetControllerOf(o) == nil && o.GetLabels()[resources.LabelManagedBy] != resources.ManagedBy {
+			continue
 		}
-		items, _ := meta.ExtractList(list)
-		for _, it := range items {
-			o := it.(client.Object)
-			if metav1.GetControllerOf(o) == nil && o.GetLabels()[resources.LabelManagedBy] != resources.ManagedBy {
-				continue
-			}
-			out[reflect.TypeOf(o).Elem().Name()+" "+o.GetName()] = o.GetUID()
-		}
+		out[reflect.TypeOf(o).Elem().Name()+" "+o.GetName()] = o.GetUID()
 	}
 	return out
 }

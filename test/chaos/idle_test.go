@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/test/testenv"
@@ -67,19 +66,11 @@ func versions(t *testing.T, c client.Client, ns string) map[string]string {
 	for _, o := range crs {
 		out[kindOf(o)+" "+o.GetName()] = o.GetResourceVersion()
 	}
-	for _, l := range append(childTypes, &corev1.ResourceQuotaList{}) {
-		list := l.DeepCopyObject().(client.ObjectList)
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
+	for _, o := range listAll(t, c, ns, append(childTypes, &corev1.ResourceQuotaList{})) {
+		if o.GetLabels()["app.kubernetes.io/managed-by"] == "" && o.GetName() != "microservicedeploy-quota" {
+			continue // the namespace's default ServiceAccount, kube-root-ca.crt
 		}
-		items, _ := meta.ExtractList(list)
-		for _, it := range items {
-			o := it.(client.Object)
-			if o.GetLabels()["app.kubernetes.io/managed-by"] == "" && o.GetName() != "microservicedeploy-quota" {
-				continue // the namespace's default ServiceAccount, kube-root-ca.crt
-			}
-			out[kindOf(o)+" "+o.GetName()] = o.GetResourceVersion()
-		}
+		out[kindOf(o)+" "+o.GetName()] = o.GetResourceVersion()
 	}
 	return out
 }
