@@ -25,13 +25,9 @@ const conflictWindow = 20 * time.Second
 func TestConflicts(t *testing.T) {
 	t.Parallel()
 	scenario(t, famConflict)
-	c := newClient(t)
-	ns := namespace(t, c)
-	p := newProxy(t, "operator")
-	startManager(t, p, t.TempDir(), managerArgs(ns)...)
-	crs := samples(t, ns)
-	create(t, c, crs...)
-	waitConverged(t, c, ns, famConflict, 3*time.Minute)
+	m := startManaged(t)
+	c, ns, p := m.c, m.ns, m.p
+	crs := convergeSamples(t, c, ns, famConflict)
 
 	ctx := context.Background()
 	var targets []child

@@ -67,9 +67,7 @@ func TestLeaderFailover(t *testing.T) {
 	procs[pb] = startManager(t, pb, logs, args...)
 	tenures := []tenure{{p: pa}}
 
-	crs := samples(t, ns)
-	create(t, c, crs...)
-	waitConverged(t, c, ns, famFailover, 3*time.Minute)
+	crs := convergeSamples(t, c, ns, famFailover)
 
 	// Keep the leader busy: the AppService's image changes every 500 ms,
 	// across the kills, so that whoever leads has children to update.

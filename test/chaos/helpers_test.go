@@ -54,6 +54,45 @@ func namespace(t testing.TB, c client.Client) string {
 	return testenv.NewNamespace(t, c)
 }
 
+// managed is a scenario's namespace and the manager process that watches
+// it, through the proxy "operator".
+type managed struct {
+	c  client.Client
+	ns string
+	p  *proxy
+	// logs is the folder of the manager's log, which restarts append to.
+	logs string
+	op   *testenv.ManagerProcess
+}
+
+// startManaged creates a namespace for a scenario and starts a manager
+// process for it.
+func startManaged(t *testing.T) *managed {
+	t.Helper()
+	m := &managed{c: newClient(t)}
+	m.ns = namespace(t, m.c)
+	m.p = newProxy(t, "operator")
+	m.logs = t.TempDir()
+	m.op = startManager(t, m.p, m.logs, managerArgs(m.ns)...)
+	return m
+}
+
+// restart starts the manager process again, as startManaged did.
+func (m *managed) restart(t *testing.T) {
+	t.Helper()
+	m.op = startManager(t, m.p, m.logs, managerArgs(m.ns)...)
+}
+
+// convergeSamples creates the samples in ns and waits until they have
+// converged (recorded for the family fam).
+func convergeSamples(t *testing.T, c client.Client, ns, fam string) []client.Object {
+	t.Helper()
+	crs := samples(t, ns)
+	create(t, c, crs...)
+	waitConverged(t, c, ns, fam, 3*time.Minute)
+	return crs
+}
+
 var lastNodePort atomic.Int32
 
 // nextNodePort hands out a node port no other scenario uses, from the
