@@ -93,6 +93,20 @@ func convergeSamples(t *testing.T, c client.Client, ns, fam string) []client.Obj
 	return crs
 }
 
+// readyInProcess creates a namespace for a scenario, runs the operator for
+// it in the test process, creates the samples in it and waits until they
+// are Ready.
+func readyInProcess(t *testing.T) (client.Client, string, *testenv.Operator, []client.Object) {
+	t.Helper()
+	c := newClient(t)
+	ns := namespace(t, c)
+	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	crs := samples(t, ns)
+	create(t, c, crs...)
+	waitAllReady(t, c, ns, 3*time.Minute)
+	return c, ns, op, crs
+}
+
 var lastNodePort atomic.Int32
 
 // nextNodePort hands out a node port no other scenario uses, from the

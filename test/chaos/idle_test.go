@@ -7,8 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/app-operator/app-operator/test/testenv"
 )
 
 // idleWindow is how long a converged namespace is watched for writes.
@@ -20,11 +18,7 @@ const idleWindow = 60 * time.Second
 func TestIdleStability(t *testing.T) {
 	t.Parallel()
 	scenario(t, famIdle)
-	c := newClient(t)
-	ns := namespace(t, c)
-	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
-	create(t, c, samples(t, ns)...)
-	waitAllReady(t, c, ns, 3*time.Minute)
+	c, ns, op, _ := readyInProcess(t)
 	// Pods turning Ready move the status for a while after Ready.
 	op.Mutations.WaitQuiet(t, ns, 5*time.Second, time.Minute)
 	waitClean(t, c, ns, famIdle, 10*time.Second)
