@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,6 +106,40 @@ func readyInProcess(t *testing.T) (client.Client, string, *testenv.Operator, []c
 	create(t, c, crs...)
 	waitAllReady(t, c, ns, 3*time.Minute)
 	return c, ns, op, crs
+}
+
+// loops runs functions over and over, each in a goroutine of its own, until
+// it is stopped.
+type loops struct {
+	stopped chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+func newLoops() *loops { return &loops{stopped: make(chan struct{})} }
+
+// every calls do(0), do(1) and so on, pause after the previous call, until
+// the loops stop.
+func (l *loops) every(pause time.Duration, do func(i int)) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-l.stopped:
+				return
+			case <-time.After(pause):
+			}
+			do(i)
+		}
+	}()
+}
+
+// stop ends every loop and waits until each has returned. Stopping again
+// does nothing more.
+func (l *loops) stop() {
+	l.once.Do(func() { close(l.stopped) })
+	l.wg.Wait()
 }
 
 var lastNodePort atomic.Int32
