@@ -262,7 +262,10 @@ func TestAdmissionDenialIsReportedAndRecheckedNotTerminal(t *testing.T) {
 	waitForCondition(t, app, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
 }
 
-func TestOrphanedChildrenAreAdopted(t *testing.T) {
+// appServiceWithChildren starts an operator, creates an AppService in its
+// namespace and waits for the AppService's Deployment and Service.
+func appServiceWithChildren(t *testing.T) (*appv1.AppService, *appsv1.Deployment, *corev1.Service) {
+	t.Helper()
 	ns, _ := startOperator(t)
 	app := newAppService(t, ns)
 	create(t, app)
@@ -270,6 +273,11 @@ func TestOrphanedChildrenAreAdopted(t *testing.T) {
 	deleteAfterTest(t, app, dep, svc)
 	waitForObject(t, dep)
 	waitForObject(t, svc)
+	return app, dep, svc
+}
+
+func TestOrphanedChildrenAreAdopted(t *testing.T) {
+	app, dep, svc := appServiceWithChildren(t)
 
 	// What `kubectl delete --cascade=orphan` leaves: the children keep
 	// their labels and lose their owner reference.
@@ -293,13 +301,7 @@ func TestOrphanedChildrenAreAdopted(t *testing.T) {
 }
 
 func TestChildrenStrippedOfOwnerAndLabelsAreAdopted(t *testing.T) {
-	ns, _ := startOperator(t)
-	app := newAppService(t, ns)
-	create(t, app)
-	dep, svc := children(ns, app.Name)
-	deleteAfterTest(t, app, dep, svc)
-	waitForObject(t, dep)
-	waitForObject(t, svc)
+	app, dep, svc := appServiceWithChildren(t)
 
 	// Nothing ties them to the AppService any more but the fields its
 	// controller applied, which the server records.

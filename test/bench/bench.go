@@ -297,6 +297,18 @@ func (e *env) close() {
 	}
 }
 
+// done ends a run with the env: on success it removes the cluster, on error
+// *err it stops the cluster but keeps its directory, and names the directory
+// in *err.
+func (e *env) done(err *error) {
+	if *err == nil {
+		e.close()
+	} else {
+		_ = e.cluster.Stop()
+		*err = fmt.Errorf("%w (cluster logs in %s)", *err, e.cluster.Dir)
+	}
+}
+
 // installIdentity creates the operator's ServiceAccount, binds it to the
 // generated ClusterRole and writes a kubeconfig holding only its token.
 func (e *env) installIdentity(ctx context.Context, root string) error {
@@ -451,14 +463,7 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err == nil {
-			e.close()
-		} else {
-			_ = e.cluster.Stop()
-			err = fmt.Errorf("%w (cluster logs in %s)", err, e.cluster.Dir)
-		}
-	}()
+	defer e.done(&err)
 	c := &Case{Workload: w.name, N: n, Workers: workers, Full: full, Namespaces: (n + cfg.PerNamespace - 1) / cfg.PerNamespace}
 	acs, err := controller.Build(w.newObject("x", "app-00000", 0), controller.Options{})
 	if err != nil {
@@ -658,14 +663,7 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err == nil {
-			e.close()
-		} else {
-			_ = e.cluster.Stop()
-			err = fmt.Errorf("%w (cluster logs in %s)", err, e.cluster.Dir)
-		}
-	}()
+	defer e.done(&err)
 	tr, err := newTracker(ctx, e.adminCfg, w.gvr)
 	if err != nil {
 		return nil, err

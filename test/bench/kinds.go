@@ -36,35 +36,17 @@ var workloads = map[string]workload{
 	// AppService with no pods: what the operator does, without pod churn.
 	"appservice": {
 		name: "appservice", controller: "appservice",
-		gvr: appv1.GroupVersion.WithResource("appservices"),
-		newObject: func(ns, name string, _ int) client.Object {
-			return &appv1.AppService{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Spec: appv1.AppServiceSpec{
-					Size: ptr.To[int32](0), Image: "nginx:1.27",
-					Ports:       []appv1.ServicePort{{Port: 80}},
-					ServiceType: "ClusterIP",
-				},
-			}
-		},
-		update: []byte(`{"spec":{"image":"nginx:1.28"}}`),
+		gvr:       appv1.GroupVersion.WithResource("appservices"),
+		newObject: appService(0),
+		update:    []byte(`{"spec":{"image":"nginx:1.28"}}`),
 	},
 	// The same with one pod each: scheduling, kwok and Deployment status
 	// updates add events the operator reacts to.
 	"appservice-pods": {
 		name: "appservice-pods", controller: "appservice", pods: true, maxN: 100,
-		gvr: appv1.GroupVersion.WithResource("appservices"),
-		newObject: func(ns, name string, _ int) client.Object {
-			return &appv1.AppService{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Spec: appv1.AppServiceSpec{
-					Size: ptr.To[int32](1), Image: "nginx:1.27",
-					Ports:       []appv1.ServicePort{{Port: 80}},
-					ServiceType: "ClusterIP",
-				},
-			}
-		},
-		update: []byte(`{"spec":{"image":"nginx:1.28"}}`),
+		gvr:       appv1.GroupVersion.WithResource("appservices"),
+		newObject: appService(1),
+		update:    []byte(`{"spec":{"image":"nginx:1.28"}}`),
 	},
 	// MicroServiceDeploy: four children each, and one ResourceQuota per
 	// namespace that every instance adds to (the quota fan-out).
@@ -95,6 +77,21 @@ var workloads = map[string]workload{
 		},
 		update: []byte(`{"spec":{"image":"memcached:1.6.30"}}`),
 	},
+}
+
+// appService returns the newObject of an AppService workload whose
+// applications run size pods each.
+func appService(size int32) func(ns, name string, i int) client.Object {
+	return func(ns, name string, _ int) client.Object {
+		return &appv1.AppService{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: appv1.AppServiceSpec{
+				Size: ptr.To(size), Image: "nginx:1.27",
+				Ports:       []appv1.ServicePort{{Port: 80}},
+				ServiceType: "ClusterIP",
+			},
+		}
+	}
 }
 
 // WorkloadNames lists the workloads the benchmark knows.

@@ -19,15 +19,10 @@ import (
 func TestOperatorAbsent(t *testing.T) {
 	t.Parallel()
 	scenario(t, famAbsent)
-	c := newClient(t)
-	ns := namespace(t, c)
-	p := newProxy(t, "operator")
-	logs := t.TempDir()
-	op := startManager(t, p, logs, managerArgs(ns)...)
-	crs := samples(t, ns)
-	create(t, c, crs...)
-	waitConverged(t, c, ns, famAbsent, 3*time.Minute)
-	op.Stop(t)
+	m := startManaged(t)
+	c, ns, p := m.c, m.ns, m.p
+	crs := convergeSamples(t, c, ns, famAbsent)
+	m.op.Stop(t)
 
 	ctx := context.Background()
 	var changes []string
@@ -75,7 +70,7 @@ func TestOperatorAbsent(t *testing.T) {
 		return len(a.orphaned) == 0, fmt.Sprintf("children of the deleted %s left: %v", gone.GetName(), a.orphaned)
 	})
 
-	startManager(t, p, logs, managerArgs(ns)...)
+	m.restart(t)
 	took := waitConverged(t, c, ns, famAbsent, 2*time.Minute)
 	// The Ready conditions above may be the ones written before the stop:
 	// once the operator is done, they must still hold.

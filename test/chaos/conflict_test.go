@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,13 +24,9 @@ const conflictWindow = 20 * time.Second
 func TestConflicts(t *testing.T) {
 	t.Parallel()
 	scenario(t, famConflict)
-	c := newClient(t)
-	ns := namespace(t, c)
-	p := newProxy(t, "operator")
-	startManager(t, p, t.TempDir(), managerArgs(ns)...)
-	crs := samples(t, ns)
-	create(t, c, crs...)
-	waitConverged(t, c, ns, famConflict, 3*time.Minute)
+	m := startManaged(t)
+	c, ns, p := m.c, m.ns, m.p
+	crs := convergeSamples(t, c, ns, famConflict)
 
 	ctx := context.Background()
 	var targets []child
@@ -39,21 +34,9 @@ func TestConflicts(t *testing.T) {
 		targets = append(targets, desired(t, cr)...)
 	}
 	var edits, deletes, applies atomic.Int32
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	writers := newLoops()
 	writer := func(pause time.Duration, do func(i int, ch child)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				case <-time.After(pause):
-				}
-				do(i, targets[i%len(targets)])
-			}
-		}()
+		writers.every(pause, func(i int) { do(i, targets[i%len(targets)]) })
 	}
 	writer(100*time.Millisecond, func(_ int, ch child) {
 		if u, err := liveChild(ctx, c, ns, ch); err == nil && u != nil {
@@ -96,8 +79,7 @@ func TestConflicts(t *testing.T) {
 		}
 	})
 	time.Sleep(conflictWindow)
-	close(stop)
-	wg.Wait()
+	writers.stop()
 	during := len(p.Writes(work))
 
 	took := waitConverged(t, c, ns, famConflict, 2*time.Minute)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,36 +66,17 @@ func TestLeaderFailover(t *testing.T) {
 	procs[pb] = startManager(t, pb, logs, args...)
 	tenures := []tenure{{p: pa}}
 
-	crs := samples(t, ns)
-	create(t, c, crs...)
-	waitConverged(t, c, ns, famFailover, 3*time.Minute)
+	crs := convergeSamples(t, c, ns, famFailover)
 
 	// Keep the leader busy: the AppService's image changes every 500 ms,
 	// across the kills, so that whoever leads has children to update.
 	app := crs[0].(*appv1.AppService)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(500 * time.Millisecond):
-			}
-			patch := fmt.Sprintf(`{"spec":{"image":"nginx:1.%d"}}`, 20+i%2)
-			_ = c.Patch(ctx, app.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
-		}
-	}()
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
-	}()
+	changer := newLoops()
+	changer.every(500*time.Millisecond, func(i int) {
+		patch := fmt.Sprintf(`{"spec":{"image":"nginx:1.%d"}}`, 20+i%2)
+		_ = c.Patch(ctx, app.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
+	})
+	defer changer.stop()
 
 	var figures []string
 	for round := 1; round <= 2; round++ {
@@ -140,8 +120,7 @@ func TestLeaderFailover(t *testing.T) {
 			t.Errorf("round %d: the new leader %s made no write: the failover was not exercised", round, leader.name)
 		}
 	}
-	close(stop)
-	wg.Wait()
+	changer.stop()
 	took := waitConverged(t, c, ns, famFailover, 2*time.Minute)
 	waitQuiet(t, leader, ns, 3*time.Second, time.Minute)
 

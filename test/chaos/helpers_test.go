@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,6 +53,93 @@ func newClient(t testing.TB) client.Client {
 func namespace(t testing.TB, c client.Client) string {
 	t.Helper()
 	return testenv.NewNamespace(t, c)
+}
+
+// managed is a scenario's namespace and the manager process that watches
+// it, through the proxy "operator".
+type managed struct {
+	c  client.Client
+	ns string
+	p  *proxy
+	// logs is the folder of the manager's log, which restarts append to.
+	logs string
+	op   *testenv.ManagerProcess
+}
+
+// startManaged creates a namespace for a scenario and starts a manager
+// process for it.
+func startManaged(t *testing.T) *managed {
+	t.Helper()
+	m := &managed{c: newClient(t)}
+	m.ns = namespace(t, m.c)
+	m.p = newProxy(t, "operator")
+	m.logs = t.TempDir()
+	m.op = startManager(t, m.p, m.logs, managerArgs(m.ns)...)
+	return m
+}
+
+// restart starts the manager process again, as startManaged did.
+func (m *managed) restart(t *testing.T) {
+	t.Helper()
+	m.op = startManager(t, m.p, m.logs, managerArgs(m.ns)...)
+}
+
+// convergeSamples creates the samples in ns and waits until they have
+// converged (recorded for the family fam).
+func convergeSamples(t *testing.T, c client.Client, ns, fam string) []client.Object {
+	t.Helper()
+	crs := samples(t, ns)
+	create(t, c, crs...)
+	waitConverged(t, c, ns, fam, 3*time.Minute)
+	return crs
+}
+
+// readyInProcess creates a namespace for a scenario, runs the operator for
+// it in the test process, creates the samples in it and waits until they
+// are Ready.
+func readyInProcess(t *testing.T) (client.Client, string, *testenv.Operator, []client.Object) {
+	t.Helper()
+	c := newClient(t)
+	ns := namespace(t, c)
+	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	crs := samples(t, ns)
+	create(t, c, crs...)
+	waitAllReady(t, c, ns, 3*time.Minute)
+	return c, ns, op, crs
+}
+
+// loops runs functions over and over, each in a goroutine of its own, until
+// it is stopped.
+type loops struct {
+	stopped chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+func newLoops() *loops { return &loops{stopped: make(chan struct{})} }
+
+// every calls do(0), do(1) and so on, pause after the previous call, until
+// the loops stop.
+func (l *loops) every(pause time.Duration, do func(i int)) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-l.stopped:
+				return
+			case <-time.After(pause):
+			}
+			do(i)
+		}
+	}()
+}
+
+// stop ends every loop and waits until each has returned. Stopping again
+// does nothing more.
+func (l *loops) stop() {
+	l.once.Do(func() { close(l.stopped) })
+	l.wg.Wait()
 }
 
 var lastNodePort atomic.Int32
@@ -251,6 +339,23 @@ var childTypes = []client.ObjectList{
 	&autoscalingv2.HorizontalPodAutoscalerList{}, &networkingv1.IngressList{}, &policyv1.PodDisruptionBudgetList{},
 }
 
+// listAll lists the objects of every list type of lists in ns, type by type.
+func listAll(t testing.TB, c client.Client, ns string, lists []client.ObjectList) []client.Object {
+	t.Helper()
+	var out []client.Object
+	for _, l := range lists {
+		list := l.DeepCopyObject().(client.ObjectList)
+		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, _ := meta.ExtractList(list)
+		for _, it := range items {
+			out = append(out, it.(client.Object))
+		}
+	}
+	return out
+}
+
 // child is one child the builders want: its kind, name and fields.
 type child struct {
 	owner  client.Object
@@ -324,30 +429,22 @@ func auditNamespace(t testing.TB, c client.Client, ns string) audit {
 	}
 	var a audit
 	found := map[string]bool{}
-	for _, l := range childTypes {
-		list := l.DeepCopyObject().(client.ObjectList)
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		items, _ := meta.ExtractList(list)
-		for _, it := range items {
-			o := it.(client.Object)
-			kind := reflect.TypeOf(o).Elem().Name()
-			id := kind + " " + o.GetName()
-			ref := metav1.GetControllerOf(o)
-			if ref == nil || byUID[ref.UID] == nil {
-				if o.GetLabels()[resources.LabelManagedBy] == resources.ManagedBy || ref != nil {
-					a.orphaned = append(a.orphaned, id)
-				}
-				continue
+	for _, o := range listAll(t, c, ns, childTypes) {
+		kind := reflect.TypeOf(o).Elem().Name()
+		id := kind + " " + o.GetName()
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || byUID[ref.UID] == nil {
+			if o.GetLabels()[resources.LabelManagedBy] == resources.ManagedBy || ref != nil {
+				a.orphaned = append(a.orphaned, id)
 			}
-			key := string(ref.UID) + "/" + kind + "/" + o.GetName()
-			if !want[key] {
-				a.duplicated = append(a.duplicated, id+" (controlled by "+ref.Kind+" "+ref.Name+")")
-				continue
-			}
-			found[key] = true
+			continue
 		}
+		key := string(ref.UID) + "/" + kind + "/" + o.GetName()
+		if !want[key] {
+			a.duplicated = append(a.duplicated, id+" (controlled by "+ref.Kind+" "+ref.Name+")")
+			continue
+		}
+		found[key] = true
 	}
 	for k := range want {
 		if !found[k] {
@@ -506,19 +603,11 @@ func manyResources(t testing.TB, ns string, n int) []client.Object {
 func childUIDs(t testing.TB, c client.Client, ns string) map[string]types.UID {
 	t.Helper()
 	out := map[string]types.UID{}
-	for _, l := range childTypes {
-		list := l.DeepCopyObject().(client.ObjectList)
-		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
+	for _, o := range listAll(t, c, ns, childTypes) {
+		if metav1.GetControllerOf(o) == nil && o.GetLabels()[resources.LabelManagedBy] != resources.ManagedBy {
+			continue
 		}
-		items, _ := meta.ExtractList(list)
-		for _, it := range items {
-			o := it.(client.Object)
-			if metav1.GetControllerOf(o) == nil && o.GetLabels()[resources.LabelManagedBy] != resources.ManagedBy {
-				continue
-			}
-			out[reflect.TypeOf(o).Elem().Name()+" "+o.GetName()] = o.GetUID()
-		}
+		out[reflect.TypeOf(o).Elem().Name()+" "+o.GetName()] = o.GetUID()
 	}
 	return out
 }

@@ -6,10 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/app-operator/app-operator/test/testenv"
 )
 
 // idleWindow is how long a converged namespace is watched for writes.
@@ -21,11 +18,7 @@ const idleWindow = 60 * time.Second
 func TestIdleStability(t *testing.T) {
 	t.Parallel()
 	scenario(t, famIdle)
-	c := newClient(t)
-	ns := namespace(t, c)
-	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
-	create(t, c, samples(t, ns)...)
-	waitAllReady(t, c, ns, 3*time.Minute)
+	c, ns, op, _ := readyInProcess(t)
 	// Pods turning Ready move the status for a while after Ready.
 	op.Mutations.WaitQuiet(t, ns, 5*time.Second, time.Minute)
 	waitClean(t, c, ns, famIdle, 10*time.Second)
@@ -67,19 +60,11 @@ func versions(t *testing.T, c client.Client, ns string) map[string]string {
 	for _, o := range crs {
 		out[kindOf(o)+" "+o.GetName()] = o.GetResourceVersion()
 	}
-	for _, l := range append(childTypes, &corev1.ResourceQuotaList{}) {
-		list := l.DeepCopyObject().(client.ObjectList)
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
+	for _, o := range listAll(t, c, ns, append(childTypes, &corev1.ResourceQuotaList{})) {
+		if o.GetLabels()["app.kubernetes.io/managed-by"] == "" && o.GetName() != "microservicedeploy-quota" {
+			continue // the namespace's default ServiceAccount, kube-root-ca.crt
 		}
-		items, _ := meta.ExtractList(list)
-		for _, it := range items {
-			o := it.(client.Object)
-			if o.GetLabels()["app.kubernetes.io/managed-by"] == "" && o.GetName() != "microservicedeploy-quota" {
-				continue // the namespace's default ServiceAccount, kube-root-ca.crt
-			}
-			out[kindOf(o)+" "+o.GetName()] = o.GetResourceVersion()
-		}
+		out[kindOf(o)+" "+o.GetName()] = o.GetResourceVersion()
 	}
 	return out
 }

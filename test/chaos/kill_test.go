@@ -21,12 +21,8 @@ const (
 func TestKillMidWork(t *testing.T) {
 	t.Parallel()
 	scenario(t, famKill)
-	c := newClient(t)
-	ns := namespace(t, c)
-	p := newProxy(t, "operator")
-	logs := t.TempDir()
-	args := managerArgs(ns)
-	op := startManager(t, p, logs, args...)
+	m := startManaged(t)
+	c, ns, p := m.c, m.ns, m.p
 
 	start := time.Now()
 	create(t, c, manyResources(t, ns, killResources)...)
@@ -34,17 +30,17 @@ func TestKillMidWork(t *testing.T) {
 	for round := 1; round <= killRounds; round++ {
 		time.Sleep(time.Duration(500+rand.IntN(2500)) * time.Millisecond)
 		writes := len(p.Writes(work))
-		op.Kill()
+		m.op.Kill()
 		kills = append(kills, time.Since(start).Round(100*time.Millisecond).String())
 		t.Logf("round %d: killed at %s after %d writes", round, kills[len(kills)-1], writes)
 		time.Sleep(time.Duration(rand.IntN(1000)) * time.Millisecond)
-		op = startManager(t, p, logs, args...)
+		m.restart(t)
 		checkInvariants(t, c, ns)
 	}
 	took := waitConverged(t, c, ns, famKill, 5*time.Minute)
 	waitQuiet(t, p, ns, 3*time.Second, time.Minute)
 	waitConverged(t, c, ns, famKill, time.Minute)
-	if exited, err := op.Exited(); exited {
+	if exited, err := m.op.Exited(); exited {
 		t.Errorf("the operator exited by itself: %v", err)
 	}
 	timing("kill mid-work: %d resources, killed %d times (at %v), converged %.1fs after the last restart (%.1fs in all), %d writes",

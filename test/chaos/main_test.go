@@ -76,32 +76,20 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	c, err := cluster.Start(context.Background(), cluster.Options{
+	return cluster.RunTests(cluster.Options{
 		Profile:  cluster.Full,
 		Progress: os.Stderr,
 		CRDDir:   filepath.Join(root, "config", "crd", "bases"),
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start the local cluster:", err)
-		return 1
-	}
-	testCluster = c
-	code := 1
-	if err := addNodes(c, extraNodes); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
+	}, func(c *cluster.Cluster) int {
+		testCluster = c
+		if err := addNodes(c, extraNodes); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		code := m.Run()
 		printSummary()
-	}
-	if err := c.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop the local cluster:", err)
-	}
-	if code == 0 {
-		_ = c.RemoveDir()
-	} else {
-		fmt.Fprintln(os.Stderr, "component logs kept in", c.Dir)
-	}
-	return code
+		return code
+	})
 }
 
 // addNodes registers n more kwok nodes like the cluster's own and waits

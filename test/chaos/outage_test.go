@@ -17,10 +17,8 @@ const outage = 30 * time.Second
 // It is not parallel: every other scenario would see the outage too.
 func TestAPIServerOutage(t *testing.T) {
 	scenario(t, famOutage)
-	c := newClient(t)
-	ns := namespace(t, c)
-	p := newProxy(t, "operator")
-	op := startManager(t, p, t.TempDir(), managerArgs(ns)...)
+	m := startManaged(t)
+	c, ns, p := m.c, m.ns, m.p
 
 	crs := append(samples(t, ns), manyResources(t, ns, 20)...)
 	create(t, c, crs...)
@@ -33,7 +31,7 @@ func TestAPIServerOutage(t *testing.T) {
 	took := waitConverged(t, c, ns, famOutage, 4*time.Minute)
 	waitQuiet(t, p, ns, 3*time.Second, time.Minute)
 	waitConverged(t, c, ns, famOutage, time.Minute)
-	if exited, err := op.Exited(); exited {
+	if exited, err := m.op.Exited(); exited {
 		t.Fatalf("the operator exited during the outage: %v", err)
 	}
 	after := childUIDs(t, c, ns)

@@ -79,12 +79,7 @@ func editPatch(u *unstructured.Unstructured) ([]byte, error) {
 func TestSelfHealing(t *testing.T) {
 	t.Parallel()
 	scenario(t, famHeal)
-	c := newClient(t)
-	ns := namespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
-	crs := samples(t, ns)
-	create(t, c, crs...)
-	waitAllReady(t, c, ns, 3*time.Minute)
+	c, ns, _, crs := readyInProcess(t)
 
 	t.Run("each kind", func(t *testing.T) {
 		for _, cr := range crs {

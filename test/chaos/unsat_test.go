@@ -31,13 +31,9 @@ const reasonWithin = 10 * time.Second
 func TestUnsatisfiableSpecs(t *testing.T) {
 	t.Parallel()
 	scenario(t, famUnsat)
-	c := newClient(t)
-	ns := namespace(t, c)
-	p := newProxy(t, "operator")
-	startManager(t, p, t.TempDir(), managerArgs(ns)...)
-	crs := samples(t, ns)
-	create(t, c, crs...)
-	waitConverged(t, c, ns, famUnsat, 3*time.Minute)
+	m := startManaged(t)
+	c, ns, p := m.c, m.ns, m.p
+	crs := convergeSamples(t, c, ns, famUnsat)
 	before := childUIDs(t, c, ns)
 	ctx := context.Background()
 

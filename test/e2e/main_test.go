@@ -4,8 +4,6 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,26 +18,14 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	c, err := cluster.Start(context.Background(), cluster.Options{
+	return cluster.RunTests(cluster.Options{
 		Profile:  cluster.Full,
 		Progress: os.Stderr,
 		CRDDir:   filepath.Join(mustRepoRoot(), "config", "crd", "bases"),
+	}, func(c *cluster.Cluster) int {
+		testCluster = c
+		return m.Run()
 	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start the local cluster:", err)
-		return 1
-	}
-	testCluster = c
-	code := m.Run()
-	if err := c.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop the local cluster:", err)
-	}
-	if code == 0 {
-		_ = c.RemoveDir()
-	} else {
-		fmt.Fprintln(os.Stderr, "component logs kept in", c.Dir)
-	}
-	return code
 }
 
 func mustRepoRoot() string {
