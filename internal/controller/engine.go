@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -415,13 +416,12 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 
 	// Read every child first, so that a conflict on any of them leaves all
 	// of them untouched.
-	live := make([]client.Object, len(desired))
+	live, err := r.getChildren(ctx, obj.GetNamespace(), desired)
+	if err != nil {
+		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: err.Error()}, err
+	}
 	for i, d := range desired {
-		o, err := r.getChild(ctx, obj.GetNamespace(), d)
-		if err != nil {
-			return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: fmt.Sprintf("read %s: %v", d, err)}, err
-		}
-		if o != nil && !metav1.IsControlledBy(o, obj) && !adoptable(o, d, r.fieldOwner) {
+		if o := live[i]; o != nil && !metav1.IsControlledBy(o, obj) && !adoptable(o, d, r.fieldOwner) {
 			owner := "it is not controlled by any resource"
 			if ref := metav1.GetControllerOf(o); ref != nil {
 				owner = fmt.Sprintf("it is controlled by %s %s", ref.Kind, ref.Name)
@@ -430,7 +430,6 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 				"%s %s already exists and %s; the operator leaves it alone until it is deleted or renamed", d.gvk.Kind, d.name, owner)}
 			return ctrl.Result{RequeueAfter: r.recheck}, f, nil
 		}
-		live[i] = o
 	}
 
 	log := ctrl.LoggerFrom(ctx)
@@ -538,6 +537,25 @@ func (r *reconciler[T]) applyHandover(ctx context.Context, h desiredChild) error
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Handed fields over", strings.ToLower(h.gvk.Kind), h.name, "manager", r.fieldOwner+"-handover")
 	return nil
+}
+
+// getChildren reads the desired children (getChild), at once: a child
+// missing from the cache costs a request to the API server, and a new
+// resource misses all of them. Nil for a child that does not exist.
+func (r *reconciler[T]) getChildren(ctx context.Context, namespace string, desired []desiredChild) ([]client.Object, error) {
+	live := make([]client.Object, len(desired))
+	g, ctx := errgroup.WithContext(ctx)
+	for i, d := range desired {
+		g.Go(func() error {
+			o, err := r.getChild(ctx, namespace, d)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", d, err)
+			}
+			live[i] = o
+			return nil
+		})
+	}
+	return live, g.Wait()
 }
 
 // getChild reads a child from the cache. The cache only holds objects
