@@ -678,11 +678,17 @@ func apiMessage(err error) string {
 }
 
 // recordTransition emits one event when the Ready condition changes status
-// or reason: a Warning for a failure, Normal otherwise. Steady passes are silent.
+// or reason: a Warning for a failure, Normal otherwise. Steady passes are
+// silent, and so is a new resource whose first status is Ready: an event
+// would tell nothing its status does not, at the cost of a write per
+// resource when thousands are created.
 func (r *reconciler[T]) recordTransition(before, after T) {
 	oldReady := readyOf(before)
 	newReady := readyOf(after)
 	if newReady == nil || (oldReady != nil && oldReady.Status == newReady.Status && oldReady.Reason == newReady.Reason) {
+		return
+	}
+	if oldReady == nil && newReady.Status == metav1.ConditionTrue {
 		return
 	}
 	eventType := corev1.EventTypeNormal
