@@ -25,6 +25,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -106,6 +107,11 @@ type Case struct {
 	// application's status observes its generation: the start-up (the
 	// permission check, the caches' first lists) and one pass.
 	FirstSeconds float64 `json:"firstSeconds"`
+	// ChildrenSeconds runs from the operator's start until its last write
+	// to a child (audit log): the rest of ConvergeSeconds is the wait for
+	// the Deployment controller to observe the children, which the status
+	// reports.
+	ChildrenSeconds float64 `json:"childrenSeconds"`
 	// ConvergeRatio is ConvergeSeconds / BareSeconds.
 	ConvergeRatio float64 `json:"convergeRatio"`
 	// ReadySeconds runs until every application is Ready, which also waits
@@ -143,6 +149,11 @@ type Case struct {
 	ProbeBacklogReadySeconds float64 `json:"probeBacklogReadySeconds"`
 	ProbeIdleReadySeconds    float64 `json:"probeIdleReadySeconds"`
 	ProbeReadyRatio          float64 `json:"probeReadyRatio"`
+	// RoundTrip is the median time of a read under the operator's identity
+	// (so in its priority level and flow), taken as each probe is created:
+	// what any request of the probe's pass waits for the API server.
+	RoundTripBacklogMs float64 `json:"roundTripBacklogMs"`
+	RoundTripIdleMs    float64 `json:"roundTripIdleMs"`
 	// Full is false for a sweep case, which measures only the converge.
 	Full bool `json:"full"`
 }
@@ -255,7 +266,8 @@ type env struct {
 	cluster    *cluster.Cluster
 	admin      client.Client
 	adminCfg   *rest.Config
-	kubeconfig string // the operator's ServiceAccount
+	kubeconfig string        // the operator's ServiceAccount
+	operator   client.Client // with kubeconfig, made on first use
 	audit      *auditLog
 }
 
@@ -438,6 +450,32 @@ func (e *env) quiet(ctx context.Context, op *operator) (float64, error) {
 	return last, err
 }
 
+// roundTrip returns the median milliseconds of five reads of a missing
+// resource of the workload's kind, under the operator's identity.
+func (e *env) roundTrip(ctx context.Context, w workload) (float64, error) {
+	if e.operator == nil {
+		cfg, err := clientcmd.BuildConfigFromFlags("", e.kubeconfig)
+		if err != nil {
+			return 0, err
+		}
+		cfg.QPS, cfg.Burst = -1, 0
+		if e.operator, err = client.New(cfg, client.Options{Scheme: controller.NewScheme()}); err != nil {
+			return 0, err
+		}
+	}
+	ms := make([]float64, 5)
+	for i := range ms {
+		start := time.Now()
+		err := e.operator.Get(ctx, types.NamespacedName{Namespace: probeNamespace, Name: "absent"}, w.newObject("", "", 0))
+		if !apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("read as the operator: %v", err)
+		}
+		ms[i] = float64(time.Since(start).Microseconds()) / 1000
+	}
+	slices.Sort(ms)
+	return ms[len(ms)/2], nil
+}
+
 // probeTimes waits for the probe application name and returns the seconds
 // from created until its status observed it, and until it was Ready.
 func (e *env) probeTimes(ctx context.Context, tr *tracker, name string, created time.Time) (float64, float64, error) {
@@ -513,6 +551,9 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		if err := e.admin.Create(ctx, w.newObject(probeNamespace, "probe-backlog", 0)); err != nil {
 			return nil, err
 		}
+		if c.RoundTripBacklogMs, err = e.roundTrip(ctx, w); err != nil {
+			return nil, err
+		}
 	}
 	if err := e.poll(ctx, "cold converge", func() (bool, string) {
 		got, _ := tr.count(opPrefix)
@@ -545,6 +586,9 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 	if c.ColdWrites, err = e.audit.since(opPrefix); err != nil {
 		return nil, err
 	}
+	if !e.audit.lastChild.IsZero() {
+		c.ChildrenSeconds = e.audit.lastChild.Sub(op.started).Seconds()
+	}
 	c.ColdWritesPerApp = float64(c.ColdWrites.without("events")) / float64(n)
 	c.EventsPerApp = float64(c.ColdWrites.total()-c.ColdWrites.without("events")) / float64(n)
 	if c.Memory, err = op.memory(); err != nil {
@@ -555,6 +599,9 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		// The same new resource on an idle operator.
 		probeCreated = time.Now()
 		if err := e.admin.Create(ctx, w.newObject(probeNamespace, "probe-idle", 0)); err != nil {
+			return nil, err
+		}
+		if c.RoundTripIdleMs, err = e.roundTrip(ctx, w); err != nil {
 			return nil, err
 		}
 		if c.ProbeIdleSeconds, c.ProbeIdleReadySeconds, err = e.probeTimes(ctx, tr, "probe-idle", probeCreated); err != nil {

@@ -47,7 +47,8 @@ func TestBenchSmoke(t *testing.T) {
 	WriteTable(&table, res)
 	t.Logf("cold writes %v\nrestart writes %v\nupdate writes %v\n%s", c.ColdWrites, c.RestartWrites, c.UpdateWrites, table.String())
 
-	if c.FirstSeconds <= 0 || c.FirstSeconds > c.ConvergeSeconds || c.ConvergeSeconds <= 0 || c.ReadySeconds <= 0 || c.BareSeconds <= 0 || c.ProbeIdleSeconds <= 0 || c.ProbeBacklogSeconds <= 0 {
+	if c.FirstSeconds <= 0 || c.FirstSeconds > c.ConvergeSeconds || c.ConvergeSeconds <= 0 || c.ReadySeconds <= 0 || c.BareSeconds <= 0 || c.ProbeIdleSeconds <= 0 || c.ProbeBacklogSeconds <= 0 ||
+		c.ChildrenSeconds <= 0 || c.ChildrenSeconds > c.ConvergeSeconds || c.RoundTripBacklogMs <= 0 || c.RoundTripIdleMs <= 0 {
 		t.Errorf("missing timings: %+v", c)
 	}
 	if c.Memory.HeapInuse <= 0 || c.Memory.RSS <= 0 {

@@ -65,23 +65,24 @@ func loadAverage() string {
 // WriteTable prints the results as tables.
 func WriteTable(w io.Writer, r *Results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tfirst s\tconverge s\tratio\tall Ready s\twrites/app\t(children+1)\tevents/app\trestart writes\tupdate writes/app\tprobe backlog/idle s\tratio\tprobe Ready backlog/idle s\tratio\theap MiB\tRSS MiB\t")
+	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tfirst s\tchildren s\tconverge s\tratio\tall Ready s\twrites/app\t(children+1)\tevents/app\trestart writes\tupdate writes/app\tprobe backlog/idle s\tratio\tprobe Ready backlog/idle s\tratio\tround trip backlog/idle ms\theap MiB\tRSS MiB\t")
 	for _, c := range r.Cases {
-		row := fmt.Sprintf("%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%.1f\t%.2f\t%d\t%.2f\t", c.Workload, c.N, c.Workers, c.BareSeconds, c.FirstSeconds, c.ConvergeSeconds,
+		row := fmt.Sprintf("%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.1f\t%.2f\t%d\t%.2f\t", c.Workload, c.N, c.Workers, c.BareSeconds, c.FirstSeconds, c.ChildrenSeconds, c.ConvergeSeconds,
 			c.ConvergeRatio, c.ReadySeconds, c.ColdWritesPerApp, c.Children+1, c.EventsPerApp)
 		if c.Full {
-			row += fmt.Sprintf("%d (client %.0f)\t%.2f\t%.2f/%.2f\t%.2f\t%.2f/%.2f\t%.2f\t", c.RestartWrites.total(), c.RestartClientWrites,
+			row += fmt.Sprintf("%d (client %.0f)\t%.2f\t%.2f/%.2f\t%.2f\t%.2f/%.2f\t%.2f\t%.1f/%.1f\t", c.RestartWrites.total(), c.RestartClientWrites,
 				c.UpdateWritesPerApp, c.ProbeBacklogSeconds, c.ProbeIdleSeconds, c.ProbeRatio,
-				c.ProbeBacklogReadySeconds, c.ProbeIdleReadySeconds, c.ProbeReadyRatio)
+				c.ProbeBacklogReadySeconds, c.ProbeIdleReadySeconds, c.ProbeReadyRatio, c.RoundTripBacklogMs, c.RoundTripIdleMs)
 		} else {
-			row += "-\t-\t-\t-\t-\t-\t"
+			row += "-\t-\t-\t-\t-\t-\t-\t"
 		}
 		row += fmt.Sprintf("%.1f\t%.1f\t", mib(c.Memory.HeapInuse), mib(c.Memory.RSS))
 		fmt.Fprintln(tw, row)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w, "first: from the operator's start until the first status observes its generation (start-up and one pass); converge: until every status does (children applied); all Ready: until every rollout is reported too.")
+	fmt.Fprintln(w, "first: from the operator's start until the first status observes its generation (start-up and one pass); children: until the operator's last child write; converge: until every status does (children applied); all Ready: until every rollout is reported too.")
 	fmt.Fprintln(w, "writes: the API server's audit log, the operator's ServiceAccount, Events and reviews left out; client: its own request metrics (POST/PUT/PATCH/DELETE), which count the start-up SelfSubjectRulesReview.")
+	fmt.Fprintln(w, "round trip: the median of five reads under the operator's identity as each probe is created, the floor under any request of the probe's pass.")
 	if m := r.Memory; m != nil {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -181,6 +182,9 @@ rules:
 type auditLog struct {
 	path   string
 	offset int64
+	// lastChild is when the last write to a child (any resource but a
+	// status or an Event) read by since completed.
+	lastChild time.Time
 }
 
 // auditCounts are mutating requests by "verb resource[/subresource]",
@@ -227,6 +231,7 @@ func (a *auditLog) since(prefix string) (auditCounts, error) {
 		return nil, err
 	}
 	counts := auditCounts{}
+	a.lastChild = time.Time{}
 	r := bufio.NewReaderSize(f, 1<<20)
 	read := a.offset
 	for {
@@ -245,6 +250,7 @@ func (a *auditLog) since(prefix string) (auditCounts, error) {
 			ResponseStatus struct {
 				Code int `json:"code"`
 			} `json:"responseStatus"`
+			StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
 		}
 		if json.Unmarshal(line, &ev) != nil || !strings.HasPrefix(ev.ObjectRef.Namespace, prefix) {
 			continue
@@ -259,6 +265,9 @@ func (a *auditLog) since(prefix string) (auditCounts, error) {
 			res += "/" + ev.ObjectRef.Subresource
 		}
 		counts[ev.Verb+" "+res]++
+		if ev.ObjectRef.Subresource == "" && res != "events" && ev.StageTimestamp.After(a.lastChild) {
+			a.lastChild = ev.StageTimestamp.Time
+		}
 	}
 	a.offset = read
 	return counts, nil
