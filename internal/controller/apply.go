@@ -1,50 +1,115 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // desiredChild is one child as a builder wants it: an apply configuration,
 // plus what the engine reads off it once.
 type desiredChild struct {
-	ac     runtime.ApplyConfiguration
-	gvk    schema.GroupVersionKind
-	name   string
-	fields map[string]any // the apply configuration as JSON, for comparisons
+	gvk       schema.GroupVersionKind
+	namespace string
+	name      string
+	// data is the apply configuration as JSON, and digest its FNV-1a hash:
+	// the same configuration always serialises the same way.
+	data   []byte
+	digest uint64
+}
+
+// identified is what the typed apply configurations of client-go tell
+// about the object they configure.
+type identified interface {
+	GetNamespace() *string
+	GetName() *string
+	GetKind() *string
+	GetAPIVersion() *string
 }
 
 func newDesiredChild(ac runtime.ApplyConfiguration) (desiredChild, error) {
-	fields, err := toJSONMap(ac)
+	data, err := json.Marshal(ac)
 	if err != nil {
 		return desiredChild{}, err
 	}
-	u := unstructured.Unstructured{Object: fields}
-	gvk := u.GroupVersionKind()
-	if gvk.Kind == "" || u.GetName() == "" {
+	d := desiredChild{data: data, digest: digestOf(data)}
+	if id, ok := ac.(identified); ok {
+		apiVersion, kind, name := id.GetAPIVersion(), id.GetKind(), id.GetName()
+		if apiVersion != nil && kind != nil && name != nil {
+			d.gvk = schema.FromAPIVersionAndKind(*apiVersion, *kind)
+			d.name = *name
+		}
+		if ns := id.GetNamespace(); ns != nil {
+			d.namespace = *ns
+		}
+	} else {
+		fields, err := d.fields()
+		if err != nil {
+			return desiredChild{}, err
+		}
+		u := unstructured.Unstructured{Object: fields}
+		d.gvk, d.namespace, d.name = u.GroupVersionKind(), u.GetNamespace(), u.GetName()
+	}
+	if d.gvk.Kind == "" || d.name == "" {
 		return desiredChild{}, fmt.Errorf("apply configuration %T has no kind or name", ac)
 	}
-	return desiredChild{ac: ac, gvk: gvk, name: u.GetName(), fields: fields}, nil
+	return d, nil
+}
+
+// fields returns the apply configuration as a JSON map, for comparisons.
+func (d desiredChild) fields() (map[string]any, error) {
+	var m map[string]any
+	if err := json.Unmarshal(d.data, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func (d desiredChild) String() string { return d.gvk.Kind + " " + d.name }
+
+// applyChild applies d under the field manager, taking over the fields
+// another manager holds, and returns the server's answer: the object as
+// it now is, managedFields included.
+func applyChild(ctx context.Context, c client.Client, d desiredChild, manager string) (client.Object, error) {
+	ro, err := c.Scheme().New(d.gvk)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := ro.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an object", d.gvk)
+	}
+	o.SetNamespace(d.namespace)
+	o.SetName(d.name)
+	if err := c.Patch(ctx, o, client.RawPatch(types.ApplyPatchType, d.data), client.FieldOwner(manager), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
 
 // upToDate reports whether the live object already holds every field the
 // field manager applies with the value it would apply. It compares the
 // fields the manager owns on the live object (from managedFields) with the
 // desired ones: a field someone else changed is no longer owned by the
 // manager, so it shows up as a difference and is applied again.
-func upToDate(tc managedfields.TypeConverter, live runtime.Object, gvk schema.GroupVersionKind, manager string, desired map[string]any) (bool, error) {
+func upToDate(tc managedfields.TypeConverter, live runtime.Object, d desiredChild, manager string) (bool, error) {
 	set, err := appliedFields(live, manager)
 	if err != nil || set == nil {
+		return false, err
+	}
+	desired, err := d.fields()
+	if err != nil {
 		return false, err
 	}
 
@@ -53,10 +118,10 @@ func upToDate(tc managedfields.TypeConverter, live runtime.Object, gvk schema.Gr
 		return false, err
 	}
 	u := &unstructured.Unstructured{Object: content}
-	u.SetGroupVersionKind(gvk)
+	u.SetGroupVersionKind(d.gvk)
 	typed, err := tc.ObjectToTyped(u)
 	if err != nil {
-		return false, fmt.Errorf("convert %s to typed value: %w", gvk.Kind, err)
+		return false, fmt.Errorf("convert %s to typed value: %w", d.gvk.Kind, err)
 	}
 	owned, ok := typed.ExtractItems(set.Leaves()).AsValue().Unstructured().(map[string]any)
 	if !ok {
@@ -81,24 +146,57 @@ func appliedBy(obj metav1.Object, manager string) bool {
 	return false
 }
 
-// appliedFields returns the fields manager owns on live through apply; nil
-// when it owns none.
-func appliedFields(live runtime.Object, manager string) (*fieldpath.Set, error) {
+// appliedEntry returns manager's apply entry in live's managedFields; nil
+// when it owns no fields through apply.
+func appliedEntry(live runtime.Object, manager string) (*metav1.ManagedFieldsEntry, error) {
 	accessor, ok := live.(metav1.Object)
 	if !ok {
 		return nil, fmt.Errorf("%T has no object metadata", live)
 	}
 	for _, mf := range accessor.GetManagedFields() {
-		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.FieldsV1 == nil {
-			continue
+		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
+			return &mf, nil
 		}
-		set := &fieldpath.Set{}
-		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
-			return nil, fmt.Errorf("decode managed fields: %w", err)
-		}
-		return set, nil
 	}
 	return nil, nil
+}
+
+// appliedFields returns the fields manager owns on live through apply; nil
+// when it owns none.
+func appliedFields(live runtime.Object, manager string) (*fieldpath.Set, error) {
+	mf, err := appliedEntry(live, manager)
+	if mf == nil || err != nil {
+		return nil, err
+	}
+	set := &fieldpath.Set{}
+	if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+		return nil, fmt.Errorf("decode managed fields: %w", err)
+	}
+	return set, nil
+}
+
+// ownedDigest is a digest of the set of fields manager owns on live
+// through apply; false when it owns none.
+//
+// The set changes whenever a value in it does: a write by anyone else
+// that changes or removes a field the manager owns takes the field from
+// it (an update moves it to the updater's manager, a forced apply to the
+// applier's, a removal from every manager). So a child whose digest is
+// the one it had when the manager applied it, or when upToDate last found
+// it holding every applied value, still holds them all.
+func ownedDigest(live runtime.Object, manager string) (uint64, bool) {
+	mf, err := appliedEntry(live, manager)
+	if mf == nil || err != nil {
+		return 0, false
+	}
+	return digestOf(mf.FieldsV1.Raw), true
+}
+
+// digestOf is the FNV-1a hash of data.
+func digestOf(data []byte) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write(data)
+	return h.Sum64()
 }
 
 // handoverNeeded reports whether the handover h must be applied to live:
@@ -111,7 +209,11 @@ func handoverNeeded(tc managedfields.TypeConverter, live runtime.Object, h desir
 	if !ok {
 		return false, fmt.Errorf("%T has no object metadata", live)
 	}
-	u := &unstructured.Unstructured{Object: h.fields}
+	fields, err := h.fields()
+	if err != nil {
+		return false, err
+	}
+	u := &unstructured.Unstructured{Object: fields}
 	u.SetGroupVersionKind(h.gvk)
 	typed, err := tc.ObjectToTyped(u)
 	if err != nil {
@@ -121,7 +223,7 @@ func handoverNeeded(tc managedfields.TypeConverter, live runtime.Object, h desir
 	if err != nil {
 		return false, err
 	}
-	fields := set.Leaves()
+	leaves := set.Leaves()
 	ownedByAnyone := false
 	for _, mf := range accessor.GetManagedFields() {
 		if mf.FieldsV1 == nil {
@@ -131,7 +233,7 @@ func handoverNeeded(tc managedfields.TypeConverter, live runtime.Object, h desir
 		if err := owned.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
 			return false, fmt.Errorf("decode managed fields: %w", err)
 		}
-		if owned.Leaves().Intersection(fields).Empty() {
+		if owned.Leaves().Intersection(leaves).Empty() {
 			continue
 		}
 		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" {

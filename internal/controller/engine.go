@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/tools/events"
@@ -155,6 +156,26 @@ type reconciler[T object] struct {
 	// answered is when the Deployment controller last reported on one of
 	// this kind's Deployments (a status change), in Unix nanoseconds.
 	answered atomic.Int64
+	// matched holds, by resource, the children its last pass found or made
+	// as desired (a []matchedChild): a child unchanged since is not compared
+	// field by field again, which is most of a steady pass's work.
+	matched sync.Map
+}
+
+// matchedChild is a child found or made as desired: its uid, the digest of
+// the fields the kind's manager owned on it then (ownedDigest) and that of
+// the apply configuration it matched (desiredChild.digest).
+type matchedChild struct {
+	uid     types.UID
+	owned   uint64
+	desired uint64
+}
+
+// matchOf returns live, wanted as d, as a matchedChild; false when the
+// kind's manager, manager, owns no fields on it.
+func matchOf(live client.Object, d desiredChild, manager string) (matchedChild, bool) {
+	owned, ok := ownedDigest(live, manager)
+	return matchedChild{uid: live.GetUID(), owned: owned, desired: d.digest}, ok
 }
 
 // writtenStatus is the resourceVersion a status write returned, and a
@@ -242,6 +263,7 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		if apierrors.IsNotFound(err) {
 			r.written.Delete(req.NamespacedName)
 			r.settling.Delete(req.NamespacedName)
+			r.matched.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -386,9 +408,7 @@ func statusDigest(obj client.Object) (uint64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	h := fnv.New64a()
-	_, _ = h.Write(data)
-	return h.Sum64(), true
+	return digestOf(data), true
 }
 
 // converge applies the desired children, built from obj and what lookup
@@ -432,6 +452,12 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 		}
 	}
 
+	key := client.ObjectKeyFromObject(obj)
+	var prev []matchedChild
+	if v, ok := r.matched.Load(key); ok {
+		prev = v.([]matchedChild)
+	}
+	next := make([]matchedChild, 0, len(desired))
 	log := ctrl.LoggerFrom(ctx)
 	for i, d := range desired {
 		h, hasHandover := handovers[childKey(d.gvk.Kind, d.name)]
@@ -441,40 +467,47 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 				return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: fmt.Sprintf("compare %s: %v", d, err)}, err
 			}
 			if needed {
-				if err := r.applyHandover(ctx, h); err != nil {
+				if _, err := r.applyHandover(ctx, h); err != nil {
 					return r.applyFailure(h, err)
 				}
 			}
 		}
 		if live[i] != nil {
-			same, err := upToDate(r.types, live[i], d.gvk, r.fieldOwner, d.fields)
-			if err != nil {
-				return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: fmt.Sprintf("compare %s: %v", d, err)}, err
+			// Unchanged since a previous pass found or made it as desired.
+			m, owns := matchOf(live[i], d, r.fieldOwner)
+			same := owns && slices.Contains(prev, m)
+			if !same {
+				var err error
+				if same, err = upToDate(r.types, live[i], d, r.fieldOwner); err != nil {
+					return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: fmt.Sprintf("compare %s: %v", d, err)}, err
+				}
 			}
 			if same {
+				next = append(next, m)
 				children[childKey(d.gvk.Kind, d.name)] = live[i]
 				continue
 			}
 		}
-		if err := r.client.Apply(ctx, d.ac, client.FieldOwner(r.fieldOwner), client.ForceOwnership); err != nil {
+		applied, err := applyChild(ctx, r.client, d, r.fieldOwner)
+		if err != nil {
 			return r.applyFailure(d, err)
+		}
+		// The server's answer holds what was just applied.
+		if m, ok := matchOf(applied, d, r.fieldOwner); ok {
+			next = append(next, m)
 		}
 		if hasHandover && live[i] == nil {
 			// Just created: give the handed-over fields their first value.
 			// Should this fail, the next pass finds them owned by no one and
 			// applies them then.
-			if err := r.applyHandover(ctx, h); err != nil {
+			if applied, err = r.applyHandover(ctx, h); err != nil {
 				return r.applyFailure(h, err)
 			}
-			d = h
-		}
-		applied, err := r.fromApplied(d)
-		if err != nil {
-			return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: err.Error()}, err
 		}
 		children[childKey(d.gvk.Kind, d.name)] = applied
 		log.V(1).Info("Applied "+d.gvk.Kind, strings.ToLower(d.gvk.Kind), klog.KObj(applied))
 	}
+	r.matched.Store(key, next)
 
 	if err := r.prune(ctx, obj, desired); err != nil {
 		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: err.Error()}, err
@@ -498,7 +531,11 @@ func adoptable(live client.Object, d desiredChild, fieldOwner string) bool {
 	if appliedBy(live, fieldOwner) {
 		return true
 	}
-	want, _, _ := unstructured.NestedStringMap(d.fields, "metadata", "labels")
+	fields, err := d.fields()
+	if err != nil {
+		return false
+	}
+	want, _, _ := unstructured.NestedStringMap(fields, "metadata", "labels")
 	have := live.GetLabels()
 	for _, k := range []string{resources.LabelManagedBy, resources.LabelName, resources.LabelInstance} {
 		if want[k] == "" || have[k] != want[k] {
@@ -531,12 +568,13 @@ func (r *reconciler[T]) handovers(obj T) (map[string]desiredChild, error) {
 // applyHandover applies h under the handover field manager. It forces
 // ownership: the kind's own manager, which may still hold the fields, is
 // about to let go of them.
-func (r *reconciler[T]) applyHandover(ctx context.Context, h desiredChild) error {
-	if err := r.client.Apply(ctx, h.ac, client.FieldOwner(r.fieldOwner+"-handover"), client.ForceOwnership); err != nil {
-		return err
+func (r *reconciler[T]) applyHandover(ctx context.Context, h desiredChild) (client.Object, error) {
+	applied, err := applyChild(ctx, r.client, h, r.fieldOwner+"-handover")
+	if err != nil {
+		return nil, err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Handed fields over", strings.ToLower(h.gvk.Kind), h.name, "manager", r.fieldOwner+"-handover")
-	return nil
+	return applied, nil
 }
 
 // getChildren reads the desired children (getChild), at once: a child
@@ -588,23 +626,6 @@ func (r *reconciler[T]) newChild(gvk schema.GroupVersionKind) (client.Object, er
 	o, ok := ro.(client.Object)
 	if !ok {
 		return nil, fmt.Errorf("%s is not an object", gvk)
-	}
-	return o, nil
-}
-
-// fromApplied decodes the server's answer to an apply, which the client
-// wrote back into the apply configuration, into a typed object.
-func (r *reconciler[T]) fromApplied(d desiredChild) (client.Object, error) {
-	o, err := r.newChild(d.gvk)
-	if err != nil {
-		return nil, err
-	}
-	data, err := json.Marshal(d.ac)
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(data, o); err != nil {
-		return nil, fmt.Errorf("decode applied %s: %w", d, err)
 	}
 	return o, nil
 }

@@ -383,3 +383,68 @@ func TestLostHandoverIsAppliedOnTheNextPass(t *testing.T) {
 		t.Errorf("spec.replicas owned by %v, want only the handover manager", owners)
 	}
 }
+
+func TestChildrenUnchangedSinceAPassAreNotComparedAgain(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	app := newAppService(t, ns)
+	create(t, app)
+	r, compares := controller.NewAppServiceReconcilerCountingCompares(k8s, k8s)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
+	dep, svc := children(ns, app.Name)
+	// pass runs one pass and returns how many children it compared field
+	// by field, and whether it wrote the Deployment or the Service.
+	pass := func() (int64, bool) {
+		t.Helper()
+		before := compares()
+		versions := func() string {
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(dep), dep); err != nil {
+				return err.Error()
+			}
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(svc), svc); err != nil {
+				return err.Error()
+			}
+			return dep.ResourceVersion + "/" + svc.ResourceVersion
+		}
+		was := versions()
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+		return compares() - before, versions() != was
+	}
+
+	pass() // creates the children
+	if n, wrote := pass(); n != 0 || wrote {
+		t.Errorf("the pass after the one that created the children compared %d of them (wrote: %v), want 0: the server's answer to the apply holds what was applied", n, wrote)
+	}
+
+	// Someone scales the Deployment: it is compared, and repaired.
+	update(t, dep, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](7) })
+	if n, wrote := pass(); n != 1 || !wrote {
+		t.Errorf("after the Deployment was scaled, the pass compared %d children (wrote: %v), want 1, written", n, wrote)
+	}
+	if *dep.Spec.Replicas != *app.Spec.Size {
+		t.Errorf("replicas = %d after the pass, want %d", *dep.Spec.Replicas, *app.Spec.Size)
+	}
+	if n, wrote := pass(); n != 0 || wrote {
+		t.Errorf("the pass after the repair compared %d children (wrote: %v), want 0", n, wrote)
+	}
+
+	// Someone removes a label the operator set on the Service.
+	update(t, svc, func(s *corev1.Service) { delete(s.Labels, resources.LabelInstance) })
+	if n, wrote := pass(); n != 1 || !wrote {
+		t.Errorf("after a label was removed from the Service, the pass compared %d children (wrote: %v), want 1, written", n, wrote)
+	}
+	if svc.Labels[resources.LabelInstance] != app.Name {
+		t.Errorf("Service labels = %v after the pass, want %s=%s back", svc.Labels, resources.LabelInstance, app.Name)
+	}
+
+	// A change to the AppService changes what is wanted of the Deployment
+	// alone.
+	update(t, app, func(a *appv1.AppService) { a.Spec.Size = ptr.To(*a.Spec.Size + 1) })
+	if n, wrote := pass(); n != 1 || !wrote {
+		t.Errorf("after the size changed, the pass compared %d children (wrote: %v), want 1, written", n, wrote)
+	}
+	if *dep.Spec.Replicas != *app.Spec.Size {
+		t.Errorf("replicas = %d after the size changed, want %d", *dep.Spec.Replicas, *app.Spec.Size)
+	}
+}

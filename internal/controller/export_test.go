@@ -1,14 +1,18 @@
 package controller
 
 import (
+	"sync/atomic"
+
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // NewAppServiceReconciler returns the AppService reconciler outside a
@@ -21,6 +25,28 @@ func NewAppServiceReconciler(c client.Client, apiReader client.Reader, buildErr 
 	}
 	env := settings{clock: clock.RealClock{}, recheck: DefaultRecheck, settle: DefaultSettle}
 	return k.newReconciler(c, apiReader, c.Scheme(), events.NewFakeRecorder(100), env)
+}
+
+// NewAppServiceReconcilerCountingCompares is NewAppServiceReconciler, and
+// the number of children its passes have compared field by field with
+// what they want so far.
+func NewAppServiceReconcilerCountingCompares(c client.Client, apiReader client.Reader) (reconcile.Reconciler, func() int64) {
+	r := NewAppServiceReconciler(c, apiReader, nil).(*reconciler[*appv1.AppService])
+	counting := &countingConverter{TypeConverter: r.types}
+	r.types = counting
+	return r, counting.calls.Load
+}
+
+// countingConverter counts the objects converted to typed values, which a
+// field by field comparison starts with.
+type countingConverter struct {
+	managedfields.TypeConverter
+	calls atomic.Int64
+}
+
+func (c *countingConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	c.calls.Add(1)
+	return c.TypeConverter.ObjectToTyped(obj, opts...)
 }
 
 // NewNamespaceQuotaReconciler returns the quota controller's reconciler

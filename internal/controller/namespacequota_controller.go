@@ -173,7 +173,7 @@ func (r *namespaceQuotaReconciler) ensurePriorityClass(ctx context.Context) erro
 // apply applies desired unless live (nil when missing) already holds it.
 func (r *namespaceQuotaReconciler) apply(ctx context.Context, live client.Object, desired desiredChild) error {
 	if live != nil {
-		same, err := upToDate(r.types, live, desired.gvk, r.fieldOwner, desired.fields)
+		same, err := upToDate(r.types, live, desired, r.fieldOwner)
 		if err != nil {
 			return fmt.Errorf("compare %s: %w", desired, err)
 		}
@@ -181,7 +181,7 @@ func (r *namespaceQuotaReconciler) apply(ctx context.Context, live client.Object
 			return nil
 		}
 	}
-	if err := r.client.Apply(ctx, desired.ac, client.FieldOwner(r.fieldOwner), client.ForceOwnership); err != nil {
+	if _, err := applyChild(ctx, r.client, desired, r.fieldOwner); err != nil {
 		return fmt.Errorf("apply %s: %w", desired, err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applied "+desired.gvk.Kind, "name", desired.name)
