@@ -154,6 +154,9 @@ type Case struct {
 	// what any request of the probe's pass waits for the API server.
 	RoundTripBacklogMs float64 `json:"roundTripBacklogMs"`
 	RoundTripIdleMs    float64 `json:"roundTripIdleMs"`
+	// The probes' steps, from the audit log.
+	ProbeBacklogSteps probeTimeline `json:"probeBacklogSteps"`
+	ProbeIdleSteps    probeTimeline `json:"probeIdleSteps"`
 	// Full is false for a sweep case, which measures only the converge.
 	Full bool `json:"full"`
 }
@@ -579,6 +582,9 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		if c.ProbeBacklogSeconds, c.ProbeBacklogReadySeconds, err = e.probeTimes(ctx, tr, "probe-backlog", probeCreated); err != nil {
 			return nil, err
 		}
+		if c.ProbeBacklogSteps, err = e.audit.probe("probe-backlog", probeCreated); err != nil {
+			return nil, err
+		}
 	}
 	if c.ColdClientWrites, err = e.quiet(ctx, op); err != nil {
 		return nil, err
@@ -605,6 +611,9 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 			return nil, err
 		}
 		if c.ProbeIdleSeconds, c.ProbeIdleReadySeconds, err = e.probeTimes(ctx, tr, "probe-idle", probeCreated); err != nil {
+			return nil, err
+		}
+		if c.ProbeIdleSteps, err = e.audit.probe("probe-idle", probeCreated); err != nil {
 			return nil, err
 		}
 		c.ProbeRatio = c.ProbeBacklogSeconds / c.ProbeIdleSeconds

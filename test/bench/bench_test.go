@@ -51,6 +51,15 @@ func TestBenchSmoke(t *testing.T) {
 		c.ChildrenSeconds <= 0 || c.ChildrenSeconds > c.ConvergeSeconds || c.RoundTripBacklogMs <= 0 || c.RoundTripIdleMs <= 0 {
 		t.Errorf("missing timings: %+v", c)
 	}
+	for _, p := range []struct {
+		steps   probeTimeline
+		seconds float64
+	}{{c.ProbeBacklogSteps, c.ProbeBacklogSeconds}, {c.ProbeIdleSteps, c.ProbeIdleSeconds}} {
+		s := p.steps
+		if s.ChildWrittenSeconds <= 0 || s.DeploymentObservedSeconds < s.ChildWrittenSeconds || s.DeploymentObservedSeconds > p.seconds {
+			t.Errorf("probe steps %+v do not lead, in order, to its status at %.3f s", s, p.seconds)
+		}
+	}
 	if c.Memory.HeapInuse <= 0 || c.Memory.RSS <= 0 {
 		t.Errorf("missing memory: %+v", c.Memory)
 	}

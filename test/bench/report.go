@@ -83,6 +83,14 @@ func WriteTable(w io.Writer, r *Results) {
 	fmt.Fprintln(w, "first: from the operator's start until the first status observes its generation (start-up and one pass); children: until the operator's last child write; converge: until every status does (children applied); all Ready: until every rollout is reported too.")
 	fmt.Fprintln(w, "writes: the API server's audit log, the operator's ServiceAccount, Events and reviews left out; client: its own request metrics (POST/PUT/PATCH/DELETE), which count the start-up SelfSubjectRulesReview.")
 	fmt.Fprintln(w, "round trip: the median of five reads under the operator's identity as each probe is created, the floor under any request of the probe's pass.")
+	for _, c := range r.Cases {
+		if !c.Full {
+			continue
+		}
+		b, i := c.ProbeBacklogSteps, c.ProbeIdleSteps
+		fmt.Fprintf(w, "probe steps (%s), backlog/idle s: first child written %.2f/%.2f, Deployment observed by its controller %.2f/%.2f, status %.2f/%.2f\n",
+			c.Workload, b.ChildWrittenSeconds, i.ChildWrittenSeconds, b.DeploymentObservedSeconds, i.DeploymentObservedSeconds, c.ProbeBacklogSeconds, c.ProbeIdleSeconds)
+	}
 	if m := r.Memory; m != nil {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -165,18 +165,81 @@ func (t *tracker) whenReady(key string) (time.Time, bool) {
 	return at, ok
 }
 
+// operatorUser is the user the operator and the bare client authenticate as.
+const operatorUser = "system:serviceaccount:" + operatorNamespace + ":" + operatorServiceAccount
+
 // auditPolicy logs, at Metadata level, every mutating request of the
-// operator's ServiceAccount (the operator and the bare client), and
-// nothing else.
+// operator's ServiceAccount (the operator and the bare client), and of
+// anyone in the probe's namespace (the Deployment controller's report on
+// a probe's Deployment), and nothing else.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
-  users: ["system:serviceaccount:` + operatorNamespace + `:` + operatorServiceAccount + `"]
+  users: ["` + operatorUser + `"]
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: Metadata
+  namespaces: ["` + probeNamespace + `"]
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
 `
+
+// auditEvent is what the benchmark reads of an audit event.
+type auditEvent struct {
+	Verb string `json:"verb"`
+	User struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+	} `json:"objectRef"`
+	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+}
+
+// probeTimeline is when the steps of a probe's way to its status
+// completed, in seconds from its creation: the operator's first write of
+// a child, and the Deployment controller's first report on the probe's
+// Deployment (0 when the log holds none).
+type probeTimeline struct {
+	ChildWrittenSeconds       float64 `json:"childWrittenSeconds"`
+	DeploymentObservedSeconds float64 `json:"deploymentObservedSeconds"`
+}
+
+// probe reads the whole log for the probe called name, created at created.
+func (a *auditLog) probe(name string, created time.Time) (probeTimeline, error) {
+	// The log is written as requests complete: give the last ones a moment.
+	time.Sleep(time.Second)
+	f, err := os.Open(a.path)
+	if err != nil {
+		return probeTimeline{}, err
+	}
+	defer func() { _ = f.Close() }()
+	var t probeTimeline
+	since := func(at metav1.MicroTime) float64 { return at.Sub(created).Seconds() }
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break
+		}
+		var ev auditEvent
+		if json.Unmarshal(line, &ev) != nil || ev.ObjectRef.Namespace != probeNamespace || ev.ObjectRef.Name != name {
+			continue
+		}
+		ref := ev.ObjectRef
+		switch {
+		case ev.User.Username == operatorUser && ref.Subresource == "" && ref.Resource != "events" && t.ChildWrittenSeconds == 0:
+			t.ChildWrittenSeconds = since(ev.StageTimestamp)
+		case ev.User.Username != operatorUser && ref.Resource == "deployments" && ref.Subresource == "status" && t.DeploymentObservedSeconds == 0:
+			t.DeploymentObservedSeconds = since(ev.StageTimestamp)
+		}
+	}
+	return t, nil
+}
 
 // auditLog reads the API server's audit log from where it was last read.
 type auditLog struct {
@@ -240,19 +303,8 @@ func (a *auditLog) since(prefix string) (auditCounts, error) {
 			break // a partial last line is read next time
 		}
 		read += int64(len(line))
-		var ev struct {
-			Verb      string `json:"verb"`
-			ObjectRef struct {
-				Resource    string `json:"resource"`
-				Subresource string `json:"subresource"`
-				Namespace   string `json:"namespace"`
-			} `json:"objectRef"`
-			ResponseStatus struct {
-				Code int `json:"code"`
-			} `json:"responseStatus"`
-			StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
-		}
-		if json.Unmarshal(line, &ev) != nil || !strings.HasPrefix(ev.ObjectRef.Namespace, prefix) {
+		var ev auditEvent
+		if json.Unmarshal(line, &ev) != nil || ev.User.Username != operatorUser || !strings.HasPrefix(ev.ObjectRef.Namespace, prefix) {
 			continue
 		}
 		// A review (the start-up permission check's
