@@ -14,7 +14,8 @@
 // log, filtered to the ServiceAccount and the benchmark's namespaces.
 //
 // Each case runs on a fresh cluster, so that no case inherits another's
-// objects. `make bench` runs it through hack/bench; TestBenchSmoke runs a
+// objects, and so does its bare client: on a cluster holding the same N
+// applications and nothing else, as the operator's cold converge starts. `make bench` runs it through hack/bench; TestBenchSmoke runs a
 // small case inside `make test`.
 package bench
 
@@ -498,8 +499,23 @@ func (e *env) startOperator(workers int) (*operator, error) {
 	return startOperator(e.cfg.Operator, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "app-operator.log"), workers)
 }
 
-func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full bool) (_ *Case, err error) {
+func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full bool) (*Case, error) {
 	fmt.Fprintf(cfg.Progress, "Case %s N=%d workers=%d\n", w.name, n, workers)
+	c, err := runOperator(ctx, cfg, w, n, workers, full)
+	if err != nil {
+		return nil, err
+	}
+	br, err := runBare(ctx, cfg, w, n, workers)
+	if err != nil {
+		return nil, err
+	}
+	c.BareSeconds, c.BareWrites = br.Seconds, br.Writes
+	c.ConvergeRatio = c.ConvergeSeconds / c.BareSeconds
+	return c, nil
+}
+
+// runOperator measures the operator's scenarios on a fresh cluster.
+func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, full bool) (_ *Case, err error) {
 	e, err := newEnv(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -685,30 +701,36 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 	if err := op.stop(); err != nil {
 		return nil, err
 	}
+	return c, nil
+}
 
-	// The bare client over the same number of fresh applications, with the
-	// operator stopped.
+// runBare measures the bare client on a fresh cluster holding what the
+// operator's started with: n applications and nothing else.
+func runBare(ctx context.Context, cfg Config, w workload, n, workers int) (_ bareResult, err error) {
+	var br bareResult
+	e, err := newEnv(ctx, cfg)
+	if err != nil {
+		return br, err
+	}
+	defer e.done(&err)
 	fmt.Fprintln(cfg.Progress, "  bare client")
 	if err := e.create(ctx, w, barePrefix, 0, n); err != nil {
-		return nil, err
+		return br, err
 	}
 	var nss []string
-	for i := range c.Namespaces {
+	for i := range (n + cfg.PerNamespace - 1) / cfg.PerNamespace {
 		nss = append(nss, fmt.Sprintf("%s%03d", barePrefix, i))
 	}
-	var br bareResult
 	if err := runRole(ctx, cfg.Self, []string{
 		RoleEnv + "=bare", "BENCH_KUBECONFIG=" + e.kubeconfig, "BENCH_WORKLOAD=" + w.name,
 		"BENCH_WORKERS=" + fmt.Sprint(workers), "BENCH_NAMESPACES=" + joinComma(nss),
 	}, filepath.Join(e.cluster.Dir, "logs", "bare.log"), &br); err != nil {
-		return nil, err
+		return br, err
 	}
 	if br.Apps != n {
-		return nil, fmt.Errorf("the bare client found %d applications, want %d", br.Apps, n)
+		return br, fmt.Errorf("the bare client found %d applications, want %d", br.Apps, n)
 	}
-	c.BareSeconds, c.BareWrites = br.Seconds, br.Writes
-	c.ConvergeRatio = c.ConvergeSeconds / c.BareSeconds
-	return c, nil
+	return br, nil
 }
 
 // runMemory grows the number of applications in steps up to n with one
