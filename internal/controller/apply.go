@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
-// desiredChild is one child as a builder wants it: an apply configuration,
-// plus what the engine reads off it once.
+// desiredChild is one child as a builder wants it: its apply
+// configuration, as JSON, and what the engine reads off it once.
 type desiredChild struct {
 	gvk       schema.GroupVersionKind
 	namespace string
