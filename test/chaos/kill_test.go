@@ -41,9 +41,10 @@ func TestKillMidWork(t *testing.T) {
 		checkInvariants(t, c, ns)
 	}
 	// A create the kill cuts short can leave its Service's node port (and
-	// cluster IP) allocated to no Service: the API server flags such a
-	// leak on one repair pass and frees it two passes later, passes 3
-	// minutes apart. Until then the resource that wants the port reports
+	// cluster IP) allocated to no Service: the API server's repair loop
+	// flags such a leak on one pass and frees it on a later one, minutes
+	// apart (one run saw a leak flagged a minute after the kill and still
+	// held four minutes on). Until then the resource that wants the port reports
 	// NodePortAllocated and is retried, which is what is wanted of it; the
 	// wait covers the repair.
 	took := waitConverged(t, c, ns, famKill, killRepairWait)
