@@ -53,13 +53,6 @@ func newDesiredChild(ac runtime.ApplyConfiguration) (desiredChild, error) {
 		if ns := id.GetNamespace(); ns != nil {
 			d.namespace = *ns
 		}
-	} else {
-		fields, err := d.fields()
-		if err != nil {
-			return desiredChild{}, err
-		}
-		u := unstructured.Unstructured{Object: fields}
-		d.gvk, d.namespace, d.name = u.GroupVersionKind(), u.GetNamespace(), u.GetName()
 	}
 	if d.gvk.Kind == "" || d.name == "" {
 		return desiredChild{}, fmt.Errorf("apply configuration %T has no kind or name", ac)
@@ -134,12 +127,18 @@ func upToDate(tc managedfields.TypeConverter, live runtime.Object, d desiredChil
 	return reflect.DeepEqual(ownedNorm, withoutIdentity(desired)), nil
 }
 
+// isApplyOf reports whether mf records the fields manager applied to the
+// object itself (not to a subresource).
+func isApplyOf(mf metav1.ManagedFieldsEntry, manager string) bool {
+	return mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == ""
+}
+
 // appliedBy reports whether manager owns fields of obj through apply: an
 // object the operator shares with no controller (the namespace's quota) is
 // its own only then, whatever labels it carries.
 func appliedBy(obj metav1.Object, manager string) bool {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" {
+		if isApplyOf(mf, manager) {
 			return true
 		}
 	}
@@ -154,7 +153,7 @@ func appliedEntry(live runtime.Object, manager string) (*metav1.ManagedFieldsEnt
 		return nil, fmt.Errorf("%T has no object metadata", live)
 	}
 	for _, mf := range accessor.GetManagedFields() {
-		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
+		if isApplyOf(mf, manager) && mf.FieldsV1 != nil {
 			return &mf, nil
 		}
 	}
@@ -236,7 +235,7 @@ func handoverNeeded(tc managedfields.TypeConverter, live runtime.Object, h desir
 		if owned.Leaves().Intersection(leaves).Empty() {
 			continue
 		}
-		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" {
+		if isApplyOf(mf, manager) {
 			return true, nil
 		}
 		ownedByAnyone = true

@@ -507,7 +507,9 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 		children[childKey(d.gvk.Kind, d.name)] = applied
 		log.V(1).Info("Applied "+d.gvk.Kind, strings.ToLower(d.gvk.Kind), klog.KObj(applied))
 	}
-	r.matched.Store(key, next)
+	if !slices.Equal(prev, next) {
+		r.matched.Store(key, next)
+	}
 
 	if err := r.prune(ctx, obj, desired); err != nil {
 		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: err.Error()}, err
