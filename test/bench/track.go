@@ -211,34 +211,21 @@ type probeTimeline struct {
 
 // probe reads the whole log for the probe called name, created at created.
 func (a *auditLog) probe(name string, created time.Time) (probeTimeline, error) {
-	// The log is written as requests complete: give the last ones a moment.
-	time.Sleep(time.Second)
-	f, err := os.Open(a.path)
-	if err != nil {
-		return probeTimeline{}, err
-	}
-	defer func() { _ = f.Close() }()
 	var t probeTimeline
 	since := func(at metav1.MicroTime) float64 { return at.Sub(created).Seconds() }
-	r := bufio.NewReaderSize(f, 1<<20)
-	for {
-		line, err := r.ReadBytes('\n')
-		if err != nil {
-			break
-		}
-		var ev auditEvent
-		if json.Unmarshal(line, &ev) != nil || ev.ObjectRef.Namespace != probeNamespace || ev.ObjectRef.Name != name {
-			continue
-		}
+	_, err := a.read(0, func(ev auditEvent) {
 		ref := ev.ObjectRef
+		if ref.Namespace != probeNamespace || ref.Name != name {
+			return
+		}
 		switch {
 		case ev.User.Username == operatorUser && ref.Subresource == "" && ref.Resource != "events" && t.ChildWrittenSeconds == 0:
 			t.ChildWrittenSeconds = since(ev.StageTimestamp)
 		case ev.User.Username != operatorUser && ref.Resource == "deployments" && ref.Subresource == "status" && t.DeploymentObservedSeconds == 0:
 			t.DeploymentObservedSeconds = since(ev.StageTimestamp)
 		}
-	}
-	return t, nil
+	})
+	return t, err
 }
 
 // auditLog reads the API server's audit log from where it was last read.
@@ -283,34 +270,13 @@ func (a *auditLog) mark() {
 // since counts the requests logged since the last mark, in namespaces
 // starting with prefix ("" for every request), and marks.
 func (a *auditLog) since(prefix string) (auditCounts, error) {
-	// The log is written as requests complete: give the last ones a moment.
-	time.Sleep(time.Second)
-	f, err := os.Open(a.path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
-		return nil, err
-	}
 	counts := auditCounts{}
 	a.lastChild = time.Time{}
-	r := bufio.NewReaderSize(f, 1<<20)
-	read := a.offset
-	for {
-		line, err := r.ReadBytes('\n')
-		if err != nil {
-			break // a partial last line is read next time
-		}
-		read += int64(len(line))
-		var ev auditEvent
-		if json.Unmarshal(line, &ev) != nil || ev.User.Username != operatorUser || !strings.HasPrefix(ev.ObjectRef.Namespace, prefix) {
-			continue
-		}
+	read, err := a.read(a.offset, func(ev auditEvent) {
 		// A review (the start-up permission check's
 		// SelfSubjectRulesReview) is a create that stores nothing.
-		if strings.HasSuffix(ev.ObjectRef.Resource, "reviews") {
-			continue
+		if ev.User.Username != operatorUser || !strings.HasPrefix(ev.ObjectRef.Namespace, prefix) || strings.HasSuffix(ev.ObjectRef.Resource, "reviews") {
+			return
 		}
 		res := ev.ObjectRef.Resource
 		if ev.ObjectRef.Subresource != "" {
@@ -320,7 +286,37 @@ func (a *auditLog) since(prefix string) (auditCounts, error) {
 		if ev.ObjectRef.Subresource == "" && res != "events" && ev.StageTimestamp.After(a.lastChild) {
 			a.lastChild = ev.StageTimestamp.Time
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	a.offset = read
 	return counts, nil
+}
+
+// read hands each event the log holds from offset on to each, and returns
+// the offset after the last whole line.
+func (a *auditLog) read(offset int64, each func(auditEvent)) (int64, error) {
+	// The log is written as requests complete: give the last ones a moment.
+	time.Sleep(time.Second)
+	f, err := os.Open(a.path)
+	if err != nil {
+		return offset, err
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return offset, err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return offset, nil // a partial last line is read next time
+		}
+		offset += int64(len(line))
+		var ev auditEvent
+		if json.Unmarshal(line, &ev) == nil {
+			each(ev)
+		}
+	}
 }
