@@ -156,6 +156,9 @@ type reconciler[T object] struct {
 	// answered is when the Deployment controller last reported on one of
 	// this kind's Deployments (a status change), in Unix nanoseconds.
 	answered atomic.Int64
+	// indexed is whether the cache indexes the owned types by controller
+	// (controllerIndex); prune scans the namespace's children without it.
+	indexed bool
 	// matched holds, by resource, the children its last pass found or made
 	// as desired (a []matchedChild): a child unchanged since is not compared
 	// field by field again, which is most of a steady pass's work.
@@ -199,9 +202,13 @@ type settings struct {
 // registered is a kind of any type, as SetupWithManager and Build see it.
 type registered interface {
 	setup(mgr ctrl.Manager, env settings) error
+	// ownedTypes returns the child types the kind's controller owns.
+	ownedTypes() []client.Object
 	// buildAny builds obj's children if obj is of this kind.
 	buildAny(obj runtime.Object) ([]runtime.ApplyConfiguration, bool, error)
 }
+
+func (k kind[T]) ownedTypes() []client.Object { return k.owns }
 
 func (k kind[T]) buildAny(obj runtime.Object) ([]runtime.ApplyConfiguration, bool, error) {
 	t, ok := obj.(T)
@@ -232,6 +239,7 @@ func (k kind[T]) newReconciler(c client.Client, apiReader client.Reader, scheme 
 
 func (k kind[T]) setup(mgr ctrl.Manager, env settings) error {
 	r := k.newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), mgr.GetEventRecorder("app-operator-"+k.name), env)
+	r.indexed = true
 	// Status writes bump no generation: the predicate keeps the operator's
 	// own status writes from waking it up again.
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -649,8 +657,12 @@ func (r *reconciler[T]) prune(ctx context.Context, obj T, desired []desiredChild
 			return err
 		}
 		tl := ro.(client.ObjectList)
-		if err := r.client.List(ctx, tl, client.InNamespace(obj.GetNamespace()),
-			client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy, resources.LabelInstance: obj.GetName()}); err != nil {
+		opts := []client.ListOption{client.InNamespace(obj.GetNamespace()),
+			client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy, resources.LabelInstance: obj.GetName()}}
+		if r.indexed {
+			opts = append(opts, client.MatchingFields{controllerIndex: string(obj.GetUID())})
+		}
+		if err := r.client.List(ctx, tl, opts...); err != nil {
 			return fmt.Errorf("list %s: %w", gvk.Kind, err)
 		}
 		items, err := meta.ExtractList(tl)

@@ -3,7 +3,9 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +14,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -121,12 +124,45 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := opts.MicroServiceDeploy.Validate(); err != nil {
 		return fmt.Errorf("MicroServiceDeploy options: %w", err)
 	}
-	for _, k := range kinds(opts) {
+	ks := kinds(opts)
+	if err := indexByController(mgr, ks); err != nil {
+		return err
+	}
+	for _, k := range ks {
 		if err := k.setup(mgr, env); err != nil {
 			return err
 		}
 	}
 	return setupNamespaceQuota(mgr)
+}
+
+// controllerIndex is the cache index of the owned types by the uid of
+// their controller: a pass finds the children of its resource (see prune)
+// without looking at every child in the namespace.
+const controllerIndex = "app-operator/controller-uid"
+
+// indexByController registers controllerIndex once for every type a kind
+// owns.
+func indexByController(mgr ctrl.Manager, ks []registered) error {
+	indexed := map[reflect.Type]bool{}
+	for _, k := range ks {
+		for _, o := range k.ownedTypes() {
+			t := reflect.TypeOf(o)
+			if indexed[t] {
+				continue
+			}
+			indexed[t] = true
+			if err := mgr.GetFieldIndexer().IndexField(context.Background(), o, controllerIndex, func(o client.Object) []string {
+				if ref := metav1.GetControllerOf(o); ref != nil {
+					return []string{string(ref.UID)}
+				}
+				return nil
+			}); err != nil {
+				return fmt.Errorf("index %T by controller: %w", o, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Build returns the children the operator would apply for obj, in order,
