@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,6 +82,13 @@ func TestBuiltChildrenPassDryRun(t *testing.T) {
 		}
 		for _, child := range children {
 			err := k8s.Apply(ctx, child, client.FieldOwner(controller.FieldOwner(strings.ToLower(kind))), client.ForceOwnership, client.DryRunAll)
+			if apierrors.IsInvalid(err) && strings.Contains(err.Error(), "provided port is already allocated") {
+				// Valid, but a Service of a test running alongside holds
+				// the node port drawn: the operator reports that as
+				// NodePortAllocated (TestAppServiceNodePortTakenReportsAndKeepsChildren).
+				t.Logf("%s: %s: %v", in.name, describe(child), err)
+				continue
+			}
 			dryRunAccepted.Add(err == nil)
 			if err != nil {
 				t.Errorf("%s: %s refused: %v\nspec: %s\nchild: %s", in.name, describe(child), err, jsonOf(in.obj), jsonOf(child))
