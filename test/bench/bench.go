@@ -71,6 +71,10 @@ type Config struct {
 	// Sweep are further worker counts measured for the first workload at
 	// the first N (cold converge against the bare client).
 	Sweep []int
+	// Repeat is how many times the first workload's cold converge at each
+	// N, and its bare client, are measured (at least once): on a shared
+	// machine one pair's ratio varies from run to run, their median less.
+	Repeat int
 	// PerNamespace is how many applications share a namespace.
 	PerNamespace int
 	// Memory runs the memory ramp (the first workload, up to the largest N,
@@ -98,6 +102,9 @@ type Case struct {
 	// Children is how many children each application has.
 	Children int `json:"childrenPerApp"`
 
+	// BareSeconds runs from the bare client's start until the status it
+	// wrote for the last application is seen, timed by the same watch on
+	// the applications as ConvergeSeconds (which runs in both clusters).
 	BareSeconds float64 `json:"bareSeconds"`
 	BareWrites  int64   `json:"bareWrites"`
 
@@ -113,8 +120,12 @@ type Case struct {
 	// the Deployment controller to observe the children, which the status
 	// reports.
 	ChildrenSeconds float64 `json:"childrenSeconds"`
-	// ConvergeRatio is ConvergeSeconds / BareSeconds.
+	// ConvergeRatio is ConvergeSeconds / BareSeconds; with repeats, the
+	// median of the pairs' ratios (Pairs).
 	ConvergeRatio float64 `json:"convergeRatio"`
+	// Pairs are the cold converges and their bare clients measured, the
+	// first being ConvergeSeconds and BareSeconds.
+	Pairs []Pair `json:"pairs"`
 	// ReadySeconds runs until every application is Ready, which also waits
 	// for the Deployment controller (kube-controller-manager, with its own
 	// client-side rate limit) to report every rollout.
@@ -207,6 +218,7 @@ type RunConfig struct {
 	Workloads    []string `json:"workloads"`
 	Workers      int      `json:"workers"`
 	Sweep        []int    `json:"sweep,omitempty"`
+	Repeat       int      `json:"repeat"`
 	PerNamespace int      `json:"perNamespace"`
 }
 
@@ -222,7 +234,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		cfg.Progress = io.Discard
 	}
 	res := &Results{Date: time.Now().UTC(), Machine: machine(), Config: RunConfig{
-		N: cfg.N, Workloads: cfg.Workloads, Workers: cfg.Workers, Sweep: cfg.Sweep, PerNamespace: cfg.PerNamespace,
+		N: cfg.N, Workloads: cfg.Workloads, Workers: cfg.Workers, Sweep: cfg.Sweep, Repeat: max(cfg.Repeat, 1), PerNamespace: cfg.PerNamespace,
 	}}
 	for i, n := range cfg.N {
 		for j, name := range cfg.Workloads {
@@ -241,7 +253,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 				if k > 0 && workers == cfg.Workers {
 					continue
 				}
-				c, err := runCase(ctx, cfg, w, n, workers, k == 0)
+				repeat := 1
+				if j == 0 && k == 0 {
+					repeat = max(cfg.Repeat, 1)
+				}
+				c, err := runCase(ctx, cfg, w, n, workers, k == 0, repeat)
 				if err != nil {
 					return res, fmt.Errorf("%s N=%d workers=%d: %w", name, n, workers, err)
 				}
@@ -499,19 +515,56 @@ func (e *env) startOperator(workers int) (*operator, error) {
 	return startOperator(e.cfg.Operator, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "app-operator.log"), workers)
 }
 
-func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full bool) (*Case, error) {
+// Pair is one cold converge of the operator and one of the bare client,
+// each on a fresh cluster.
+type Pair struct {
+	BareSeconds     float64 `json:"bareSeconds"`
+	ConvergeSeconds float64 `json:"convergeSeconds"`
+	Ratio           float64 `json:"ratio"`
+}
+
+// runCase measures the operator (every scenario when full, else the cold
+// converge) and the bare client, and repeats the cold converges of both
+// repeat-1 more times.
+func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full bool, repeat int) (*Case, error) {
 	fmt.Fprintf(cfg.Progress, "Case %s N=%d workers=%d\n", w.name, n, workers)
 	c, err := runOperator(ctx, cfg, w, n, workers, full)
 	if err != nil {
 		return nil, err
 	}
-	br, err := runBare(ctx, cfg, w, n, workers)
-	if err != nil {
+	if c.BareSeconds, c.BareWrites, err = runBare(ctx, cfg, w, n, workers); err != nil {
 		return nil, err
 	}
-	c.BareSeconds, c.BareWrites = br.Seconds, br.Writes
-	c.ConvergeRatio = c.ConvergeSeconds / c.BareSeconds
+	c.Pairs = []Pair{{BareSeconds: c.BareSeconds, ConvergeSeconds: c.ConvergeSeconds, Ratio: c.ConvergeSeconds / c.BareSeconds}}
+	for r := 1; r < repeat; r++ {
+		fmt.Fprintf(cfg.Progress, "  repeat %d of %d\n", r+1, repeat)
+		again, err := runOperator(ctx, cfg, w, n, workers, false)
+		if err != nil {
+			return nil, err
+		}
+		bare, _, err := runBare(ctx, cfg, w, n, workers)
+		if err != nil {
+			return nil, err
+		}
+		c.Pairs = append(c.Pairs, Pair{BareSeconds: bare, ConvergeSeconds: again.ConvergeSeconds, Ratio: again.ConvergeSeconds / bare})
+	}
+	ratios := make([]float64, len(c.Pairs))
+	for i, p := range c.Pairs {
+		ratios[i] = p.Ratio
+	}
+	c.ConvergeRatio = median(ratios)
 	return c, nil
+}
+
+// median returns the middle value of xs (the mean of the middle two when
+// there is an even number); xs is sorted in place.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	m := len(xs) / 2
+	if len(xs)%2 == 0 {
+		return (xs[m-1] + xs[m]) / 2
+	}
+	return xs[m]
 }
 
 // runOperator measures the operator's scenarios on a fresh cluster.
@@ -535,7 +588,9 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 	if err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probeNamespace}}); err != nil {
 		return nil, err
 	}
-	tr, err := newTracker(ctx, e.adminCfg, w.gvr)
+	trCtx, stopTracker := context.WithCancel(ctx)
+	defer stopTracker()
+	tr, err := newTracker(trCtx, e.adminCfg, w.gvr)
 	if err != nil {
 		return nil, err
 	}
@@ -706,31 +761,47 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 
 // runBare measures the bare client on a fresh cluster holding what the
 // operator's started with: n applications and nothing else.
-func runBare(ctx context.Context, cfg Config, w workload, n, workers int) (_ bareResult, err error) {
-	var br bareResult
+func runBare(ctx context.Context, cfg Config, w workload, n, workers int) (seconds float64, writes int64, err error) {
 	e, err := newEnv(ctx, cfg)
 	if err != nil {
-		return br, err
+		return 0, 0, err
 	}
 	defer e.done(&err)
 	fmt.Fprintln(cfg.Progress, "  bare client")
 	if err := e.create(ctx, w, barePrefix, 0, n); err != nil {
-		return br, err
+		return 0, 0, err
 	}
 	var nss []string
 	for i := range (n + cfg.PerNamespace - 1) / cfg.PerNamespace {
 		nss = append(nss, fmt.Sprintf("%s%03d", barePrefix, i))
 	}
+	// The same watch as in the operator's run times the bare client: it
+	// loads both clusters alike, and both end when it sees the last status.
+	trCtx, stopTracker := context.WithCancel(ctx)
+	defer stopTracker()
+	tr, err := newTracker(trCtx, e.adminCfg, w.gvr)
+	if err != nil {
+		return 0, 0, err
+	}
+	var br bareResult
+	start := time.Now()
 	if err := runRole(ctx, cfg.Self, []string{
 		RoleEnv + "=bare", "BENCH_KUBECONFIG=" + e.kubeconfig, "BENCH_WORKLOAD=" + w.name,
 		"BENCH_WORKERS=" + fmt.Sprint(workers), "BENCH_NAMESPACES=" + joinComma(nss),
 	}, filepath.Join(e.cluster.Dir, "logs", "bare.log"), &br); err != nil {
-		return br, err
+		return 0, 0, err
 	}
 	if br.Apps != n {
-		return br, fmt.Errorf("the bare client found %d applications, want %d", br.Apps, n)
+		return 0, 0, fmt.Errorf("the bare client found %d applications, want %d", br.Apps, n)
 	}
-	return br, nil
+	if err := e.poll(ctx, "the bare client's statuses", func() (bool, string) {
+		got, _ := tr.count(barePrefix)
+		return got == n, fmt.Sprintf("%d of %d seen", got, n)
+	}); err != nil {
+		return 0, 0, err
+	}
+	_, last := tr.count(barePrefix)
+	return last.Sub(start).Seconds(), br.Writes, nil
 }
 
 // runMemory grows the number of applications in steps up to n with one

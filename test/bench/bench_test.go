@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -34,7 +36,7 @@ func TestBenchSmoke(t *testing.T) {
 	const n = 50
 	res, err := Run(context.Background(), Config{
 		Operator: op, Self: self, N: []int{n}, Workloads: []string{"appservice"},
-		Workers: 4, PerNamespace: 25, Memory: true, Unrelated: 200, Progress: testWriter{t},
+		Workers: 4, Repeat: 2, PerNamespace: 25, Memory: true, Unrelated: 200, Progress: testWriter{t},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +52,13 @@ func TestBenchSmoke(t *testing.T) {
 	if c.FirstSeconds <= 0 || c.FirstSeconds > c.ConvergeSeconds || c.ConvergeSeconds <= 0 || c.ReadySeconds <= 0 || c.BareSeconds <= 0 || c.ProbeIdleSeconds <= 0 || c.ProbeBacklogSeconds <= 0 ||
 		c.ChildrenSeconds <= 0 || c.ChildrenSeconds > c.ConvergeSeconds || c.RoundTripBacklogMs <= 0 || c.RoundTripIdleMs <= 0 {
 		t.Errorf("missing timings: %+v", c)
+	}
+	// Two pairs measured, the first being the case's own; the ratio is
+	// their median.
+	if len(c.Pairs) != 2 || c.Pairs[0].ConvergeSeconds != c.ConvergeSeconds || c.Pairs[0].BareSeconds != c.BareSeconds || c.Pairs[1].ConvergeSeconds <= 0 || c.Pairs[1].BareSeconds <= 0 {
+		t.Errorf("pairs %+v: want two, the first with the case's converge %.3f s and bare %.3f s", c.Pairs, c.ConvergeSeconds, c.BareSeconds)
+	} else if want := (c.Pairs[0].Ratio + c.Pairs[1].Ratio) / 2; math.Abs(c.ConvergeRatio-want) > 1e-9 {
+		t.Errorf("ratio %.4f, want the median of the pairs' %.4f", c.ConvergeRatio, want)
 	}
 	for _, p := range []struct {
 		steps   probeTimeline
@@ -115,4 +124,20 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{1.3}, 1.3},
+		{[]float64{1.4, 1.1}, 1.25},
+		{[]float64{1.3, 1.1, 1.2}, 1.2},
+		{[]float64{2, 1.1, 1.2, 1.15}, 1.175},
+	} {
+		if got := median(slices.Clone(tc.xs)); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("median(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+	}
 }

@@ -84,6 +84,16 @@ func WriteTable(w io.Writer, r *Results) {
 	fmt.Fprintln(w, "writes: the API server's audit log, the operator's ServiceAccount, Events and reviews left out; client: its own request metrics (POST/PUT/PATCH/DELETE), which count the start-up SelfSubjectRulesReview.")
 	fmt.Fprintln(w, "round trip: the median of five reads under the operator's identity as each probe is created, the floor under any request of the probe's pass.")
 	for _, c := range r.Cases {
+		if len(c.Pairs) < 2 {
+			continue
+		}
+		fmt.Fprintf(w, "ratio (%s, N=%d): median of %d cold converges, each against its bare client:", c.Workload, c.N, len(c.Pairs))
+		for _, p := range c.Pairs {
+			fmt.Fprintf(w, " %.1f/%.1f s = %.2f;", p.ConvergeSeconds, p.BareSeconds, p.Ratio)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, c := range r.Cases {
 		if !c.Full {
 			continue
 		}
