@@ -62,11 +62,14 @@ func TestConflicts(t *testing.T) {
 		if u, err := liveChild(ctx, c, ns, ch); err == nil && u != nil {
 			if patch, err := editPatch(u); err == nil {
 				edited := patched(u, patch)
-				// With the resourceVersion it was read at, the apply
-				// never creates: a child deleted meanwhile is the
+				// With the uid and resourceVersion it was read at, the
+				// apply never creates: a child deleted meanwhile is the
 				// operator's to create, not a foreign object of its name.
+				// (A resourceVersion alone does not stop the API server
+				// from creating the object; a uid that no object has
+				// does.)
 				ac := map[string]any{"apiVersion": edited.GetAPIVersion(), "kind": edited.GetKind(),
-					"metadata": map[string]any{"name": edited.GetName(), "namespace": ns, "resourceVersion": edited.GetResourceVersion()}}
+					"metadata": map[string]any{"name": edited.GetName(), "namespace": ns, "uid": string(edited.GetUID()), "resourceVersion": edited.GetResourceVersion()}}
 				for _, f := range []string{"spec", "data"} {
 					if v, ok := edited.Object[f]; ok {
 						ac[f] = v
