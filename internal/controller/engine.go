@@ -157,7 +157,9 @@ type reconciler[T object] struct {
 	// this kind's Deployments (a status change), in Unix nanoseconds.
 	answered atomic.Int64
 	// indexed is whether the cache indexes the owned types by controller
-	// (controllerIndex); prune scans the namespace's children without it.
+	// (controllerIndex), as the manager's does; a reconciler built outside
+	// a manager (in tests) may read straight from the API server, which
+	// has no such index, and prune then matches labels only.
 	indexed bool
 	// matched holds, by resource, the children its last pass found or made
 	// as desired (a []matchedChild): a child unchanged since is not compared
@@ -695,13 +697,19 @@ func (r *reconciler[T]) prune(ctx context.Context, obj T, desired []desiredChild
 func (r *reconciler[T]) applyFailure(d desiredChild, err error) (ctrl.Result, *status.Failure, error) {
 	msg := fmt.Sprintf("apply %s: %s", d, apiMessage(err))
 	switch {
-	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "provided port is already allocated"):
+	case isNodePortTaken(err):
 		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonNodePortAllocated, Message: msg}, err
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err):
 		return ctrl.Result{RequeueAfter: r.recheck}, &status.Failure{Reason: conditions.ReasonApplyRejected, Message: msg}, nil
 	default:
 		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: msg}, err
 	}
+}
+
+// isNodePortTaken reports whether the API server refused a Service
+// because another Service holds a node port it asks for.
+func isNodePortTaken(err error) bool {
+	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "provided port is already allocated")
 }
 
 func apiMessage(err error) string {

@@ -63,3 +63,6 @@ func NewNamespaceQuotaReconciler(c client.Client, apiReader client.Reader) recon
 // QuotaChanged is the handler that wakes MicroServiceDeploys on a change
 // to their namespace's quota, reading them through c.
 func QuotaChanged(c client.Reader) handler.EventHandler { return quotaChanged(c) }
+
+// IsNodePortTaken is isNodePortTaken.
+var IsNodePortTaken = isNodePortTaken
