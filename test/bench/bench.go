@@ -15,8 +15,9 @@
 //
 // Each case runs on a fresh cluster, so that no case inherits another's
 // objects, and so does its bare client: on a cluster holding the same N
-// applications and nothing else, as the operator's cold converge starts. `make bench` runs it through hack/bench; TestBenchSmoke runs a
-// small case inside `make test`.
+// applications and nothing else, as the operator's cold converge starts.
+// `make bench` runs it through hack/bench; TestBenchSmoke runs a small case
+// inside `make test`.
 package bench
 
 import (
@@ -528,29 +529,27 @@ type Pair struct {
 // repeat-1 more times.
 func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full bool, repeat int) (*Case, error) {
 	fmt.Fprintf(cfg.Progress, "Case %s N=%d workers=%d\n", w.name, n, workers)
-	c, err := runOperator(ctx, cfg, w, n, workers, full)
-	if err != nil {
-		return nil, err
-	}
-	if c.BareSeconds, c.BareWrites, err = runBare(ctx, cfg, w, n, workers); err != nil {
-		return nil, err
-	}
-	c.Pairs = []Pair{{BareSeconds: c.BareSeconds, ConvergeSeconds: c.ConvergeSeconds, Ratio: c.ConvergeSeconds / c.BareSeconds}}
-	for r := 1; r < repeat; r++ {
-		fmt.Fprintf(cfg.Progress, "  repeat %d of %d\n", r+1, repeat)
-		again, err := runOperator(ctx, cfg, w, n, workers, false)
+	var c *Case
+	ratios := make([]float64, 0, repeat)
+	for r := range max(repeat, 1) {
+		if r > 0 {
+			fmt.Fprintf(cfg.Progress, "  repeat %d of %d\n", r+1, repeat)
+		}
+		op, err := runOperator(ctx, cfg, w, n, workers, full && r == 0)
 		if err != nil {
 			return nil, err
 		}
-		bare, _, err := runBare(ctx, cfg, w, n, workers)
+		bare, writes, err := runBare(ctx, cfg, w, n, workers)
 		if err != nil {
 			return nil, err
 		}
-		c.Pairs = append(c.Pairs, Pair{BareSeconds: bare, ConvergeSeconds: again.ConvergeSeconds, Ratio: again.ConvergeSeconds / bare})
-	}
-	ratios := make([]float64, len(c.Pairs))
-	for i, p := range c.Pairs {
-		ratios[i] = p.Ratio
+		if r == 0 {
+			c = op
+			c.BareSeconds, c.BareWrites = bare, writes
+		}
+		p := Pair{BareSeconds: bare, ConvergeSeconds: op.ConvergeSeconds, Ratio: op.ConvergeSeconds / bare}
+		c.Pairs = append(c.Pairs, p)
+		ratios = append(ratios, p.Ratio)
 	}
 	c.ConvergeRatio = median(ratios)
 	return c, nil
@@ -588,12 +587,11 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 	if err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probeNamespace}}); err != nil {
 		return nil, err
 	}
-	trCtx, stopTracker := context.WithCancel(ctx)
-	defer stopTracker()
-	tr, err := newTracker(trCtx, e.adminCfg, w.gvr)
+	tr, err := newTracker(ctx, e.adminCfg, w.gvr)
 	if err != nil {
 		return nil, err
 	}
+	defer tr.stop()
 	e.audit.mark()
 	fmt.Fprintln(cfg.Progress, "  cold converge")
 	op, err := e.startOperator(workers)
@@ -777,12 +775,11 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int) (secon
 	}
 	// The same watch as in the operator's run times the bare client: it
 	// loads both clusters alike, and both end when it sees the last status.
-	trCtx, stopTracker := context.WithCancel(ctx)
-	defer stopTracker()
-	tr, err := newTracker(trCtx, e.adminCfg, w.gvr)
+	tr, err := newTracker(ctx, e.adminCfg, w.gvr)
 	if err != nil {
 		return 0, 0, err
 	}
+	defer tr.stop()
 	var br bareResult
 	start := time.Now()
 	if err := runRole(ctx, cfg.Self, []string{
@@ -817,6 +814,7 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 	if err != nil {
 		return nil, err
 	}
+	defer tr.stop()
 	op, err := e.startOperator(cfg.Workers)
 	if err != nil {
 		return nil, err

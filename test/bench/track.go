@@ -31,6 +31,9 @@ type tracker struct {
 	at            map[string]time.Time
 	ready         map[string]time.Time
 	informer      toolscache.SharedIndexInformer
+	// stop ends the watch; call it before the cluster stops, or the
+	// informer keeps retrying a server that is gone.
+	stop context.CancelFunc
 }
 
 func newTracker(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResource) (*tracker, error) {
@@ -38,8 +41,9 @@ func newTracker(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionRe
 	if err != nil {
 		return nil, err
 	}
+	ctx, stop := context.WithCancel(ctx)
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dc, 0)
-	t := &tracker{minGeneration: 1, at: map[string]time.Time{}, ready: map[string]time.Time{}, informer: f.ForResource(gvr).Informer()}
+	t := &tracker{minGeneration: 1, at: map[string]time.Time{}, ready: map[string]time.Time{}, informer: f.ForResource(gvr).Informer(), stop: stop}
 	handle := func(obj any) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			t.observe(u)
@@ -49,10 +53,12 @@ func newTracker(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionRe
 		AddFunc:    handle,
 		UpdateFunc: func(_, obj any) { handle(obj) },
 	}); err != nil {
+		stop()
 		return nil, err
 	}
 	f.Start(ctx.Done())
 	if !toolscache.WaitForCacheSync(ctx.Done(), t.informer.HasSynced) {
+		stop()
 		return nil, ctx.Err()
 	}
 	return t, nil
