@@ -127,6 +127,13 @@ type Case struct {
 	// Pairs are the cold converges and their bare clients measured, the
 	// first being ConvergeSeconds and BareSeconds.
 	Pairs []Pair `json:"pairs"`
+	// ConvergeCPU is the CPU seconds each process used during the cold
+	// converge (see Pair).
+	ConvergeCPU map[string]float64 `json:"convergeCPU"`
+	// ColdPassesPerApp is the operator's finished passes of the workload's
+	// controller, from its start until it settled after the cold converge,
+	// per application.
+	ColdPassesPerApp float64 `json:"coldPassesPerApp"`
 	// ReadySeconds runs until every application is Ready, which also waits
 	// for the Deployment controller (kube-controller-manager, with its own
 	// client-side rate limit) to report every rollout.
@@ -522,6 +529,23 @@ type Pair struct {
 	BareSeconds     float64 `json:"bareSeconds"`
 	ConvergeSeconds float64 `json:"convergeSeconds"`
 	Ratio           float64 `json:"ratio"`
+	// ConvergeCPU and BareCPU are the CPU seconds each process used over
+	// the same spans as ConvergeSeconds and BareSeconds: the cluster's
+	// components by name, and "operator" or "client". On a machine the
+	// run saturates, their totals explain the times.
+	ConvergeCPU map[string]float64 `json:"convergeCPU"`
+	BareCPU     map[string]float64 `json:"bareCPU"`
+	// CPURatio is the total of ConvergeCPU over the total of BareCPU.
+	CPURatio float64 `json:"cpuRatio"`
+}
+
+// cpuTotal is the sum of the CPU seconds of every process.
+func cpuTotal(cpu map[string]float64) float64 {
+	var t float64
+	for _, s := range cpu {
+		t += s
+	}
+	return t
 }
 
 // runCase measures the operator (every scenario when full, else the cold
@@ -539,15 +563,18 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		if err != nil {
 			return nil, err
 		}
-		bare, writes, err := runBare(ctx, cfg, w, n, workers)
+		bare, err := runBare(ctx, cfg, w, n, workers)
 		if err != nil {
 			return nil, err
 		}
 		if r == 0 {
 			c = op
-			c.BareSeconds, c.BareWrites = bare, writes
+			c.BareSeconds, c.BareWrites = bare.seconds, bare.writes
 		}
-		p := Pair{BareSeconds: bare, ConvergeSeconds: op.ConvergeSeconds, Ratio: op.ConvergeSeconds / bare}
+		p := Pair{
+			BareSeconds: bare.seconds, ConvergeSeconds: op.ConvergeSeconds, Ratio: op.ConvergeSeconds / bare.seconds,
+			ConvergeCPU: op.ConvergeCPU, BareCPU: bare.cpu, CPURatio: cpuTotal(op.ConvergeCPU) / cpuTotal(bare.cpu),
+		}
 		c.Pairs = append(c.Pairs, p)
 		ratios = append(ratios, p.Ratio)
 	}
@@ -594,6 +621,10 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 	defer tr.stop()
 	e.audit.mark()
 	fmt.Fprintln(cfg.Progress, "  cold converge")
+	clusterCPU, err := startCPU(e.cluster.Pids())
+	if err != nil {
+		return nil, err
+	}
 	op, err := e.startOperator(workers)
 	if err != nil {
 		return nil, err
@@ -633,6 +664,12 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 	}); err != nil {
 		return nil, err
 	}
+	if c.ConvergeCPU, err = clusterCPU.read(); err != nil {
+		return nil, err
+	}
+	if c.ConvergeCPU["operator"], err = cpuSeconds(op.cmd.Process.Pid); err != nil {
+		return nil, err
+	}
 	_, last := tr.count(opPrefix)
 	c.ConvergeSeconds = last.Sub(op.started).Seconds()
 	c.FirstSeconds = tr.first(opPrefix).Sub(op.started).Seconds()
@@ -661,6 +698,11 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 	if c.ColdWrites, err = e.audit.since(opPrefix); err != nil {
 		return nil, err
 	}
+	s, err := op.scrape()
+	if err != nil {
+		return nil, err
+	}
+	c.ColdPassesPerApp = s.reconciles[w.controller] / float64(n)
 	if !e.audit.lastChild.IsZero() {
 		c.ChildrenSeconds = e.audit.lastChild.Sub(op.started).Seconds()
 	}
@@ -757,17 +799,24 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 	return c, nil
 }
 
+// bareRun is what one run of the bare client measured.
+type bareRun struct {
+	seconds float64
+	writes  int64
+	cpu     map[string]float64 // as Pair.BareCPU
+}
+
 // runBare measures the bare client on a fresh cluster holding what the
 // operator's started with: n applications and nothing else.
-func runBare(ctx context.Context, cfg Config, w workload, n, workers int) (seconds float64, writes int64, err error) {
+func runBare(ctx context.Context, cfg Config, w workload, n, workers int) (_ bareRun, err error) {
 	e, err := newEnv(ctx, cfg)
 	if err != nil {
-		return 0, 0, err
+		return bareRun{}, err
 	}
 	defer e.done(&err)
 	fmt.Fprintln(cfg.Progress, "  bare client")
 	if err := e.create(ctx, w, barePrefix, 0, n); err != nil {
-		return 0, 0, err
+		return bareRun{}, err
 	}
 	var nss []string
 	for i := range (n + cfg.PerNamespace - 1) / cfg.PerNamespace {
@@ -777,28 +826,38 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int) (secon
 	// loads both clusters alike, and both end when it sees the last status.
 	tr, err := newTracker(ctx, e.adminCfg, w.gvr)
 	if err != nil {
-		return 0, 0, err
+		return bareRun{}, err
 	}
 	defer tr.stop()
+	clusterCPU, err := startCPU(e.cluster.Pids())
+	if err != nil {
+		return bareRun{}, err
+	}
 	var br bareResult
 	start := time.Now()
-	if err := runRole(ctx, cfg.Self, []string{
+	clientCPU, err := runRole(ctx, cfg.Self, []string{
 		RoleEnv + "=bare", "BENCH_KUBECONFIG=" + e.kubeconfig, "BENCH_WORKLOAD=" + w.name,
 		"BENCH_WORKERS=" + fmt.Sprint(workers), "BENCH_NAMESPACES=" + joinComma(nss),
-	}, filepath.Join(e.cluster.Dir, "logs", "bare.log"), &br); err != nil {
-		return 0, 0, err
+	}, filepath.Join(e.cluster.Dir, "logs", "bare.log"), &br)
+	if err != nil {
+		return bareRun{}, err
 	}
 	if br.Apps != n {
-		return 0, 0, fmt.Errorf("the bare client found %d applications, want %d", br.Apps, n)
+		return bareRun{}, fmt.Errorf("the bare client found %d applications, want %d", br.Apps, n)
 	}
 	if err := e.poll(ctx, "the bare client's statuses", func() (bool, string) {
 		got, _ := tr.count(barePrefix)
 		return got == n, fmt.Sprintf("%d of %d seen", got, n)
 	}); err != nil {
-		return 0, 0, err
+		return bareRun{}, err
 	}
+	cpu, err := clusterCPU.read()
+	if err != nil {
+		return bareRun{}, err
+	}
+	cpu["client"] = clientCPU
 	_, last := tr.count(barePrefix)
-	return last.Sub(start).Seconds(), br.Writes, nil
+	return bareRun{seconds: last.Sub(start).Seconds(), writes: br.Writes, cpu: cpu}, nil
 }
 
 // runMemory grows the number of applications in steps up to n with one
@@ -840,7 +899,7 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 			}
 			env = append(env, "BENCH_HEAP_PROFILE="+filepath.Join(cfg.ProfileDir, profile+"-floor.pprof"))
 		}
-		err = runRole(ctx, cfg.Self, env, filepath.Join(e.cluster.Dir, "logs", "floor.log"), &p.Floor)
+		_, err = runRole(ctx, cfg.Self, env, filepath.Join(e.cluster.Dir, "logs", "floor.log"), &p.Floor)
 		return p, err
 	}
 	have := 0

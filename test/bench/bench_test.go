@@ -60,6 +60,25 @@ func TestBenchSmoke(t *testing.T) {
 	} else if want := (c.Pairs[0].Ratio + c.Pairs[1].Ratio) / 2; math.Abs(c.ConvergeRatio-want) > 1e-9 {
 		t.Errorf("ratio %.4f, want the median of the pairs' %.4f", c.ConvergeRatio, want)
 	}
+	// Each pair's CPU: the same components in both runs, the API server
+	// busy in both, the operator and the bare client each counted.
+	for i, p := range c.Pairs {
+		if p.ConvergeCPU["kube-apiserver"] <= 0 || p.BareCPU["kube-apiserver"] <= 0 || p.ConvergeCPU["operator"] <= 0 || p.BareCPU["client"] <= 0 {
+			t.Errorf("pair %d: CPU of the operator's run %v, of the bare client's %v: want the API server, the operator and the client each above 0", i+1, p.ConvergeCPU, p.BareCPU)
+		}
+		for name := range p.ConvergeCPU {
+			if _, ok := p.BareCPU[name]; !ok && name != "operator" {
+				t.Errorf("pair %d: %s measured in the operator's run only", i+1, name)
+			}
+		}
+		if want := cpuTotal(p.ConvergeCPU) / cpuTotal(p.BareCPU); math.Abs(p.CPURatio-want) > 1e-9 {
+			t.Errorf("pair %d: CPU ratio %.4f, want %.4f", i+1, p.CPURatio, want)
+		}
+	}
+	// Every application takes at least one pass.
+	if c.ColdPassesPerApp < 1 {
+		t.Errorf("%.2f passes per application", c.ColdPassesPerApp)
+	}
 	for _, p := range []struct {
 		steps   probeTimeline
 		seconds float64

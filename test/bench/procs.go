@@ -232,23 +232,84 @@ func rss(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmRSS for process %d", pid)
 }
 
+// clockTicks is the unit of the CPU times in /proc/<pid>/stat (USER_HZ,
+// 100 on Linux).
+const clockTicks = 100
+
+// cpuSeconds reads the CPU time, user and system, process pid has used.
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: the fields after
+	// it start at the state (field 3); utime and stime are fields 14 and 15.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		t, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += t
+	}
+	return float64(ticks) / clockTicks, nil
+}
+
+// cpuMeter measures the CPU time named processes use from its start.
+type cpuMeter struct {
+	pids  map[string]int
+	start map[string]float64
+}
+
+func startCPU(pids map[string]int) (*cpuMeter, error) {
+	m := &cpuMeter{pids: pids, start: map[string]float64{}}
+	for name, pid := range pids {
+		s, err := cpuSeconds(pid)
+		if err != nil {
+			return nil, err
+		}
+		m.start[name] = s
+	}
+	return m, nil
+}
+
+// read returns the CPU seconds each process used since the meter started.
+func (m *cpuMeter) read() (map[string]float64, error) {
+	out := make(map[string]float64, len(m.pids))
+	for name, pid := range m.pids {
+		s, err := cpuSeconds(pid)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = s - m.start[name]
+	}
+	return out, nil
+}
+
 // runRole runs this executable again in one of the benchmark's roles (the
-// bare client, the informer floor) and decodes the JSON it prints.
-func runRole(ctx context.Context, self string, env []string, logFile string, out any) error {
+// bare client, the informer floor) and decodes the JSON it prints. It
+// returns the CPU seconds the role used.
+func runRole(ctx context.Context, self string, env []string, logFile string, out any) (float64, error) {
 	cmd := exec.CommandContext(ctx, self)
 	cmd.Env = append(os.Environ(), env...)
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() { _ = log.Close() }()
 	cmd.Stderr = log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("%s: %w (log in %s)", strings.Join(env, " "), err, logFile)
+		return 0, fmt.Errorf("%s: %w (log in %s)", strings.Join(env, " "), err, logFile)
 	}
-	return json.Unmarshal(stdout, out)
+	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	return cpu, json.Unmarshal(stdout, out)
 }
 
 func freePorts(n int) ([]int, error) {

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -62,13 +64,25 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
+// medianCPURatio is the median CPURatio of pairs.
+func medianCPURatio(pairs []Pair) float64 {
+	rs := make([]float64, 0, len(pairs))
+	for _, p := range pairs {
+		rs = append(rs, p.CPURatio)
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	return median(rs)
+}
+
 // WriteTable prints the results as tables.
 func WriteTable(w io.Writer, r *Results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tfirst s\tchildren s\tconverge s\tratio\tall Ready s\twrites/app\t(children+1)\tevents/app\trestart writes\tupdate writes/app\tprobe backlog/idle s\tratio\tprobe Ready backlog/idle s\tratio\tround trip backlog/idle ms\theap MiB\tRSS MiB\t")
+	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tfirst s\tchildren s\tconverge s\tratio\tall Ready s\twrites/app\t(children+1)\tevents/app\tpasses/app\tCPU ratio\trestart writes\tupdate writes/app\tprobe backlog/idle s\tratio\tprobe Ready backlog/idle s\tratio\tround trip backlog/idle ms\theap MiB\tRSS MiB\t")
 	for _, c := range r.Cases {
-		row := fmt.Sprintf("%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.1f\t%.2f\t%d\t%.2f\t", c.Workload, c.N, c.Workers, c.BareSeconds, c.FirstSeconds, c.ChildrenSeconds, c.ConvergeSeconds,
-			c.ConvergeRatio, c.ReadySeconds, c.ColdWritesPerApp, c.Children+1, c.EventsPerApp)
+		row := fmt.Sprintf("%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.1f\t%.2f\t%d\t%.2f\t%.1f\t%.2f\t", c.Workload, c.N, c.Workers, c.BareSeconds, c.FirstSeconds, c.ChildrenSeconds, c.ConvergeSeconds,
+			c.ConvergeRatio, c.ReadySeconds, c.ColdWritesPerApp, c.Children+1, c.EventsPerApp, c.ColdPassesPerApp, medianCPURatio(c.Pairs))
 		if c.Full {
 			row += fmt.Sprintf("%d (client %.0f)\t%.2f\t%.2f/%.2f\t%.2f\t%.2f/%.2f\t%.2f\t%.1f/%.1f\t", c.RestartWrites.total(), c.RestartClientWrites,
 				c.UpdateWritesPerApp, c.ProbeBacklogSeconds, c.ProbeIdleSeconds, c.ProbeRatio,
@@ -82,6 +96,7 @@ func WriteTable(w io.Writer, r *Results) {
 	_ = tw.Flush()
 	fmt.Fprintln(w, "first: from the operator's start until the first status observes its generation (start-up and one pass); children: until the operator's last child write; converge: until every status does (children applied); all Ready: until every rollout is reported too.")
 	fmt.Fprintln(w, "writes: the API server's audit log, the operator's ServiceAccount, Events and reviews left out; client: its own request metrics (POST/PUT/PATCH/DELETE), which count the start-up SelfSubjectRulesReview.")
+	fmt.Fprintln(w, "passes/app: the operator's finished passes until it settled after the cold converge. CPU ratio: CPU seconds of every process (the cluster's components and the operator) during the cold converge, over the same during the bare client's run; the median over the pairs.")
 	fmt.Fprintln(w, "round trip: the median of five reads under the operator's identity as each probe is created, the floor under any request of the probe's pass.")
 	for _, c := range r.Cases {
 		if len(c.Pairs) < 2 {
@@ -92,6 +107,19 @@ func WriteTable(w io.Writer, r *Results) {
 			fmt.Fprintf(w, " %.1f/%.1f s = %.2f;", p.ConvergeSeconds, p.BareSeconds, p.Ratio)
 		}
 		fmt.Fprintln(w)
+	}
+	for _, c := range r.Cases {
+		for i, p := range c.Pairs {
+			fmt.Fprintf(w, "CPU s (%s, N=%d, workers %d, pair %d), operator's run/bare client's: total %.1f/%.1f = %.2f;", c.Workload, c.N, c.Workers, i+1,
+				cpuTotal(p.ConvergeCPU), cpuTotal(p.BareCPU), p.CPURatio)
+			names := slices.Sorted(maps.Keys(p.ConvergeCPU))
+			for _, name := range names {
+				if name != "operator" {
+					fmt.Fprintf(w, " %s %.1f/%.1f,", name, p.ConvergeCPU[name], p.BareCPU[name])
+				}
+			}
+			fmt.Fprintf(w, " operator %.1f / bare client %.1f\n", p.ConvergeCPU["operator"], p.BareCPU["client"])
+		}
 	}
 	for _, c := range r.Cases {
 		if !c.Full {

@@ -330,6 +330,16 @@ func (c *Cluster) ServiceAccountConfig(ctx context.Context, namespace, name stri
 	}, nil
 }
 
+// Pids returns the process id of every running component, by name
+// (etcd, kube-apiserver, ...).
+func (c *Cluster) Pids() map[string]int {
+	pids := make(map[string]int, len(c.procs))
+	for _, p := range c.procs {
+		pids[p.name] = p.cmd.Process.Pid
+	}
+	return pids
+}
+
 // BinDir is the folder the control-plane binaries (kubectl among them) came from.
 func (c *Cluster) BinDir() string { return c.binDir }
 
