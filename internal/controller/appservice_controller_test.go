@@ -2,6 +2,8 @@ package controller_test
 
 import (
 	"context"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -288,6 +290,33 @@ func TestAppServiceRefusesToAdoptForeignDeployment(t *testing.T) {
 	for _, m := range op.Mutations.In(ns) {
 		if strings.Contains(m, "/deployments/") {
 			t.Errorf("the operator wrote to a Deployment it does not own: %s", m)
+		}
+	}
+}
+
+// A new AppService's children are looked for in the API server's watch
+// cache (resourceVersion "0"), not in etcd; a foreign object of the same
+// name is still found (TestAppServiceRefusesToAdoptForeignDeployment).
+func TestNewAppServiceChildrenAreLookedForInTheWatchCache(t *testing.T) {
+	ns, op := startOperator(t)
+	app := newAppService(t, ns)
+	create(t, app)
+	dep, svc := children(ns, app.Name)
+	waitForObject(t, dep)
+	waitForObject(t, svc)
+	reads := op.Reads.In(ns)
+	for _, child := range []string{"/deployments/" + app.Name, "/services/" + app.Name} {
+		i := slices.IndexFunc(reads, func(r string) bool { return strings.HasSuffix(strings.SplitN(r, "?", 2)[0], child) })
+		if i < 0 {
+			t.Errorf("%s was never read from the API server; reads: %v", child, reads)
+			continue
+		}
+		u, err := url.Parse(reads[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rv := u.Query().Get("resourceVersion"); rv != "0" {
+			t.Errorf("the first read of %s is %s: resourceVersion %q, want \"0\" (the watch cache)", child, reads[i], rv)
 		}
 	}
 }

@@ -444,9 +444,15 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonInvalidSpec, Message: err.Error()}, reconcile.TerminalError(err)
 	}
 
+	key := client.ObjectKeyFromObject(obj)
+	var prev []matchedChild
+	if v, ok := r.matched.Load(key); ok {
+		prev = v.([]matchedChild)
+	}
+
 	// Read every child first, so that a conflict on any of them leaves all
 	// of them untouched.
-	live, err := r.getChildren(ctx, obj.GetNamespace(), desired)
+	live, err := r.getChildren(ctx, obj.GetNamespace(), desired, prev == nil)
 	if err != nil {
 		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: err.Error()}, err
 	}
@@ -462,11 +468,6 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 		}
 	}
 
-	key := client.ObjectKeyFromObject(obj)
-	var prev []matchedChild
-	if v, ok := r.matched.Load(key); ok {
-		prev = v.([]matchedChild)
-	}
 	next := make([]matchedChild, 0, len(desired))
 	log := ctrl.LoggerFrom(ctx)
 	for i, d := range desired {
@@ -591,13 +592,14 @@ func (r *reconciler[T]) applyHandover(ctx context.Context, h desiredChild) (clie
 
 // getChildren reads the desired children (getChild), at once: a child
 // missing from the cache costs a request to the API server, and a new
-// resource misses all of them. Nil for a child that does not exist.
-func (r *reconciler[T]) getChildren(ctx context.Context, namespace string, desired []desiredChild) ([]client.Object, error) {
+// resource misses all of them. Nil for a child that does not exist. first
+// says no pass has applied or found the children yet (see getChild).
+func (r *reconciler[T]) getChildren(ctx context.Context, namespace string, desired []desiredChild, first bool) ([]client.Object, error) {
 	live := make([]client.Object, len(desired))
 	g, ctx := errgroup.WithContext(ctx)
 	for i, d := range desired {
 		g.Go(func() error {
-			o, err := r.getChild(ctx, namespace, d)
+			o, err := r.getChild(ctx, namespace, d, first)
 			if err != nil {
 				return fmt.Errorf("read %s: %w", d, err)
 			}
@@ -611,7 +613,14 @@ func (r *reconciler[T]) getChildren(ctx context.Context, namespace string, desir
 // getChild reads a child from the cache. The cache only holds objects
 // labelled as managed by the operator, so on a miss it asks the API server:
 // an unlabelled object of the same name must be found, not overwritten.
-func (r *reconciler[T]) getChild(ctx context.Context, namespace string, d desiredChild) (client.Object, error) {
+//
+// For the first pass over a resource (first), the API server answers from
+// its watch cache (resourceVersion "0"), which trails its storage by the
+// time an event takes to arrive (milliseconds), as a read from storage
+// trails a write between the read and the apply. A later pass misses a
+// child mostly because the cache has not shown it since it was applied; it
+// reads from storage, which has it, so that it is not applied again.
+func (r *reconciler[T]) getChild(ctx context.Context, namespace string, d desiredChild, first bool) (client.Object, error) {
 	o, err := r.newChild(d.gvk)
 	if err != nil {
 		return nil, err
@@ -619,7 +628,11 @@ func (r *reconciler[T]) getChild(ctx context.Context, namespace string, d desire
 	key := client.ObjectKey{Namespace: namespace, Name: d.name}
 	err = r.client.Get(ctx, key, o)
 	if apierrors.IsNotFound(err) {
-		err = r.apiReader.Get(ctx, key, o)
+		var opts []client.GetOption
+		if first {
+			opts = append(opts, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+		}
+		err = r.apiReader.Get(ctx, key, o, opts...)
 	}
 	if apierrors.IsNotFound(err) {
 		return nil, nil

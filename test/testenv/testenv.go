@@ -91,6 +91,43 @@ func (m *Mutations) Reset() {
 	m.reqs = nil
 }
 
+// Reads records the reads of single objects (GET without watch) a client
+// makes, by namespace, with their query: whether the API server answered
+// from its watch cache shows in the resourceVersion parameter.
+type Reads struct {
+	mu   sync.Mutex
+	reqs map[string][]string
+}
+
+// Wrap makes cfg record its reads of single objects here.
+func (r *Reads) Wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if match := objectInPath.FindStringSubmatch(req.URL.Path); match != nil && req.Method == http.MethodGet && req.URL.Query().Get("watch") == "" {
+				r.mu.Lock()
+				if r.reqs == nil {
+					r.reqs = map[string][]string{}
+				}
+				r.reqs[match[1]] = append(r.reqs[match[1]], req.URL.RequestURI())
+				r.mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return cfg
+}
+
+// objectInPath matches the path of one namespaced object.
+var objectInPath = regexp.MustCompile(`/namespaces/([^/]+)/[^/]+/[^/]+$`)
+
+// In returns the reads made so far in namespace ns, as request URIs.
+func (r *Reads) In(ns string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.reqs[ns]...)
+}
+
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
@@ -99,7 +136,10 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 type Operator struct {
 	// Mutations are the mutating requests the operator made.
 	Mutations *Mutations
-	stop      func()
+	// Reads are its reads of single objects from the API server (the
+	// cache's lists and watches left out).
+	Reads *Reads
+	stop  func()
 }
 
 // Stop stops the manager and waits for it to exit.
@@ -128,7 +168,7 @@ type StartOptions struct {
 // Stop is called), and waits for its caches to sync.
 func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator {
 	t.Helper()
-	muts := &Mutations{}
+	muts, reads := &Mutations{}, &Reads{}
 	cacheOpts := cache.Options{ByObject: controller.CacheByObject()}
 	if len(opts.Namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -139,7 +179,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator 
 	// Several managers in one test binary register the same controller names.
 	skipNameValidation := true
 	logs := &testWriter{t: t}
-	mgr, err := ctrl.NewManager(muts.Wrap(cfg), ctrl.Options{
+	mgr, err := ctrl.NewManager(reads.Wrap(muts.Wrap(cfg)), ctrl.Options{
 		Scheme:                 controller.NewScheme(),
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -163,7 +203,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator 
 		t.Fatalf("operator caches did not sync: %v", <-done)
 	}
 	var once sync.Once
-	o := &Operator{Mutations: muts, stop: func() {
+	o := &Operator{Mutations: muts, Reads: reads, stop: func() {
 		once.Do(func() {
 			cancel()
 			err := <-done
