@@ -165,6 +165,10 @@ type reconciler[T object] struct {
 	// as desired (a []matchedChild): a child unchanged since is not compared
 	// field by field again, which is most of a steady pass's work.
 	matched sync.Map
+	// applied holds, by child uid, the resourceVersion this controller's
+	// last write to the child returned, until the child's informer shows
+	// that version (see echoOfOwnWrite).
+	applied sync.Map
 }
 
 // matchedChild is a child found or made as desired: its uid, the digest of
@@ -250,10 +254,10 @@ func (k kind[T]) setup(mgr ctrl.Manager, env settings) error {
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(env.workers, 1)})
 	for _, o := range k.owns {
 		if _, ok := o.(*appsv1.Deployment); ok {
-			b = b.Owns(o, builder.WithPredicates(r.deploymentAnswers()))
+			b = b.Owns(o, builder.WithPredicates(r.deploymentAnswers(), r.notEchoOfOwnWrite()))
 			continue
 		}
-		b = b.Owns(o)
+		b = b.Owns(o, builder.WithPredicates(r.notEchoOfOwnWrite()))
 	}
 	if k.watch != nil {
 		var err error
@@ -364,6 +368,33 @@ func (r *reconciler[T]) deploymentAnswers() predicate.Predicate {
 		}
 		return true
 	}}
+}
+
+// notEchoOfOwnWrite drops a child's event that only shows a write of this
+// controller's own: the pass that made the write computed the status from
+// the server's answer, which is the object the event carries, so another
+// pass would find nothing to do. Any other event of the child passes.
+func (r *reconciler[T]) notEchoOfOwnWrite() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return !r.echoOfOwnWrite(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool { return !r.echoOfOwnWrite(e.ObjectNew) },
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			r.applied.Delete(e.Object.GetUID())
+			return true
+		},
+	}
+}
+
+// echoOfOwnWrite reports whether o is the version of a child that this
+// controller's last write to it returned, and forgets that write if so.
+func (r *reconciler[T]) echoOfOwnWrite(o client.Object) bool {
+	return r.applied.CompareAndDelete(o.GetUID(), o.GetResourceVersion())
+}
+
+// wrote records the version of a child a write of this controller
+// returned (see notEchoOfOwnWrite).
+func (r *reconciler[T]) wrote(o client.Object) {
+	r.applied.Store(o.GetUID(), o.GetResourceVersion())
 }
 
 // awaitingDeploymentController reports whether a Deployment among the
@@ -503,6 +534,7 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 		if err != nil {
 			return r.applyFailure(d, err)
 		}
+		r.wrote(applied)
 		// The server's answer holds what was just applied.
 		if m, ok := matchOf(applied, d, r.fieldOwner); ok {
 			next = append(next, m)
@@ -586,6 +618,7 @@ func (r *reconciler[T]) applyHandover(ctx context.Context, h desiredChild) (clie
 	if err != nil {
 		return nil, err
 	}
+	r.wrote(applied)
 	ctrl.LoggerFrom(ctx).V(1).Info("Handed fields over", strings.ToLower(h.gvk.Kind), h.name, "manager", r.fieldOwner+"-handover")
 	return applied, nil
 }

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +125,48 @@ func TestAppServiceStatusWaitsLongerWhileTheDeploymentControllerIsBusy(t *testin
 	c := waitForCondition(t, waiting, conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutInProgress)
 	if !strings.Contains(c.Message, "Deployment controller") {
 		t.Errorf("Ready message %q does not say what the AppService waits for", c.Message)
+	}
+}
+
+// settledPasses waits until the named controller has finished no pass for
+// a second, and returns how many it has finished.
+func settledPasses(t *testing.T, controllerName string) float64 {
+	t.Helper()
+	last, since := reconcileCount(t, controllerName), time.Now()
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		if n := reconcileCount(t, controllerName); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= time.Second, fmt.Sprintf("%s keeps passing: %v passes", controllerName, last)
+	})
+	return last
+}
+
+// The events a child's informer sends for the operator's own writes wake
+// no pass: the pass that wrote saw the server's answer. Other changes to
+// a child still do (the drift tests).
+func TestOwnWritesToChildrenWakeNoPass(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	// No Deployment controller here: the status write waits for one, and
+	// must not come back to look within the test.
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Settle: time.Minute})
+	before := settledPasses(t, "appservice")
+	app := newAppService(t, ns)
+	create(t, app)
+	dep, svc := children(ns, app.Name)
+	waitForObject(t, dep)
+	waitForObject(t, svc)
+	if n := settledPasses(t, "appservice") - before; n != 1 {
+		t.Errorf("creating an AppService took %v passes, want 1: the creation of its Deployment and Service woke more", n)
+	}
+
+	before = settledPasses(t, "appservice")
+	update(t, app, func(a *appv1.AppService) { a.Spec.Image = "nginx:1.28" })
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		get(t, dep)
+		return dep.Generation == 2, "the Deployment is not updated yet"
+	})
+	if n := settledPasses(t, "appservice") - before; n != 1 {
+		t.Errorf("changing the image took %v passes, want 1: the update of the Deployment woke more", n)
 	}
 }
