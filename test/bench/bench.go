@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -130,6 +131,9 @@ type Case struct {
 	// ConvergeCPU is the CPU seconds each process used during the cold
 	// converge (see Pair).
 	ConvergeCPU map[string]float64 `json:"convergeCPU"`
+	// ReadCost is what a read cost the API server and etcd, measured after
+	// the other scenarios (full cases only).
+	ReadCost *ReadCost `json:"readCost,omitempty"`
 	// ColdPassesPerApp is the operator's finished passes of the workload's
 	// controller, from its start until it settled after the cold converge,
 	// per application.
@@ -478,23 +482,32 @@ func (e *env) quiet(ctx context.Context, op *operator) (float64, error) {
 	return last, err
 }
 
-// roundTrip returns the median milliseconds of five reads of a missing
-// resource of the workload's kind, under the operator's identity.
-func (e *env) roundTrip(ctx context.Context, w workload) (float64, error) {
+// operatorClient returns a client with the operator's identity.
+func (e *env) operatorClient() (client.Client, error) {
 	if e.operator == nil {
 		cfg, err := clientcmd.BuildConfigFromFlags("", e.kubeconfig)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		cfg.QPS, cfg.Burst = -1, 0
 		if e.operator, err = client.New(cfg, client.Options{Scheme: controller.NewScheme()}); err != nil {
-			return 0, err
+			return nil, err
 		}
+	}
+	return e.operator, nil
+}
+
+// roundTrip returns the median milliseconds of five reads of a missing
+// resource of the workload's kind, under the operator's identity.
+func (e *env) roundTrip(ctx context.Context, w workload) (float64, error) {
+	c, err := e.operatorClient()
+	if err != nil {
+		return 0, err
 	}
 	ms := make([]float64, 5)
 	for i := range ms {
 		start := time.Now()
-		err := e.operator.Get(ctx, types.NamespacedName{Namespace: probeNamespace, Name: "absent"}, w.newObject("", "", 0))
+		err := c.Get(ctx, types.NamespacedName{Namespace: probeNamespace, Name: "absent"}, w.newObject("", "", 0))
 		if !apierrors.IsNotFound(err) {
 			return 0, fmt.Errorf("read as the operator: %v", err)
 		}
@@ -502,6 +515,57 @@ func (e *env) roundTrip(ctx context.Context, w workload) (float64, error) {
 	}
 	slices.Sort(ms)
 	return ms[len(ms)/2], nil
+}
+
+// ReadCost is the CPU a read of one missing Deployment cost the API server
+// and etcd, in milliseconds, served from storage (no resourceVersion) and
+// from the API server's watch cache (resourceVersion "0"): the first pass
+// over a new resource reads each of its children from the watch cache.
+type ReadCost struct {
+	Reads              int     `json:"reads"`
+	StorageAPIServerMs float64 `json:"storageAPIServerMs"`
+	StorageEtcdMs      float64 `json:"storageEtcdMs"`
+	CacheAPIServerMs   float64 `json:"cacheAPIServerMs"`
+	CacheEtcdMs        float64 `json:"cacheEtcdMs"`
+}
+
+// readCost makes reads reads of missing Deployments under the operator's
+// identity, four at a time, first from storage and then from the watch
+// cache, and measures the API server's and etcd's CPU for each.
+func (e *env) readCost(ctx context.Context, reads int) (*ReadCost, error) {
+	c, err := e.operatorClient()
+	if err != nil {
+		return nil, err
+	}
+	pids := e.cluster.Pids()
+	rc := &ReadCost{Reads: reads}
+	for _, rv := range []string{"", "0"} {
+		meter, err := startCPU(map[string]int{"kube-apiserver": pids["kube-apiserver"], "etcd": pids["etcd"]})
+		if err != nil {
+			return nil, err
+		}
+		opts := &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: rv}}
+		if err := parallel(4, 0, reads, func(i int) error {
+			err := c.Get(ctx, types.NamespacedName{Namespace: probeNamespace, Name: fmt.Sprintf("absent-%d", i)}, &appsv1.Deployment{}, opts)
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("read as the operator: %v", err)
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		cpu, err := meter.read()
+		if err != nil {
+			return nil, err
+		}
+		apiserver, etcd := cpu["kube-apiserver"]*1000/float64(reads), cpu["etcd"]*1000/float64(reads)
+		if rv == "" {
+			rc.StorageAPIServerMs, rc.StorageEtcdMs = apiserver, etcd
+		} else {
+			rc.CacheAPIServerMs, rc.CacheEtcdMs = apiserver, etcd
+		}
+	}
+	return rc, nil
 }
 
 // probeTimes waits for the probe application name and returns the seconds
@@ -792,6 +856,11 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 			return nil, err
 		}
 		c.UpdateWritesPerApp = float64(c.UpdateWrites.without("events")) / float64(n)
+
+		fmt.Fprintln(cfg.Progress, "  read cost")
+		if c.ReadCost, err = e.readCost(ctx, 2000); err != nil {
+			return nil, err
+		}
 	}
 	if err := op.stop(); err != nil {
 		return nil, err

@@ -75,6 +75,10 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("pair %d: CPU ratio %.4f, want %.4f", i+1, p.CPURatio, want)
 		}
 	}
+	// A read from storage costs etcd; one from the watch cache does not.
+	if rc := c.ReadCost; rc == nil || rc.StorageAPIServerMs <= 0 || rc.CacheAPIServerMs <= 0 || rc.StorageEtcdMs <= rc.CacheEtcdMs {
+		t.Errorf("read cost %+v: want the API server's CPU above 0 for both, and etcd's above for reads from storage", rc)
+	}
 	// Every application takes at least one pass.
 	if c.ColdPassesPerApp < 1 {
 		t.Errorf("%.2f passes per application", c.ColdPassesPerApp)

@@ -129,6 +129,12 @@ func WriteTable(w io.Writer, r *Results) {
 		fmt.Fprintf(w, "probe steps (%s), backlog/idle s: first child written %.2f/%.2f, Deployment observed by its controller %.2f/%.2f, status %.2f/%.2f\n",
 			c.Workload, b.ChildWrittenSeconds, i.ChildWrittenSeconds, b.DeploymentObservedSeconds, i.DeploymentObservedSeconds, c.ProbeBacklogSeconds, c.ProbeIdleSeconds)
 	}
+	for _, c := range r.Cases {
+		if rc := c.ReadCost; rc != nil {
+			fmt.Fprintf(w, "read cost (%s run), CPU ms per read of a missing Deployment (%d, 4 at a time), API server + etcd: from storage %.2f + %.2f, from the watch cache %.2f + %.2f\n",
+				c.Workload, rc.Reads, rc.StorageAPIServerMs, rc.StorageEtcdMs, rc.CacheAPIServerMs, rc.CacheEtcdMs)
+		}
+	}
 	if m := r.Memory; m != nil {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
