@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -165,10 +166,11 @@ type reconciler[T object] struct {
 	// as desired (a []matchedChild): a child unchanged since is not compared
 	// field by field again, which is most of a steady pass's work.
 	matched sync.Map
-	// applied holds, by child uid, the resourceVersion this controller's
+	// echoes holds, by child uid, the resourceVersion this controller's
 	// last write to the child returned, until the child's informer shows
-	// that version (see echoOfOwnWrite).
-	applied sync.Map
+	// that version or a later one (see notEchoOfOwnWrite). Nil outside a
+	// manager, where no informer shows anything.
+	echoes *sync.Map
 }
 
 // matchedChild is a child found or made as desired: its uid, the digest of
@@ -246,6 +248,7 @@ func (k kind[T]) newReconciler(c client.Client, apiReader client.Reader, scheme 
 func (k kind[T]) setup(mgr ctrl.Manager, env settings) error {
 	r := k.newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), mgr.GetEventRecorder("app-operator-"+k.name), env)
 	r.indexed = true
+	r.echoes = &sync.Map{}
 	// Status writes bump no generation: the predicate keeps the operator's
 	// own status writes from waking it up again.
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -379,22 +382,51 @@ func (r *reconciler[T]) notEchoOfOwnWrite() predicate.Predicate {
 		CreateFunc: func(e event.CreateEvent) bool { return !r.echoOfOwnWrite(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool { return !r.echoOfOwnWrite(e.ObjectNew) },
 		DeleteFunc: func(e event.DeleteEvent) bool {
-			r.applied.Delete(e.Object.GetUID())
+			r.echoes.Delete(e.Object.GetUID())
 			return true
 		},
 	}
 }
 
 // echoOfOwnWrite reports whether o is the version of a child that this
-// controller's last write to it returned, and forgets that write if so.
+// controller's last write to it returned. The informer shows a child's
+// versions in order: once it shows that one or a later one, the write is
+// forgotten. An older one is an event still on its way from before the
+// write, and passes.
 func (r *reconciler[T]) echoOfOwnWrite(o client.Object) bool {
-	return r.applied.CompareAndDelete(o.GetUID(), o.GetResourceVersion())
+	v, ok := r.echoes.Load(o.GetUID())
+	if !ok {
+		return false
+	}
+	order, err := resourceversion.CompareResourceVersion(o.GetResourceVersion(), v.(string))
+	if err == nil && order < 0 {
+		return false
+	}
+	r.echoes.CompareAndDelete(o.GetUID(), v)
+	return err == nil && order == 0
 }
 
-// wrote records the version of a child a write of this controller
+// wrote records the version of child that a write of this controller
 // returned (see notEchoOfOwnWrite).
-func (r *reconciler[T]) wrote(o client.Object) {
-	r.applied.Store(o.GetUID(), o.GetResourceVersion())
+func (r *reconciler[T]) wrote(child client.Object) {
+	if r.echoes != nil {
+		r.echoes.Store(child.GetUID(), child.GetResourceVersion())
+	}
+}
+
+// shown forgets this controller's write to child once a pass reads that
+// version, or a later one, from the cache: the answer to a write may
+// arrive after the informer has handed its event on, which then found
+// nothing to drop.
+func (r *reconciler[T]) shown(child client.Object) {
+	if r.echoes == nil {
+		return
+	}
+	if v, ok := r.echoes.Load(child.GetUID()); ok {
+		if order, err := resourceversion.CompareResourceVersion(child.GetResourceVersion(), v.(string)); err != nil || order >= 0 {
+			r.echoes.CompareAndDelete(child.GetUID(), v)
+		}
+	}
 }
 
 // awaitingDeploymentController reports whether a Deployment among the
@@ -488,6 +520,9 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 		return ctrl.Result{}, &status.Failure{Reason: conditions.ReasonApplyFailed, Message: err.Error()}, err
 	}
 	for i, d := range desired {
+		if live[i] != nil {
+			r.shown(live[i])
+		}
 		if o := live[i]; o != nil && !metav1.IsControlledBy(o, obj) && !adoptable(o, d, r.fieldOwner) {
 			owner := "it is not controlled by any resource"
 			if ref := metav1.GetControllerOf(o); ref != nil {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"sync"
 	"sync/atomic"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
@@ -66,3 +67,20 @@ func QuotaChanged(c client.Reader) handler.EventHandler { return quotaChanged(c)
 
 // IsNodePortTaken is isNodePortTaken.
 var IsNodePortTaken = isNodePortTaken
+
+// EchoFilter returns the bookkeeping of the AppService controller's own
+// writes to children (see notEchoOfOwnWrite): wrote records the answer to
+// a write, isEcho runs the predicate on an event's object, shown is a pass
+// reading a child from the cache, and pending counts the writes still
+// remembered.
+func EchoFilter(c client.Client) (wrote func(client.Object), isEcho func(client.Object) bool, shown func(client.Object), pending func() int) {
+	env := settings{clock: clock.RealClock{}, recheck: DefaultRecheck, settle: DefaultSettle}
+	r := appServiceKind(Options{}).newReconciler(c, c, c.Scheme(), events.NewFakeRecorder(100), env)
+	r.echoes = &sync.Map{}
+	pending = func() int {
+		n := 0
+		r.echoes.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	return r.wrote, r.echoOfOwnWrite, r.shown, pending
+}

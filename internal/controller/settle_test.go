@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -168,5 +171,46 @@ func TestOwnWritesToChildrenWakeNoPass(t *testing.T) {
 	})
 	if n := settledPasses(t, "appservice") - before; n != 1 {
 		t.Errorf("changing the image took %v passes, want 1: the update of the Deployment woke more", n)
+	}
+}
+
+// The controller remembers the answer to its own write to a child until
+// the child's informer shows that version or a later one, or a pass reads
+// it from the cache, whatever the order in which the answer and the event
+// arrive.
+func TestEchoesOfOwnWritesAreForgottenOnceShown(t *testing.T) {
+	wrote, isEcho, shown, pending := controller.EchoFilter(k8s)
+	at := func(uid, rv string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid), ResourceVersion: rv}}
+	}
+
+	// The answer first, then the event.
+	wrote(at("a", "20"))
+	if isEcho(at("a", "19")) || pending() != 1 {
+		t.Errorf("an event from before the write: echo, or the write forgotten (%d pending)", pending())
+	}
+	if !isEcho(at("a", "20")) || pending() != 0 {
+		t.Errorf("the event of the write: not an echo, or the write still remembered (%d pending)", pending())
+	}
+	if isEcho(at("a", "20")) {
+		t.Error("the same version again is an echo: only the first is")
+	}
+
+	// The event of the write never seen, a later one is: forgotten.
+	wrote(at("b", "30"))
+	if isEcho(at("b", "31")) || pending() != 0 {
+		t.Errorf("a later version: echo, or the write still remembered (%d pending)", pending())
+	}
+
+	// The event first, then the answer: the next pass reading the child
+	// from the cache forgets it; reading an older version does not.
+	wrote(at("c", "40"))
+	shown(at("c", "39"))
+	if pending() != 1 {
+		t.Errorf("a pass read a version older than the write, and the write is forgotten (%d pending)", pending())
+	}
+	shown(at("c", "40"))
+	if pending() != 0 {
+		t.Errorf("a pass read the version written, and the write is still remembered (%d pending)", pending())
 	}
 }
