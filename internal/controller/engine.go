@@ -171,6 +171,11 @@ type reconciler[T object] struct {
 	// that version or a later one (see notEchoOfOwnWrite). Nil outside a
 	// manager, where no informer shows anything.
 	echoes *sync.Map
+	// writing holds, by childWriteKey, a channel closed when this
+	// controller's write to that child has its answer recorded in echoes:
+	// the informer may hand the child's event on before the answer
+	// arrives, and the predicate waits for it then.
+	writing sync.Map
 }
 
 // matchedChild is a child found or made as desired: its uid, the digest of
@@ -256,11 +261,15 @@ func (k kind[T]) setup(mgr ctrl.Manager, env settings) error {
 		For(k.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(env.workers, 1)})
 	for _, o := range k.owns {
+		gvk, err := apiutil.GVKForObject(o, mgr.GetScheme())
+		if err != nil {
+			return err
+		}
 		if _, ok := o.(*appsv1.Deployment); ok {
-			b = b.Owns(o, builder.WithPredicates(r.deploymentAnswers(), r.notEchoOfOwnWrite()))
+			b = b.Owns(o, builder.WithPredicates(r.deploymentAnswers(), r.notEchoOfOwnWrite(gvk.Kind)))
 			continue
 		}
-		b = b.Owns(o, builder.WithPredicates(r.notEchoOfOwnWrite()))
+		b = b.Owns(o, builder.WithPredicates(r.notEchoOfOwnWrite(gvk.Kind)))
 	}
 	if k.watch != nil {
 		var err error
@@ -377,10 +386,16 @@ func (r *reconciler[T]) deploymentAnswers() predicate.Predicate {
 // controller's own: the pass that made the write computed the status from
 // the server's answer, which is the object the event carries, so another
 // pass would find nothing to do. Any other event of the child passes.
-func (r *reconciler[T]) notEchoOfOwnWrite() predicate.Predicate {
+func (r *reconciler[T]) notEchoOfOwnWrite(kind string) predicate.Predicate {
 	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return !r.echoOfOwnWrite(e.Object) },
-		UpdateFunc: func(e event.UpdateEvent) bool { return !r.echoOfOwnWrite(e.ObjectNew) },
+		CreateFunc: func(e event.CreateEvent) bool {
+			r.awaitWrite(kind, e.Object)
+			return !r.echoOfOwnWrite(e.Object)
+		},
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			r.awaitWrite(kind, e.ObjectNew)
+			return !r.echoOfOwnWrite(e.ObjectNew)
+		},
 		DeleteFunc: func(e event.DeleteEvent) bool {
 			r.echoes.Delete(e.Object.GetUID())
 			return true
@@ -411,6 +426,47 @@ func (r *reconciler[T]) echoOfOwnWrite(o client.Object) bool {
 func (r *reconciler[T]) wrote(child client.Object) {
 	if r.echoes != nil {
 		r.echoes.Store(child.GetUID(), child.GetResourceVersion())
+	}
+}
+
+// maxAwaitWrite bounds how long a child's event waits for the answer to
+// this controller's write to the child (see awaitWrite).
+const maxAwaitWrite = 5 * time.Second
+
+// childWriteKey names a child in writing.
+func childWriteKey(kind, namespace, name string) string {
+	return kind + "/" + namespace + "/" + name
+}
+
+// apply applies d under manager and records the answer (wrote). While the
+// write is under way, an event of the child waits for the answer
+// (awaitWrite): the server may have sent the event first.
+func (r *reconciler[T]) apply(ctx context.Context, d desiredChild, manager string) (client.Object, error) {
+	key := childWriteKey(d.gvk.Kind, d.namespace, d.name)
+	done := make(chan struct{})
+	r.writing.Store(key, done)
+	defer func() {
+		r.writing.CompareAndDelete(key, done)
+		close(done)
+	}()
+	applied, err := applyChild(ctx, r.client, d, manager)
+	if err != nil {
+		return nil, err
+	}
+	r.wrote(applied)
+	return applied, nil
+}
+
+// awaitWrite waits, for at most maxAwaitWrite, until a write of this
+// controller to o under way has its answer recorded.
+func (r *reconciler[T]) awaitWrite(kind string, o client.Object) {
+	v, ok := r.writing.Load(childWriteKey(kind, o.GetNamespace(), o.GetName()))
+	if !ok {
+		return
+	}
+	select {
+	case <-v.(chan struct{}):
+	case <-time.After(maxAwaitWrite):
 	}
 }
 
@@ -565,11 +621,10 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 				continue
 			}
 		}
-		applied, err := applyChild(ctx, r.client, d, r.fieldOwner)
+		applied, err := r.apply(ctx, d, r.fieldOwner)
 		if err != nil {
 			return r.applyFailure(d, err)
 		}
-		r.wrote(applied)
 		// The server's answer holds what was just applied.
 		if m, ok := matchOf(applied, d, r.fieldOwner); ok {
 			next = append(next, m)
@@ -649,11 +704,10 @@ func (r *reconciler[T]) handovers(obj T) (map[string]desiredChild, error) {
 // ownership: the kind's own manager, which may still hold the fields, is
 // about to let go of them.
 func (r *reconciler[T]) applyHandover(ctx context.Context, h desiredChild) (client.Object, error) {
-	applied, err := applyChild(ctx, r.client, h, r.fieldOwner+"-handover")
+	applied, err := r.apply(ctx, h, r.fieldOwner+"-handover")
 	if err != nil {
 		return nil, err
 	}
-	r.wrote(applied)
 	ctrl.LoggerFrom(ctx).V(1).Info("Handed fields over", strings.ToLower(h.gvk.Kind), h.name, "manager", r.fieldOwner+"-handover")
 	return applied, nil
 }
