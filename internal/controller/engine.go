@@ -390,11 +390,11 @@ func (r *reconciler[T]) notEchoOfOwnWrite(kind string) predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
 			r.awaitWrite(kind, e.Object)
-			return !r.echoOfOwnWrite(e.Object)
+			return !r.seen(e.Object)
 		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			r.awaitWrite(kind, e.ObjectNew)
-			return !r.echoOfOwnWrite(e.ObjectNew)
+			return !r.seen(e.ObjectNew)
 		},
 		DeleteFunc: func(e event.DeleteEvent) bool {
 			r.echoes.Delete(e.Object.GetUID())
@@ -403,30 +403,33 @@ func (r *reconciler[T]) notEchoOfOwnWrite(kind string) predicate.Predicate {
 	}
 }
 
-// echoOfOwnWrite reports whether o is the version of a child that this
-// controller's last write to it returned. The informer shows a child's
-// versions in order: once it shows that one or a later one, the write is
-// forgotten. An older one is an event still on its way from before the
-// write, and passes.
-func (r *reconciler[T]) echoOfOwnWrite(o client.Object) bool {
-	v, ok := r.echoes.Load(o.GetUID())
+// seen is called with each version of a child the informer shows, and
+// each a pass reads from the cache. It reports whether child is the
+// version this controller's last write to it returned, and forgets that
+// write once child is that version or a later one: versions come in order,
+// and the answer to a write may arrive after the informer has handed its
+// event on, so a pass reading the version ends the wait too. An older
+// version is from before the write.
+func (r *reconciler[T]) seen(child client.Object) bool {
+	if r.echoes == nil {
+		return false
+	}
+	v, ok := r.echoes.Load(child.GetUID())
 	if !ok {
 		return false
 	}
-	order, err := resourceversion.CompareResourceVersion(o.GetResourceVersion(), v.(string))
+	order, err := resourceversion.CompareResourceVersion(child.GetResourceVersion(), v.(string))
 	if err == nil && order < 0 {
 		return false
 	}
-	r.echoes.CompareAndDelete(o.GetUID(), v)
+	r.echoes.CompareAndDelete(child.GetUID(), v)
 	return err == nil && order == 0
 }
 
 // wrote records the version of child that a write of this controller
 // returned (see notEchoOfOwnWrite).
 func (r *reconciler[T]) wrote(child client.Object) {
-	if r.echoes != nil {
-		r.echoes.Store(child.GetUID(), child.GetResourceVersion())
-	}
+	r.echoes.Store(child.GetUID(), child.GetResourceVersion())
 }
 
 // maxAwaitWrite bounds how long a child's event waits for the answer to
@@ -438,10 +441,13 @@ func childWriteKey(kind, namespace, name string) string {
 	return kind + "/" + namespace + "/" + name
 }
 
-// apply applies d under manager and records the answer (wrote). While the
-// write is under way, an event of the child waits for the answer
-// (awaitWrite): the server may have sent the event first.
+// apply applies d under manager and, under a manager, records the answer
+// (wrote). While the write is under way, an event of the child waits for
+// the answer (awaitWrite): the server may have sent the event first.
 func (r *reconciler[T]) apply(ctx context.Context, d desiredChild, manager string) (client.Object, error) {
+	if r.echoes == nil {
+		return applyChild(ctx, r.client, d, manager)
+	}
 	key := childWriteKey(d.gvk.Kind, d.namespace, d.name)
 	done := make(chan struct{})
 	r.writing.Store(key, done)
@@ -467,21 +473,6 @@ func (r *reconciler[T]) awaitWrite(kind string, o client.Object) {
 	select {
 	case <-v.(chan struct{}):
 	case <-time.After(maxAwaitWrite):
-	}
-}
-
-// shown forgets this controller's write to child once a pass reads that
-// version, or a later one, from the cache: the answer to a write may
-// arrive after the informer has handed its event on, which then found
-// nothing to drop.
-func (r *reconciler[T]) shown(child client.Object) {
-	if r.echoes == nil {
-		return
-	}
-	if v, ok := r.echoes.Load(child.GetUID()); ok {
-		if order, err := resourceversion.CompareResourceVersion(child.GetResourceVersion(), v.(string)); err != nil || order >= 0 {
-			r.echoes.CompareAndDelete(child.GetUID(), v)
-		}
 	}
 }
 
@@ -577,7 +568,7 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in, children observ
 	}
 	for i, d := range desired {
 		if live[i] != nil {
-			r.shown(live[i])
+			r.seen(live[i])
 		}
 		if o := live[i]; o != nil && !metav1.IsControlledBy(o, obj) && !adoptable(o, d, r.fieldOwner) {
 			owner := "it is not controlled by any resource"

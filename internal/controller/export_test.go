@@ -82,5 +82,6 @@ func EchoFilter(c client.Client) (wrote func(client.Object), isEcho func(client.
 		r.echoes.Range(func(any, any) bool { n++; return true })
 		return n
 	}
-	return r.wrote, r.echoOfOwnWrite, r.shown, pending
+	shown = func(o client.Object) { r.seen(o) }
+	return r.wrote, r.seen, shown, pending
 }
