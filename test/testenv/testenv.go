@@ -30,44 +30,65 @@ import (
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
-// Mutations records the mutating requests (POST, PUT, PATCH, DELETE) a
-// client makes, by namespace.
-type Mutations struct {
+// requests records requests by namespace.
+type requests struct {
 	mu   sync.Mutex
 	reqs map[string][]string
 }
 
-var namespaceInPath = regexp.MustCompile(`/namespaces/([^/]+)/`)
+func (r *requests) add(ns, req string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reqs == nil {
+		r.reqs = map[string][]string{}
+	}
+	r.reqs[ns] = append(r.reqs[ns], req)
+}
 
-// Wrap makes cfg record its mutating requests here.
-func (m *Mutations) Wrap(cfg *rest.Config) *rest.Config {
+// In returns the requests recorded so far in namespace ns.
+func (r *requests) In(ns string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.reqs[ns]...)
+}
+
+// Reset forgets every request recorded so far.
+func (r *requests) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = nil
+}
+
+// record wraps cfg so that every request passes through each.
+func record(cfg *rest.Config, each func(*http.Request)) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			switch req.Method {
-			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-				ns := ""
-				if match := namespaceInPath.FindStringSubmatch(req.URL.Path); match != nil {
-					ns = match[1]
-				}
-				m.mu.Lock()
-				if m.reqs == nil {
-					m.reqs = map[string][]string{}
-				}
-				m.reqs[ns] = append(m.reqs[ns], req.Method+" "+req.URL.Path)
-				m.mu.Unlock()
-			}
+			each(req)
 			return rt.RoundTrip(req)
 		})
 	})
 	return cfg
 }
 
-// In returns the mutating requests made so far in namespace ns.
-func (m *Mutations) In(ns string) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.reqs[ns]...)
+// Mutations records the mutating requests (POST, PUT, PATCH, DELETE) a
+// client makes, by namespace, as "METHOD path".
+type Mutations struct{ requests }
+
+var namespaceInPath = regexp.MustCompile(`/namespaces/([^/]+)/`)
+
+// Wrap makes cfg record its mutating requests here.
+func (m *Mutations) Wrap(cfg *rest.Config) *rest.Config {
+	return record(cfg, func(req *http.Request) {
+		switch req.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			ns := ""
+			if match := namespaceInPath.FindStringSubmatch(req.URL.Path); match != nil {
+				ns = match[1]
+			}
+			m.add(ns, req.Method+" "+req.URL.Path)
+		}
+	})
 }
 
 // WaitQuiet waits until no mutating request has been recorded in namespace
@@ -84,48 +105,21 @@ func (m *Mutations) WaitQuiet(t testing.TB, ns string, quiet, timeout time.Durat
 	})
 }
 
-// Reset forgets every request recorded so far.
-func (m *Mutations) Reset() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.reqs = nil
-}
-
-// Reads records the reads of single objects (GET without watch) a client
-// makes, by namespace, with their query: whether the API server answered
-// from its watch cache shows in the resourceVersion parameter.
-type Reads struct {
-	mu   sync.Mutex
-	reqs map[string][]string
-}
-
-// Wrap makes cfg record its reads of single objects here.
-func (r *Reads) Wrap(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			if match := objectInPath.FindStringSubmatch(req.URL.Path); match != nil && req.Method == http.MethodGet && req.URL.Query().Get("watch") == "" {
-				r.mu.Lock()
-				if r.reqs == nil {
-					r.reqs = map[string][]string{}
-				}
-				r.reqs[match[1]] = append(r.reqs[match[1]], req.URL.RequestURI())
-				r.mu.Unlock()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
-	return cfg
-}
+// Reads records the reads of single namespaced objects (GET without watch)
+// a client makes, by namespace, as request URIs: whether the API server
+// answered from its watch cache shows in the resourceVersion parameter.
+type Reads struct{ requests }
 
 // objectInPath matches the path of one namespaced object.
 var objectInPath = regexp.MustCompile(`/namespaces/([^/]+)/[^/]+/[^/]+$`)
 
-// In returns the reads made so far in namespace ns, as request URIs.
-func (r *Reads) In(ns string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.reqs[ns]...)
+// Wrap makes cfg record its reads of single objects here.
+func (r *Reads) Wrap(cfg *rest.Config) *rest.Config {
+	return record(cfg, func(req *http.Request) {
+		if match := objectInPath.FindStringSubmatch(req.URL.Path); match != nil && req.Method == http.MethodGet && req.URL.Query().Get("watch") == "" {
+			r.add(match[1], req.URL.RequestURI())
+		}
+	})
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
