@@ -45,6 +45,18 @@ func TestSamplesRunUnderPodSecurityRestricted(t *testing.T) {
 // new namespace with the given labels, its node ports freed.
 func samplesInNamespaces(t *testing.T, nsLabels map[string]string) []*unstructured.Unstructured {
 	t.Helper()
+	objs := readSamples(t)
+	for _, u := range objs {
+		// Node ports are cluster-wide and other tests use the samples' own.
+		dropNodePorts(u)
+		u.SetNamespace(newNamespace(t, clientset(t), nsLabels))
+	}
+	return objs
+}
+
+// readSamples decodes every sample of config/samples.
+func readSamples(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join(mustRepoRoot(), "config", "samples", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -62,9 +74,6 @@ func samplesInNamespaces(t *testing.T, nsLabels map[string]string) []*unstructur
 		if err := yaml.Unmarshal(data, &u.Object); err != nil {
 			t.Fatalf("decode %s: %v", f, err)
 		}
-		// Node ports are cluster-wide and other tests use the samples' own.
-		dropNodePorts(u)
-		u.SetNamespace(newNamespace(t, clientset(t), nsLabels))
 		objs = append(objs, u)
 	}
 	return objs
@@ -74,7 +83,8 @@ var lastNodePort atomic.Int64
 
 // dropNodePorts frees a sample from the node ports it asks for, which other
 // tests use too: the cluster picks one where the kind allows it, else the
-// sample gets a port no other test uses.
+// sample gets a port no other test uses. Decoded YAML holds numbers as
+// float64, so fields are found by name, whatever their type.
 func dropNodePorts(u *unstructured.Unstructured) {
 	if ports, found, _ := unstructured.NestedSlice(u.Object, "spec", "ports"); found {
 		for _, p := range ports {
@@ -82,7 +92,37 @@ func dropNodePorts(u *unstructured.Unstructured) {
 		}
 		_ = unstructured.SetNestedSlice(u.Object, ports, "spec", "ports")
 	}
-	if _, found, _ := unstructured.NestedInt64(u.Object, "spec", "nodePortNumber"); found {
-		_ = unstructured.SetNestedField(u.Object, 32000+lastNodePort.Add(1), "spec", "nodePortNumber")
+	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "nodePortNumber"); found {
+		_ = unstructured.SetNestedField(u.Object, firstFreeNodePort+lastNodePort.Add(1), "spec", "nodePortNumber")
+	}
+}
+
+// firstFreeNodePort is below the node ports samples and tests name.
+const firstFreeNodePort = 32000
+
+// TestDropNodePortsFreesEverySample: no sample keeps a node port of its own
+// once freed, so tests that run every sample beside the node-port tests
+// cannot take their ports.
+func TestDropNodePortsFreesEverySample(t *testing.T) {
+	named := 0
+	for _, u := range readSamples(t) {
+		if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "nodePortNumber"); found {
+			named++
+		}
+		dropNodePorts(u)
+		ports, _, _ := unstructured.NestedSlice(u.Object, "spec", "ports")
+		for _, p := range ports {
+			if np, found := p.(map[string]any)["nodePort"]; found {
+				t.Errorf("%s %s keeps spec.ports[].nodePort %v", u.GetKind(), u.GetName(), np)
+			}
+		}
+		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "nodePortNumber"); found {
+			if port, ok := v.(int64); !ok || port <= firstFreeNodePort {
+				t.Errorf("%s %s keeps spec.nodePortNumber %v, want one above %d", u.GetKind(), u.GetName(), v, firstFreeNodePort)
+			}
+		}
+	}
+	if named == 0 {
+		t.Fatal("no sample names spec.nodePortNumber: the check above checked nothing")
 	}
 }
