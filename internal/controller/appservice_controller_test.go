@@ -257,17 +257,8 @@ func TestAppServiceRepairsDriftAndKeepsForeignFields(t *testing.T) {
 func TestAppServiceRefusesToAdoptForeignDeployment(t *testing.T) {
 	ns, op := startOperator(t)
 	labels := map[string]string{"app": "other"}
-	foreign := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nginx-app", Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "redis"}}},
-			},
-		},
-	}
+	foreign := plainDeployment(ns, "nginx-app", labels, "redis")
+	foreign.Spec.Replicas = ptr.To[int32](1)
 	create(t, foreign)
 	rv := foreign.ResourceVersion
 

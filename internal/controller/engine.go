@@ -788,7 +788,8 @@ func (r *reconciler[T]) prune(ctx context.Context, obj T, desired []desiredChild
 		opts := []client.ListOption{client.InNamespace(obj.GetNamespace()),
 			client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy, resources.LabelInstance: obj.GetName()}}
 		if r.indexed {
-			opts = append(opts, client.MatchingFields{controllerIndex: string(obj.GetUID())})
+			// The cache's own objects, not copies: prune only reads them.
+			opts = append(opts, client.MatchingFields{controllerIndex: string(obj.GetUID())}, client.UnsafeDisableDeepCopy)
 		}
 		if err := r.client.List(ctx, tl, opts...); err != nil {
 			return fmt.Errorf("list %s: %w", gvk.Kind, err)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -85,3 +86,16 @@ func EchoFilter(c client.Client) (wrote func(client.Object), isEcho func(client.
 	shown = func(o client.Object) { r.seen(o) }
 	return r.wrote, r.seen, shown, pending
 }
+
+// ControllerIndex is the cache index of children by controller, and
+// ControllerIndexName the name it is stored under on the informers.
+const ControllerIndex = controllerIndex
+
+var ControllerIndexName = fieldIndexName(controllerIndex)
+
+// IndexByController registers the operator's index of children by
+// controller on c, as the manager's set-up does.
+func IndexByController(c cache.Cache) error { return indexByController(c, kinds(Options{})) }
+
+// StatusDigest is the digest the engine keeps of a status it wrote.
+func StatusDigest(obj client.Object) (uint64, bool) { return statusDigest(obj) }

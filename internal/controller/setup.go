@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -70,10 +72,28 @@ func NewScheme() *runtime.Scheme {
 }
 
 // CacheByObject scopes the cache of every child type to the objects the
-// operator manages, so it never holds every Deployment or pod of a cluster.
+// operator manages, so it never holds every Deployment or pod of a cluster,
+// and drops from the children and the resources the managedFields entries
+// of their status (see dropStatusManagedFields).
 func CacheByObject() map[client.Object]cache.ByObject {
-	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})}
+	managed := cache.ByObject{
+		Label:     labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
+		Transform: dropStatusManagedFields,
+	}
+	named := func(name string) cache.ByObject {
+		return cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name), Transform: dropStatusManagedFields}
+	}
+	// The resources themselves, every one: the operator writes their
+	// status as a merge patch from the cached copy and never reads who
+	// owns it.
+	resource := cache.ByObject{Transform: dropStatusManagedFields}
 	return map[client.Object]cache.ByObject{
+		&appv1.AppService{}:            resource,
+		&appv1.WebService{}:            resource,
+		&customv1.MicroServiceDeploy{}: resource,
+		&cachev1alpha1.Memcached{}:     resource,
+		&operatorv1.MyWeb{}:            resource,
+
 		&appsv1.Deployment{}:                     managed,
 		&corev1.Service{}:                        managed,
 		&corev1.ServiceAccount{}:                 managed,
@@ -82,9 +102,9 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&networkingv1.Ingress{}:                  managed,
 		// Only the MicroServiceDeploy quota, whoever made it: one of that
 		// name without the operator's labels must be seen to be left alone.
-		&corev1.ResourceQuota{}: {Field: fields.OneTermEqualSelector("metadata.name", microservicedeploy.QuotaName)},
+		&corev1.ResourceQuota{}: named(microservicedeploy.QuotaName),
 		// Only the PriorityClass of the MicroServiceDeploy pods.
-		&schedulingv1.PriorityClass{}:   {Field: fields.OneTermEqualSelector("metadata.name", microservicedeploy.PriorityClassName)},
+		&schedulingv1.PriorityClass{}:   named(microservicedeploy.PriorityClassName),
 		&policyv1.PodDisruptionBudget{}: managed,
 		// Only the pods of Memcached resources (for status.nodes). They are
 		// never applied: their managedFields are dropped to save memory.
@@ -97,6 +117,36 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		},
 	}
 }
+
+// dropStatusManagedFields is the cache transform of the children and the
+// resources: it drops the managedFields entries of their status
+// subresource. The controllers that report on a child own its status (the
+// Deployment controller's entry lists every field of every condition),
+// which the operator never applies and whose ownership it never reads: it
+// reads its own apply entry (upToDate, matchOf) and who owns the fields it
+// hands over, such as the replicas an HPA sets through the scale
+// subresource (handoverNeeded). A resource's status entry is the
+// operator's own.
+func dropStatusManagedFields(obj any) (any, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil
+	}
+	mf := o.GetManagedFields()
+	if !slices.ContainsFunc(mf, isStatusEntry) {
+		return obj, nil
+	}
+	kept := make([]metav1.ManagedFieldsEntry, 0, len(mf)-1)
+	for _, e := range mf {
+		if !isStatusEntry(e) {
+			kept = append(kept, e)
+		}
+	}
+	o.SetManagedFields(kept)
+	return o, nil
+}
+
+func isStatusEntry(e metav1.ManagedFieldsEntry) bool { return e.Subresource == "status" }
 
 // kinds lists every kind the operator serves.
 func kinds(opts Options) []registered {
@@ -125,7 +175,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("MicroServiceDeploy options: %w", err)
 	}
 	ks := kinds(opts)
-	if err := indexByController(mgr, ks); err != nil {
+	if err := indexByController(mgr.GetCache(), ks); err != nil {
 		return err
 	}
 	for _, k := range ks {
@@ -142,8 +192,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 const controllerIndex = "app-operator/controller-uid"
 
 // indexByController registers controllerIndex once for every type a kind
-// owns.
-func indexByController(mgr ctrl.Manager, ks []registered) error {
+// owns, on the type's informer. The manager's field indexer would store
+// each value twice, for the child's namespace and for all namespaces, and
+// a pass only ever asks within its resource's namespace: one entry per
+// child, under the key the cache looks a field up by in a namespace
+// (fieldIndexName, namespacedIndexValue), holds half as much.
+func indexByController(c cache.Cache, ks []registered) error {
 	indexed := map[reflect.Type]bool{}
 	for _, k := range ks {
 		for _, o := range k.ownedTypes() {
@@ -152,18 +206,39 @@ func indexByController(mgr ctrl.Manager, ks []registered) error {
 				continue
 			}
 			indexed[t] = true
-			if err := mgr.GetFieldIndexer().IndexField(context.Background(), o, controllerIndex, func(o client.Object) []string {
-				if ref := metav1.GetControllerOf(o); ref != nil {
-					return []string{string(ref.UID)}
-				}
-				return nil
-			}); err != nil {
+			inf, err := c.GetInformer(context.Background(), o, cache.BlockUntilSynced(false))
+			if err != nil {
+				return fmt.Errorf("informer of %T: %w", o, err)
+			}
+			if err := inf.AddIndexers(toolscache.Indexers{fieldIndexName(controllerIndex): controllerInNamespace}); err != nil {
 				return fmt.Errorf("index %T by controller: %w", o, err)
 			}
 		}
 	}
 	return nil
 }
+
+// controllerInNamespace is the index function of controllerIndex: the uid
+// of obj's controller, within obj's namespace.
+func controllerInNamespace(obj any) ([]string, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not an object", obj)
+	}
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || o.GetNamespace() == "" {
+		return nil, nil
+	}
+	return []string{namespacedIndexValue(o.GetNamespace(), string(ref.UID))}, nil
+}
+
+// fieldIndexName and namespacedIndexValue are the index name and value
+// under which the cache's List finds, within a namespace, the objects a
+// field selector on an indexed field matches (client.MatchingFields with
+// client.InNamespace), as the manager's field indexer stores them.
+func fieldIndexName(field string) string { return "field:" + field }
+
+func namespacedIndexValue(namespace, value string) string { return namespace + "/" + value }
 
 // Build returns the children the operator would apply for obj, in order,
 // without a cluster: the builders are pure.

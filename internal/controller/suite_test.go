@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/internal/controller"
@@ -208,5 +209,21 @@ func expectAdmission(t *testing.T, err error, wantErr string) {
 		t.Fatalf("accepted, want an error naming %q", wantErr)
 	case wantErr != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), wantErr)):
 		t.Fatalf("error %q does not name %q", err, wantErr)
+	}
+}
+
+// plainDeployment returns a Deployment of one container and no pods whose
+// pods carry labels, as something other than the operator makes it.
+func plainDeployment(ns, name string, labels map[string]string, image string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}},
+			},
+		},
 	}
 }

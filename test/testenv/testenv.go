@@ -133,6 +133,8 @@ type Operator struct {
 	// Reads are its reads of single objects from the API server (the
 	// cache's lists and watches left out).
 	Reads *Reads
+	// Cache is the manager's cache, to look at what the operator holds.
+	Cache cache.Cache
 	stop  func()
 }
 
@@ -197,7 +199,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator 
 		t.Fatalf("operator caches did not sync: %v", <-done)
 	}
 	var once sync.Once
-	o := &Operator{Mutations: muts, Reads: reads, stop: func() {
+	o := &Operator{Mutations: muts, Reads: reads, Cache: mgr.GetCache(), stop: func() {
 		once.Do(func() {
 			cancel()
 			err := <-done
