@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -517,14 +518,19 @@ func (r *reconciler[T]) fresh(ctx context.Context, key client.ObjectKey, cached 
 	return live, nil
 }
 
-// statusDigest is a hash of obj's status field (FNV-1a of its JSON, whose
-// map keys are sorted); false if it cannot be computed.
+// statusDigest is a hash of obj's status (FNV-1a of the JSON of its Status
+// field, whose encoding of equal values is equal); false if obj has no
+// such field or it cannot be encoded. It reads nothing else of obj.
 func statusDigest(obj client.Object) (uint64, bool) {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return 0, false
 	}
-	data, err := json.Marshal(u["status"])
+	st := v.Elem().FieldByName("Status")
+	if !st.IsValid() {
+		return 0, false
+	}
+	data, err := json.Marshal(st.Addr().Interface())
 	if err != nil {
 		return 0, false
 	}
