@@ -6,6 +6,7 @@ require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
+	github.com/google/pprof v0.0.0-20250403155104-27863c87afa6
 	golang.org/x/sync v0.22.0
 	gonum.org/v1/plot v0.16.0
 	k8s.io/api v0.37.1

@@ -22,15 +22,18 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/google/pprof/profile"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -86,8 +89,10 @@ type Config struct {
 	// ProfileDir, when set, receives the heap profiles of the operator
 	// and of the informer floor at the largest N of the memory ramp
 	// (heap-<N>.pprof, heap-<N>-floor.pprof), and a profile of the
-	// operator's CPU over the first 10 s of each cold converge
-	// (cpu-<workload>-<N>.pprof).
+	// operator's CPU and of the API server's over the first cold
+	// converge of each case (cpu-<workload>-<N>.pprof,
+	// apiserver-cpu-<workload>-<N>.pprof), and of the API server's over
+	// its bare client's run (apiserver-cpu-<workload>-<N>-bare.pprof).
 	ProfileDir string
 	// Timeout bounds each wait.
 	Timeout time.Duration
@@ -185,12 +190,16 @@ type Case struct {
 	Full bool `json:"full"`
 }
 
-// MemoryPoint is the operator's and the informer floor's memory with N
+// MemoryPoint is the operator's and the informer floors' memory with N
 // converged applications.
 type MemoryPoint struct {
 	N        int    `json:"n"`
 	Operator memory `json:"operator"`
-	Floor    memory `json:"floor"`
+	// Floor was started with the N applications converged (it listed
+	// them); WatchingFloor ran from N=0 beside the operator (it saw every
+	// object arrive and change).
+	Floor         memory `json:"floor"`
+	WatchingFloor memory `json:"watchingFloor"`
 }
 
 // MemoryRamp is the memory scenario.
@@ -202,17 +211,20 @@ type MemoryRamp struct {
 	// spans that hold a live object, so it counts the free room between
 	// them), of the live heap (HeapAlloc after the collection, the bytes of
 	// live objects, what a heap profile's inuse_space adds up) and of RSS.
-	SlopeKiB          float64 `json:"heapSlopeKiBPerApp"`
-	FloorSlopeKiB     float64 `json:"floorHeapSlopeKiBPerApp"`
-	LiveSlopeKiB      float64 `json:"liveHeapSlopeKiBPerApp"`
-	FloorLiveSlopeKiB float64 `json:"floorLiveHeapSlopeKiBPerApp"`
-	RSSSlopeKiB       float64 `json:"rssSlopeKiBPerApp"`
-	Unrelated         int     `json:"unrelatedObjects"`
+	SlopeKiB                  float64 `json:"heapSlopeKiBPerApp"`
+	FloorSlopeKiB             float64 `json:"floorHeapSlopeKiBPerApp"`
+	WatchingFloorSlopeKiB     float64 `json:"watchingFloorHeapSlopeKiBPerApp"`
+	LiveSlopeKiB              float64 `json:"liveHeapSlopeKiBPerApp"`
+	FloorLiveSlopeKiB         float64 `json:"floorLiveHeapSlopeKiBPerApp"`
+	WatchingFloorLiveSlopeKiB float64 `json:"watchingFloorLiveHeapSlopeKiBPerApp"`
+	RSSSlopeKiB               float64 `json:"rssSlopeKiBPerApp"`
+	Unrelated                 int     `json:"unrelatedObjects"`
 	// WithUnrelated is measured at the largest N after Unrelated
 	// ConfigMaps and Secrets were added.
-	WithUnrelated      memory  `json:"operatorWithUnrelated"`
-	FloorWithUnrelated memory  `json:"floorWithUnrelated"`
-	UnrelatedIncrease  float64 `json:"unrelatedHeapIncreasePercent"`
+	WithUnrelated              memory  `json:"operatorWithUnrelated"`
+	FloorWithUnrelated         memory  `json:"floorWithUnrelated"`
+	WatchingFloorWithUnrelated memory  `json:"watchingFloorWithUnrelated"`
+	UnrelatedIncrease          float64 `json:"unrelatedHeapIncreasePercent"`
 }
 
 // Results are everything one run measured.
@@ -497,6 +509,80 @@ func (e *env) operatorClient() (client.Client, error) {
 	return e.operator, nil
 }
 
+// profileCPU profiles a process's CPU, through the profiler at base (an
+// address that serves /debug/pprof/), from now until the returned function
+// is called, in consecutive parts of two seconds, and then writes the parts
+// merged into one profile at path (the last part runs to its end, so the
+// profile runs on for up to two seconds). Calls after the first return the
+// first's answer.
+func profileCPU(ctx context.Context, hc *http.Client, base, path string) (stop func() error) {
+	done := make(chan struct{})
+	result := make(chan error, 1)
+	stop = sync.OnceValue(func() error {
+		close(done)
+		return <-result
+	})
+	go func() {
+		var parts []*profile.Profile
+		err := func() error {
+			for {
+				p, err := cpuProfile(ctx, hc, base, 2)
+				if err != nil {
+					return err
+				}
+				parts = append(parts, p)
+				select {
+				case <-done:
+					return nil
+				default:
+				}
+			}
+		}()
+		if err == nil {
+			err = writeMerged(path, parts)
+		}
+		result <- err
+	}()
+	return stop
+}
+
+// profileAPIServer is profileCPU for the API server.
+func (e *env) profileAPIServer(ctx context.Context, path string) (stop func() error) {
+	hc, err := rest.HTTPClientFor(e.adminCfg)
+	if err != nil {
+		return func() error { return err }
+	}
+	return profileCPU(ctx, hc, e.adminCfg.Host, path)
+}
+
+// cpuProfile reads a profile of the next seconds of CPU time of the
+// process whose profiler is at base.
+func cpuProfile(ctx context.Context, hc *http.Client, base string, seconds int) (*profile.Profile, error) {
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, seconds)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("CPU profile from %s: %s", base, resp.Status)
+	}
+	return profile.Parse(resp.Body)
+}
+
+// writeMerged writes the profiles merged into one at path.
+func writeMerged(path string, parts []*profile.Profile) error {
+	p, err := profile.Merge(parts)
+	if err != nil {
+		return err
+	}
+	return writeFile(path, p.Write)
+}
+
 // roundTrip returns the median milliseconds of five reads of a missing
 // resource of the workload's kind, under the operator's identity.
 func (e *env) roundTrip(ctx context.Context, w workload) (float64, error) {
@@ -627,7 +713,7 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		if err != nil {
 			return nil, err
 		}
-		bare, err := runBare(ctx, cfg, w, n, workers)
+		bare, err := runBare(ctx, cfg, w, n, workers, full && r == 0)
 		if err != nil {
 			return nil, err
 		}
@@ -694,14 +780,14 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 		return nil, err
 	}
 	defer func() { _ = op.stop() }()
-	// Where the operator spends its CPU during the first seconds of the
+	// Where the operator and the API server spend their CPU during the
 	// cold converge.
-	cpuProfile := make(chan error, 1)
+	stopProfiles := func() error { return nil }
 	if full && cfg.ProfileDir != "" {
-		path := filepath.Join(cfg.ProfileDir, fmt.Sprintf("cpu-%s-%d.pprof", w.name, n))
-		go func() { cpuProfile <- op.saveCPUProfile(10*time.Second, path) }()
-	} else {
-		cpuProfile <- nil
+		stopOperator := profileCPU(ctx, http.DefaultClient, op.pprof, filepath.Join(cfg.ProfileDir, fmt.Sprintf("cpu-%s-%d.pprof", w.name, n)))
+		stopAPIServer := e.profileAPIServer(ctx, filepath.Join(cfg.ProfileDir, fmt.Sprintf("apiserver-cpu-%s-%d.pprof", w.name, n)))
+		stopProfiles = func() error { return errors.Join(stopOperator(), stopAPIServer()) }
+		defer func() { _ = stopProfiles() }()
 	}
 	// A new resource while the backlog is being worked through: created
 	// once a tenth of the backlog has converged, so that the operator's
@@ -737,8 +823,8 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 	_, last := tr.count(opPrefix)
 	c.ConvergeSeconds = last.Sub(op.started).Seconds()
 	c.FirstSeconds = tr.first(opPrefix).Sub(op.started).Seconds()
-	if err := <-cpuProfile; err != nil {
-		return nil, fmt.Errorf("CPU profile: %w", err)
+	if err := stopProfiles(); err != nil {
+		return nil, fmt.Errorf("CPU profiles: %w", err)
 	}
 	if err := e.poll(ctx, "every application Ready", func() (bool, string) {
 		got, _ := tr.countReady(opPrefix)
@@ -876,8 +962,9 @@ type bareRun struct {
 }
 
 // runBare measures the bare client on a fresh cluster holding what the
-// operator's started with: n applications and nothing else.
-func runBare(ctx context.Context, cfg Config, w workload, n, workers int) (_ bareRun, err error) {
+// operator's started with: n applications and nothing else. With profile,
+// it also profiles the API server's CPU as runOperator does.
+func runBare(ctx context.Context, cfg Config, w workload, n, workers int, profile bool) (_ bareRun, err error) {
 	e, err := newEnv(ctx, cfg)
 	if err != nil {
 		return bareRun{}, err
@@ -902,6 +989,11 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int) (_ bar
 	if err != nil {
 		return bareRun{}, err
 	}
+	stopAPIServerProfile := func() error { return nil }
+	if profile && cfg.ProfileDir != "" {
+		stopAPIServerProfile = e.profileAPIServer(ctx, filepath.Join(cfg.ProfileDir, fmt.Sprintf("apiserver-cpu-%s-%d-bare.pprof", w.name, n)))
+		defer func() { _ = stopAPIServerProfile() }()
+	}
 	var br bareResult
 	start := time.Now()
 	clientCPU, err := runRole(ctx, cfg.Self, []string{
@@ -925,6 +1017,9 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int) (_ bar
 		return bareRun{}, err
 	}
 	cpu["client"] = clientCPU
+	if err := stopAPIServerProfile(); err != nil {
+		return bareRun{}, fmt.Errorf("API server CPU profile: %w", err)
+	}
 	_, last := tr.count(barePrefix)
 	return bareRun{seconds: last.Sub(start).Seconds(), writes: br.Writes, cpu: cpu}, nil
 }
@@ -948,6 +1043,11 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		return nil, err
 	}
 	defer func() { _ = op.stop() }()
+	wf, err := startWatchingFloor(cfg.Self, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "watching-floor.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = wf.stop() }()
 	m := &MemoryRamp{Workload: w.name, Unrelated: cfg.Unrelated}
 	// measure reads both memories; with a profile name, it also saves
 	// both heap profiles in cfg.ProfileDir (<name>.pprof and
@@ -959,6 +1059,9 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		}
 		var err error
 		if p.Operator, err = op.memory(); err != nil {
+			return p, err
+		}
+		if p.WatchingFloor, err = wf.memory(); err != nil {
 			return p, err
 		}
 		env := []string{RoleEnv + "=floor", "BENCH_KUBECONFIG=" + e.kubeconfig}
@@ -996,12 +1099,13 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		}
 		p.N = step
 		m.Points = append(m.Points, p)
-		fmt.Fprintf(cfg.Progress, "  N=%d heap %.1f MiB, floor %.1f MiB\n", step, mib(p.Operator.HeapInuse), mib(p.Floor.HeapInuse))
+		fmt.Fprintf(cfg.Progress, "  N=%d heap %.1f MiB, floor %.1f MiB, watching floor %.1f MiB\n", step,
+			mib(p.Operator.HeapInuse), mib(p.Floor.HeapInuse), mib(p.WatchingFloor.HeapInuse))
 	}
 	// The fit leaves out N=0: the first applications pay one-time costs
 	// (the first pass of each code path, the apply type converter, work
 	// queues growing) that are not per application.
-	var xs, heap, floor, live, floorLive, rssv []float64
+	var xs, heap, floor, watching, live, floorLive, watchingLive, rssv []float64
 	for _, p := range m.Points {
 		if p.N == 0 {
 			continue
@@ -1011,10 +1115,13 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		floor = append(floor, float64(p.Floor.HeapInuse))
 		live = append(live, float64(p.Operator.HeapAlloc))
 		floorLive = append(floorLive, float64(p.Floor.HeapAlloc))
+		watching = append(watching, float64(p.WatchingFloor.HeapInuse))
+		watchingLive = append(watchingLive, float64(p.WatchingFloor.HeapAlloc))
 		rssv = append(rssv, float64(p.Operator.RSS))
 	}
 	m.SlopeKiB, m.FloorSlopeKiB, m.RSSSlopeKiB = slope(xs, heap)/1024, slope(xs, floor)/1024, slope(xs, rssv)/1024
 	m.LiveSlopeKiB, m.FloorLiveSlopeKiB = slope(xs, live)/1024, slope(xs, floorLive)/1024
+	m.WatchingFloorSlopeKiB, m.WatchingFloorLiveSlopeKiB = slope(xs, watching)/1024, slope(xs, watchingLive)/1024
 
 	if cfg.Unrelated > 0 {
 		fmt.Fprintf(cfg.Progress, "  %d unrelated ConfigMaps and Secrets\n", cfg.Unrelated)
@@ -1042,7 +1149,7 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		if err != nil {
 			return nil, err
 		}
-		m.WithUnrelated, m.FloorWithUnrelated = p.Operator, p.Floor
+		m.WithUnrelated, m.FloorWithUnrelated, m.WatchingFloorWithUnrelated = p.Operator, p.Floor, p.WatchingFloor
 		lastPoint := m.Points[len(m.Points)-1]
 		m.UnrelatedIncrease = 100 * float64(p.Operator.HeapInuse-lastPoint.Operator.HeapInuse) / float64(lastPoint.Operator.HeapInuse)
 	}

@@ -36,7 +36,7 @@ func TestBenchSmoke(t *testing.T) {
 	const n = 50
 	res, err := Run(context.Background(), Config{
 		Operator: op, Self: self, N: []int{n}, Workloads: []string{"appservice"},
-		Workers: 4, Repeat: 2, PerNamespace: 25, Memory: true, Unrelated: 200, Progress: testWriter{t},
+		Workers: 4, Repeat: 2, PerNamespace: 25, Memory: true, Unrelated: 200, Progress: testWriter{t}, ProfileDir: dir,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +95,17 @@ func TestBenchSmoke(t *testing.T) {
 	if c.Memory.HeapInuse <= 0 || c.Memory.RSS <= 0 {
 		t.Errorf("missing memory: %+v", c.Memory)
 	}
+	// Both floors measured at every step; the watching floor, running
+	// since N=0, holds more at the last step than at the first.
+	pts := res.Memory.Points
+	for _, p := range pts {
+		if p.Floor.HeapInuse <= 0 || p.WatchingFloor.HeapInuse <= 0 || p.WatchingFloor.HeapAlloc <= 0 {
+			t.Errorf("N=%d: missing floor memory: %+v", p.N, p)
+		}
+	}
+	if first, last := pts[0].WatchingFloor.HeapAlloc, pts[len(pts)-1].WatchingFloor.HeapAlloc; last <= first {
+		t.Errorf("the watching floor's live heap went from %d bytes at N=%d to %d at N=%d: want it to grow with N", first, pts[0].N, last, pts[len(pts)-1].N)
+	}
 	// The bare client's writes: every child and one status per application.
 	if want := int64(n * (c.Children + 1)); c.BareWrites != want {
 		t.Errorf("the bare client made %d writes, want %d", c.BareWrites, want)
@@ -122,7 +133,8 @@ func TestBenchSmoke(t *testing.T) {
 	if err := WriteFiles(dir, res, "go test ./test/bench -run TestBenchSmoke"); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"results.json", "summary.md", "bench.png"} {
+	for _, f := range []string{"results.json", "summary.md", "bench.png", "heap-50.pprof", "heap-50-floor.pprof",
+		"cpu-appservice-50.pprof", "apiserver-cpu-appservice-50.pprof", "apiserver-cpu-appservice-50-bare.pprof"} {
 		if fi, err := os.Stat(dir + "/" + f); err != nil || fi.Size() == 0 {
 			t.Errorf("%s not written: %v", f, err)
 		}

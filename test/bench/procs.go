@@ -24,7 +24,8 @@ import (
 )
 
 // operator is the app-operator binary running as a separate process, as
-// its ServiceAccount, with its metrics and profiler on loopback ports.
+// its ServiceAccount, with its metrics and profiler on loopback ports. The
+// watching floor runs as one too (without metrics).
 type operator struct {
 	cmd     *exec.Cmd
 	started time.Time
@@ -43,14 +44,9 @@ func startOperator(binary, kubeconfig, logFile string, workers int) (*operator, 
 	if err != nil {
 		return nil, err
 	}
-	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
 	o := &operator{
 		metrics: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
 		pprof:   fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
-		done:    make(chan error, 1),
 	}
 	o.cmd = exec.Command(binary,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
@@ -60,30 +56,69 @@ func startOperator(binary, kubeconfig, logFile string, workers int) (*operator, 
 		fmt.Sprintf("--max-concurrent-reconciles=%d", workers),
 	)
 	o.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	// The metrics endpoint answers once the manager runs.
+	return o, o.start(logFile, func() error {
+		_, err := o.scrape()
+		return err
+	})
+}
+
+// startWatchingFloor runs this executable (self) as the watching floor,
+// with the kubeconfig of the operator's ServiceAccount, and returns once
+// its informers have synced.
+func startWatchingFloor(self, kubeconfig, logFile string) (*operator, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	o := &operator{pprof: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
+	o.cmd = exec.Command(self)
+	o.cmd.Env = append(os.Environ(), RoleEnv+"=watching-floor", "BENCH_KUBECONFIG="+kubeconfig,
+		fmt.Sprintf("BENCH_PPROF_ADDR=127.0.0.1:%d", ports[0]))
+	// The profiler answers once the informers have synced.
+	return o, o.start(logFile, func() error {
+		resp, err := http.Get(o.pprof + "/debug/pprof/")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("profiler: %s", resp.Status)
+		}
+		return nil
+	})
+}
+
+// start starts o.cmd with its output in logFile and waits up to two
+// minutes for ready to succeed; on failure the process is stopped.
+func (o *operator) start(logFile string, ready func() error) error {
+	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	o.done = make(chan error, 1)
 	o.cmd.Stdout, o.cmd.Stderr = log, log
-	// The kernel stops the operator if the benchmark dies first.
+	// The kernel stops the process if the benchmark dies first.
 	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	o.started = time.Now()
 	if err := o.cmd.Start(); err != nil {
 		_ = log.Close()
-		return nil, err
+		return err
 	}
 	go func() { o.done <- o.cmd.Wait(); _ = log.Close() }()
-	// The metrics endpoint answers once the manager runs.
 	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		select {
 		case err := <-o.done:
-			return false, fmt.Errorf("operator exited: %v (log in %s)", err, logFile)
+			o.done <- err // for stop
+			return false, fmt.Errorf("%s exited: %v (log in %s)", filepath.Base(o.cmd.Path), err, logFile)
 		default:
 		}
-		_, err := o.scrape()
-		return err == nil, nil
+		return ready() == nil, nil
 	})
 	if err != nil {
 		_ = o.stop()
-		return nil, err
 	}
-	return o, nil
+	return err
 }
 
 // stop sends SIGTERM and waits for the operator to exit. Calling it again
@@ -96,7 +131,7 @@ func (o *operator) stop() error {
 		case <-time.After(30 * time.Second):
 			_ = o.cmd.Process.Kill()
 			<-o.done
-			o.stopErr = fmt.Errorf("operator did not stop within 30s of SIGTERM")
+			o.stopErr = fmt.Errorf("%s did not stop within 30s of SIGTERM", filepath.Base(o.cmd.Path))
 		}
 	})
 	return o.stopErr
@@ -191,12 +226,6 @@ func (o *operator) saveHeapProfile(path string) error {
 	return o.saveProfile("heap?gc=1", path)
 }
 
-// saveCPUProfile writes a profile of the operator's next d of CPU time to
-// path.
-func (o *operator) saveCPUProfile(d time.Duration, path string) error {
-	return o.saveProfile(fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path)
-}
-
 func (o *operator) saveProfile(query, path string) error {
 	resp, err := http.Get(o.pprof + "/debug/pprof/" + query)
 	if err != nil {
@@ -206,11 +235,19 @@ func (o *operator) saveProfile(query, path string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("profile %s: %s", query, resp.Status)
 	}
+	return writeFile(path, func(w io.Writer) error {
+		_, err := io.Copy(w, resp.Body)
+		return err
+	})
+}
+
+// writeFile writes to a new file at path what write writes.
+func writeFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if err := write(f); err != nil {
 		_ = f.Close()
 		return err
 	}

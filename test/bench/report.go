@@ -138,21 +138,23 @@ func WriteTable(w io.Writer, r *Results) {
 	if m := r.Memory; m != nil {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "memory (%s)\tN\toperator heap in use / live MiB\toperator RSS MiB\tinformer floor heap in use / live MiB\tfloor RSS MiB\t\n", m.Workload)
-		row := func(label string, n int, op, floor memory) {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f / %.1f\t%.1f\t%.1f / %.1f\t%.1f\t\n", label, n, mib(op.HeapInuse), mib(op.HeapAlloc), mib(op.RSS),
-				mib(floor.HeapInuse), mib(floor.HeapAlloc), mib(floor.RSS))
+		fmt.Fprintf(tw, "memory (%s)\tN\toperator heap in use / live MiB\toperator RSS MiB\tinformer floor heap in use / live MiB\tfloor RSS MiB\twatching floor heap in use / live MiB\t\n", m.Workload)
+		row := func(label string, n int, op, floor, watching memory) {
+			fmt.Fprintf(tw, "%s\t%d\t%.1f / %.1f\t%.1f\t%.1f / %.1f\t%.1f\t%.1f / %.1f\t\n", label, n, mib(op.HeapInuse), mib(op.HeapAlloc), mib(op.RSS),
+				mib(floor.HeapInuse), mib(floor.HeapAlloc), mib(floor.RSS), mib(watching.HeapInuse), mib(watching.HeapAlloc))
 		}
 		for _, p := range m.Points {
-			row("", p.N, p.Operator, p.Floor)
+			row("", p.N, p.Operator, p.Floor, p.WatchingFloor)
 		}
 		if m.Unrelated > 0 {
-			row(fmt.Sprintf("+%d unrelated", m.Unrelated), m.Points[len(m.Points)-1].N, m.WithUnrelated, m.FloorWithUnrelated)
+			row(fmt.Sprintf("+%d unrelated", m.Unrelated), m.Points[len(m.Points)-1].N, m.WithUnrelated, m.FloorWithUnrelated, m.WatchingFloorWithUnrelated)
 		}
 		_ = tw.Flush()
-		fmt.Fprintf(w, "heap in use slope %.1f KiB/app (informer floor %.1f KiB/app, ratio %.2f); live heap slope %.1f KiB/app (floor %.1f, ratio %.2f); RSS slope %.1f KiB/app; unrelated objects add %.1f %% heap in use\n",
-			m.SlopeKiB, m.FloorSlopeKiB, m.SlopeKiB/m.FloorSlopeKiB, m.LiveSlopeKiB, m.FloorLiveSlopeKiB, m.LiveSlopeKiB/m.FloorLiveSlopeKiB,
+		fmt.Fprintf(w, "heap in use slope %.1f KiB/app (informer floor %.1f KiB/app, ratio %.2f; watching floor %.1f, ratio %.2f); live heap slope %.1f KiB/app (floor %.1f, ratio %.2f; watching floor %.1f, ratio %.2f); RSS slope %.1f KiB/app; unrelated objects add %.1f %% heap in use\n",
+			m.SlopeKiB, m.FloorSlopeKiB, m.SlopeKiB/m.FloorSlopeKiB, m.WatchingFloorSlopeKiB, m.SlopeKiB/m.WatchingFloorSlopeKiB,
+			m.LiveSlopeKiB, m.FloorLiveSlopeKiB, m.LiveSlopeKiB/m.FloorLiveSlopeKiB, m.WatchingFloorLiveSlopeKiB, m.LiveSlopeKiB/m.WatchingFloorLiveSlopeKiB,
 			m.RSSSlopeKiB, m.UnrelatedIncrease)
+		fmt.Fprintln(w, "informer floor: informers only, started over the converged applications; watching floor: the same, running beside the operator from N=0.")
 	}
 	fmt.Fprintf(w, "machine: %d CPUs, %.1f GiB, %s, %s; load %s before, %s after\n", r.Machine.CPUs, float64(r.Machine.MemoryKiB)/(1<<20),
 		r.Machine.GoVersion, r.Machine.Kubernetes, r.Machine.LoadBefore, r.Machine.LoadAfter)
@@ -224,16 +226,17 @@ func writePlot(path string, r *Results) error {
 	mem.X.Label.Text = "applications (N)"
 	mem.Y.Label.Text = "MiB"
 	if m := r.Memory; m != nil {
-		var heap, live, rssXY, floor, floorLive plotter.XYs
+		var heap, live, rssXY, floor, floorLive, watching plotter.XYs
 		for _, p := range m.Points {
 			heap = append(heap, plotter.XY{X: float64(p.N), Y: mib(p.Operator.HeapInuse)})
 			live = append(live, plotter.XY{X: float64(p.N), Y: mib(p.Operator.HeapAlloc)})
 			rssXY = append(rssXY, plotter.XY{X: float64(p.N), Y: mib(p.Operator.RSS)})
 			floor = append(floor, plotter.XY{X: float64(p.N), Y: mib(p.Floor.HeapInuse)})
 			floorLive = append(floorLive, plotter.XY{X: float64(p.N), Y: mib(p.Floor.HeapAlloc)})
+			watching = append(watching, plotter.XY{X: float64(p.N), Y: mib(p.WatchingFloor.HeapInuse)})
 		}
 		if err := plotutil.AddLinePoints(mem, "operator heap in use", heap, "operator live heap", live, "operator RSS", rssXY,
-			"informer floor heap in use", floor, "informer floor live heap", floorLive); err != nil {
+			"informer floor heap in use", floor, "informer floor live heap", floorLive, "watching floor heap in use", watching); err != nil {
 			return err
 		}
 		mem.Title.Text = fmt.Sprintf("Memory after GC (%s): %.1f KiB/app heap in use, %.1f live", m.Workload, m.SlopeKiB, m.LiveSlopeKiB)

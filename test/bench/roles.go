@@ -4,21 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	httppprof "net/http/pprof"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,13 +30,12 @@ import (
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
-	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/internal/controller"
 )
 
 // RoleEnv names the environment variable that makes the benchmark's
 // executable (the bench command, or the test binary) run as one of its
-// helper processes instead: "bare" or "floor".
+// helper processes instead: "bare", "floor" or "watching-floor".
 const RoleEnv = "APP_OPERATOR_BENCH_ROLE"
 
 // RunRole runs the role named by RoleEnv, if any, and exits; it returns
@@ -59,6 +58,8 @@ func RunRole() {
 		out, err = bare(context.Background())
 	case "floor":
 		out, err = floor(context.Background())
+	case "watching-floor":
+		out, err = watchingFloor(context.Background())
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
@@ -175,41 +176,22 @@ func bareOne(ctx context.Context, c client.Client, w workload, obj client.Object
 }
 
 // floor runs informers, and nothing else, over the objects the operator's
-// cache holds: the five kinds and their children, scoped as the operator
-// scopes them. Its heap is the least an informer-based operator can hold.
+// cache holds: the five kinds and their children, with the operator's
+// cache options. Started once the objects exist, it lists them into a fresh
+// heap: its heap is the least an informer-based operator can hold.
 func floor(ctx context.Context) (memory, error) {
 	var m memory
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("BENCH_KUBECONFIG"))
-	if err != nil {
-		return m, err
-	}
-	cfg.QPS, cfg.Burst = -1, 0
-	ca, err := cache.New(cfg, cache.Options{Scheme: controller.NewScheme(), ByObject: controller.CacheByObject()})
-	if err != nil {
-		return m, err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { _ = ca.Start(ctx) }()
-	for _, o := range []client.Object{
-		&appv1.AppService{}, &appv1.WebService{}, &customv1.MicroServiceDeploy{},
-		&cachev1alpha1.Memcached{}, &operatorv1.MyWeb{},
-		&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}, &corev1.ConfigMap{},
-		&autoscalingv2.HorizontalPodAutoscaler{}, &networkingv1.Ingress{}, &corev1.ResourceQuota{},
-		&schedulingv1.PriorityClass{}, &policyv1.PodDisruptionBudget{}, &corev1.Pod{},
-	} {
-		if _, err := ca.GetInformer(ctx, o); err != nil {
-			return m, err
-		}
-	}
-	if !ca.WaitForCacheSync(ctx) {
-		return m, fmt.Errorf("caches did not sync")
+	if err := startInformers(ctx); err != nil {
+		return m, err
 	}
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	m.HeapInuse, m.HeapAlloc = int64(ms.HeapInuse), int64(ms.HeapAlloc)
+	var err error
 	if m.RSS, err = rss(os.Getpid()); err != nil {
 		return m, err
 	}
@@ -219,18 +201,60 @@ func floor(ctx context.Context) (memory, error) {
 	return m, err
 }
 
-// writeHeapProfile writes this process's heap profile to path, to be
-// compared with the operator's (go tool pprof -diff_base).
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
+// watchingFloor runs the floor's informers from before the first
+// application exists until it is stopped (SIGTERM), so that they see every
+// object arrive and change as the operator's informers do, and serves the
+// Go profiler at BENCH_PPROF_ADDR once they have synced, where the
+// benchmark reads its memory as it reads the operator's.
+func watchingFloor(ctx context.Context) (struct{}, error) {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stop()
+	if err := startInformers(ctx); err != nil {
+		return struct{}{}, err
+	}
+	l, err := net.Listen("tcp", os.Getenv("BENCH_PPROF_ADDR"))
+	if err != nil {
+		return struct{}{}, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", httppprof.Index)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	<-ctx.Done()
+	return struct{}{}, srv.Close()
+}
+
+// startInformers starts informers over the objects the operator's cache
+// holds, with its scoping, and waits for them to sync.
+func startInformers(ctx context.Context) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("BENCH_KUBECONFIG"))
 	if err != nil {
 		return err
 	}
-	if err := pprof.WriteHeapProfile(f); err != nil {
-		_ = f.Close()
+	cfg.QPS, cfg.Burst = -1, 0
+	byObject := controller.CacheByObject()
+	ca, err := cache.New(cfg, cache.Options{Scheme: controller.NewScheme(), ByObject: byObject})
+	if err != nil {
 		return err
 	}
-	return f.Close()
+	go func() { _ = ca.Start(ctx) }()
+	// The operator's cache options name every type it caches: the five
+	// kinds and their children.
+	for o := range byObject {
+		if _, err := ca.GetInformer(ctx, o); err != nil {
+			return err
+		}
+	}
+	if !ca.WaitForCacheSync(ctx) {
+		return fmt.Errorf("caches did not sync")
+	}
+	return nil
+}
+
+// writeHeapProfile writes this process's heap profile to path, to be
+// compared with the operator's (go tool pprof -diff_base).
+func writeHeapProfile(path string) error {
+	return writeFile(path, pprof.WriteHeapProfile)
 }
 
 // newList returns an empty list of the workload's kind.
