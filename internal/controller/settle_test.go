@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
@@ -125,6 +126,85 @@ func TestAppServiceStatusWaitsLongerWhileTheDeploymentControllerIsBusy(t *testin
 		time.Sleep(time.Second)
 	}
 	// Silent from now on: the status says what it waits for.
+	c := waitForCondition(t, waiting, conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutInProgress)
+	if !strings.Contains(c.Message, "Deployment controller") {
+		t.Errorf("Ready message %q does not say what the AppService waits for", c.Message)
+	}
+}
+
+// The Deployment controller working through a backlog longer than a
+// minute (10,000 changed Deployments took it over three minutes) keeps the
+// status waiting as long as it keeps reporting on other Deployments, up to
+// ten minutes. Time is a fake clock moved on by half a settle time at a
+// time, each step once the operator has seen the busy Deployment's new
+// report; the waiting AppService's pass is then woken by a report on its
+// Deployment that does not observe it.
+func TestAppServiceStatusWaitsAsLongAsTheDeploymentControllerWorksThroughABacklog(t *testing.T) {
+	const settle = 20 * time.Second
+	ns := testenv.NewNamespace(t, k8s)
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Clock: clk, Settle: settle})
+	busy := newAppService(t, ns)
+	busy.Name = "busy"
+	create(t, busy)
+	waiting := newAppService(t, ns)
+	create(t, waiting)
+	busyDep, _ := children(ns, busy.Name)
+	waitingDep, _ := children(ns, waiting.Name)
+	waitForObject(t, busyDep)
+	waitForObject(t, waitingDep)
+
+	reports := int32(0)
+	// report writes a new status of dep, observing its spec or not, and
+	// waits for the operator's cache to hold it.
+	report := func(dep *appsv1.Deployment, observes bool) {
+		t.Helper()
+		reports++
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(dep), dep); err != nil {
+			t.Fatal(err)
+		}
+		dep.Status = appsv1.DeploymentStatus{Replicas: reports % 2}
+		if observes {
+			dep.Status.ObservedGeneration = dep.Generation
+		}
+		if err := k8s.Status().Update(context.Background(), dep); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 10*time.Second, func() (bool, string) {
+			cached := &appsv1.Deployment{}
+			if err := op.Cache.Get(context.Background(), client.ObjectKeyFromObject(dep), cached); err != nil {
+				return false, err.Error()
+			}
+			return cached.ResourceVersion == dep.ResourceVersion, "the operator has not seen the report yet"
+		})
+	}
+	// busyUntil moves the clock on to d after start, the Deployment
+	// controller reporting on the busy Deployment at every step, then has
+	// the waiting AppService looked at once.
+	start := clk.Now()
+	busyUntil := func(d time.Duration) {
+		t.Helper()
+		for clk.Since(start) < d {
+			clk.SetTime(clk.Now().Add(settle / 2))
+			report(busyDep, true)
+		}
+		// The busy AppService's passes over, the next is the waiting one's.
+		passes := settledPasses(t, "appservice")
+		report(waitingDep, false)
+		testenv.Eventually(t, 10*time.Second, func() (bool, string) {
+			return reconcileCount(t, "appservice") > passes, "no pass after the report on the waiting Deployment"
+		})
+	}
+
+	busyUntil(2 * time.Minute)
+	get(t, waiting)
+	if len(waiting.Status.Conditions) != 0 {
+		t.Fatalf("the status was written two minutes after its Deployment appeared while the Deployment controller was busy with another one: %v",
+			waiting.Status.Conditions)
+	}
+
+	// Past ten minutes the status says what it waits for, busy or not.
+	busyUntil(10*time.Minute + settle)
 	c := waitForCondition(t, waiting, conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutInProgress)
 	if !strings.Contains(c.Message, "Deployment controller") {
 		t.Errorf("Ready message %q does not say what the AppService waits for", c.Message)
