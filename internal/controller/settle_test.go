@@ -96,17 +96,25 @@ func TestAppServiceStatusSaysSoWhenTheDeploymentControllerDoesNotAnswer(t *testi
 	}
 }
 
-func TestAppServiceStatusWaitsLongerWhileTheDeploymentControllerIsBusy(t *testing.T) {
-	ns, _ := startOperator(t)
+// busyAndWaiting creates two AppServices in ns, "busy" and the waiting
+// one, and returns the waiting one and both Deployments once they exist.
+func busyAndWaiting(t *testing.T, ns string) (waiting *appv1.AppService, busyDep, waitingDep *appsv1.Deployment) {
+	t.Helper()
 	busy := newAppService(t, ns)
 	busy.Name = "busy"
 	create(t, busy)
-	waiting := newAppService(t, ns)
+	waiting = newAppService(t, ns)
 	create(t, waiting)
-	busyDep, _ := children(ns, busy.Name)
-	waitingDep, _ := children(ns, waiting.Name)
+	busyDep, _ = children(ns, busy.Name)
+	waitingDep, _ = children(ns, waiting.Name)
 	waitForObject(t, busyDep)
 	waitForObject(t, waitingDep)
+	return waiting, busyDep, waitingDep
+}
+
+func TestAppServiceStatusWaitsLongerWhileTheDeploymentControllerIsBusy(t *testing.T) {
+	ns, _ := startOperator(t)
+	waiting, busyDep, _ := busyAndWaiting(t, ns)
 
 	// The Deployment controller reports on the other Deployment every
 	// second, for twice as long as a silent controller is waited for, and
@@ -114,9 +122,9 @@ func TestAppServiceStatusWaitsLongerWhileTheDeploymentControllerIsBusy(t *testin
 	start := time.Now()
 	for i := 0; time.Since(start) < 10*time.Second; i++ {
 		if i%2 == 0 {
-			markAvailable(t, ns, busy.Name)
+			markAvailable(t, ns, busyDep.Name)
 		} else {
-			markObserved(t, ns, busy.Name)
+			markObserved(t, ns, busyDep.Name)
 		}
 		get(t, waiting)
 		if len(waiting.Status.Conditions) != 0 {
@@ -144,15 +152,7 @@ func TestAppServiceStatusWaitsAsLongAsTheDeploymentControllerWorksThroughABacklo
 	ns := testenv.NewNamespace(t, k8s)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Clock: clk, Settle: settle})
-	busy := newAppService(t, ns)
-	busy.Name = "busy"
-	create(t, busy)
-	waiting := newAppService(t, ns)
-	create(t, waiting)
-	busyDep, _ := children(ns, busy.Name)
-	waitingDep, _ := children(ns, waiting.Name)
-	waitForObject(t, busyDep)
-	waitForObject(t, waitingDep)
+	waiting, busyDep, waitingDep := busyAndWaiting(t, ns)
 
 	reports := int32(0)
 	// report writes a new status of dep, observing its spec or not, and
