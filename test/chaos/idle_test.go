@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/test/testenv"
 )
 
 // idleWindow is how long a converged namespace is watched for writes.
@@ -19,7 +21,9 @@ func TestIdleStability(t *testing.T) {
 	t.Parallel()
 	scenario(t, famIdle)
 	c, ns, op, _ := readyInProcess(t)
-	// Pods turning Ready move the status for a while after Ready.
+	// Pods turning Ready move the status for a while after Ready: the
+	// operator is done once every rollout is, and it has reported on it.
+	testenv.WaitRolledOut(t, c, ns, 2*time.Minute)
 	op.Mutations.WaitQuiet(t, ns, 5*time.Second, time.Minute)
 	waitClean(t, c, ns, famIdle, 10*time.Second)
 

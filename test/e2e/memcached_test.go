@@ -118,6 +118,7 @@ func TestMemcachedNodesFollowScaleAndPodReplacement(t *testing.T) {
 	// Converged, with real pods whose status the node keeps updating: the
 	// operator writes nothing. (Settled first: the replaced pod's
 	// availability may still be reaching the status.)
+	testenv.WaitRolledOut(t, c, ns, 2*time.Minute)
 	op.Mutations.WaitQuiet(t, ns, 2*time.Second, time.Minute)
 	op.Mutations.Reset()
 	time.Sleep(3 * time.Second)
