@@ -29,7 +29,7 @@ func main() {
 		kinds     = flag.String("workloads", strings.Join(bench.WorkloadNames(), ","), "Comma-separated workloads; the first also gets the worker sweep and the memory ramp.")
 		workers   = flag.Int("workers", 4, "The operator's --max-concurrent-reconciles, and the bare client's concurrency.")
 		sweep     = flag.String("sweep", "1,16", "Further worker counts measured (cold converge) for the first workload at the first N; empty for none.")
-		repeat    = flag.Int("repeat", 3, "Times the first workload's cold converge, and its bare client, are measured at each N; the ratio reported is their median.")
+		repeat    = flag.Int("repeat", 3, "Times the first workload's cold converge, and its bare client, are measured at each N (the bare client first in every other pair); the ratio reported is their median.")
 		perNS     = flag.Int("per-namespace", 100, "Applications per namespace.")
 		memory    = flag.Bool("memory", true, "Run the memory ramp against the informer floor.")
 		unrelated = flag.Int("unrelated", 10000, "Unrelated ConfigMaps and Secrets added at the end of the memory ramp.")

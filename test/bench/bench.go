@@ -676,9 +676,13 @@ func (e *env) startOperator(workers int) (*operator, error) {
 // Pair is one cold converge of the operator and one of the bare client,
 // each on a fresh cluster.
 type Pair struct {
-	BareSeconds     float64 `json:"bareSeconds"`
-	ConvergeSeconds float64 `json:"convergeSeconds"`
-	Ratio           float64 `json:"ratio"`
+	// OperatorStart and BareStart are when each run of the pair began
+	// (its cluster's start included).
+	OperatorStart   time.Time `json:"operatorStart"`
+	BareStart       time.Time `json:"bareStart"`
+	BareSeconds     float64   `json:"bareSeconds"`
+	ConvergeSeconds float64   `json:"convergeSeconds"`
+	Ratio           float64   `json:"ratio"`
 	// ConvergeCPU and BareCPU are the CPU seconds each process used over
 	// the same spans as ConvergeSeconds and BareSeconds: the cluster's
 	// components by name, and "operator" or "client". On a machine the
@@ -709,19 +713,39 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		if r > 0 {
 			fmt.Fprintf(cfg.Progress, "  repeat %d of %d\n", r+1, repeat)
 		}
+		// Every other pair runs the bare client first: a machine whose
+		// speed drifts during the run (shared cores) then favours neither
+		// side in the median.
+		bareFirst := r%2 == 1
+		var bare bareRun
+		var bareStart time.Time
+		var err error
+		runBareNow := func() error {
+			bareStart = time.Now()
+			bare, err = runBare(ctx, cfg, w, n, workers, full && r == 0)
+			return err
+		}
+		if bareFirst {
+			if err := runBareNow(); err != nil {
+				return nil, err
+			}
+		}
+		opStart := time.Now()
 		op, err := runOperator(ctx, cfg, w, n, workers, full && r == 0)
 		if err != nil {
 			return nil, err
 		}
-		bare, err := runBare(ctx, cfg, w, n, workers, full && r == 0)
-		if err != nil {
-			return nil, err
+		if !bareFirst {
+			if err := runBareNow(); err != nil {
+				return nil, err
+			}
 		}
 		if r == 0 {
 			c = op
 			c.BareSeconds, c.BareWrites = bare.seconds, bare.writes
 		}
 		p := Pair{
+			OperatorStart: opStart, BareStart: bareStart,
 			BareSeconds: bare.seconds, ConvergeSeconds: op.ConvergeSeconds, Ratio: op.ConvergeSeconds / bare.seconds,
 			ConvergeCPU: op.ConvergeCPU, BareCPU: bare.cpu, CPURatio: cpuTotal(op.ConvergeCPU) / cpuTotal(bare.cpu),
 		}

@@ -60,6 +60,15 @@ func TestBenchSmoke(t *testing.T) {
 	} else if want := (c.Pairs[0].Ratio + c.Pairs[1].Ratio) / 2; math.Abs(c.ConvergeRatio-want) > 1e-9 {
 		t.Errorf("ratio %.4f, want the median of the pairs' %.4f", c.ConvergeRatio, want)
 	}
+	// The order alternates: operator first, then bare client first.
+	if len(c.Pairs) == 2 {
+		if p := c.Pairs[0]; !p.OperatorStart.Before(p.BareStart) {
+			t.Errorf("pair 1: operator started %s, bare client %s: want the operator first", p.OperatorStart, p.BareStart)
+		}
+		if p := c.Pairs[1]; !p.BareStart.Before(p.OperatorStart) || !c.Pairs[0].BareStart.Before(p.BareStart) {
+			t.Errorf("pair 2: operator started %s, bare client %s: want the bare client first, after pair 1", p.OperatorStart, p.BareStart)
+		}
+	}
 	// Each pair's CPU: the same components in both runs, the API server
 	// busy in both, the operator and the bare client each counted.
 	for i, p := range c.Pairs {

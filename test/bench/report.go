@@ -102,9 +102,13 @@ func WriteTable(w io.Writer, r *Results) {
 		if len(c.Pairs) < 2 {
 			continue
 		}
-		fmt.Fprintf(w, "ratio (%s, N=%d): median of %d cold converges, each against its bare client:", c.Workload, c.N, len(c.Pairs))
+		fmt.Fprintf(w, "ratio (%s, N=%d): median of %d cold converges, each against its bare client (run before it in every other pair):", c.Workload, c.N, len(c.Pairs))
 		for _, p := range c.Pairs {
-			fmt.Fprintf(w, " %.1f/%.1f s = %.2f;", p.ConvergeSeconds, p.BareSeconds, p.Ratio)
+			order := "operator first"
+			if p.BareStart.Before(p.OperatorStart) {
+				order = "bare first"
+			}
+			fmt.Fprintf(w, " %.1f/%.1f s = %.2f (%s);", p.ConvergeSeconds, p.BareSeconds, p.Ratio, order)
 		}
 		fmt.Fprintln(w)
 	}
