@@ -17,7 +17,7 @@ const (
 	// killRounds is how many times it is killed.
 	killRounds = 5
 	// killConvergeWait is how long the resources have to converge after
-	// the last restart (about 20 s on two cores).
+	// the last restart (5 to 8 s measured on two cores).
 	killConvergeWait = 4 * time.Minute
 )
 
@@ -32,8 +32,8 @@ const (
 // report NodePortAllocated (and be retried, as TestUnsatisfiableSpecs
 // checks) until the API server's repair frees the port: it does on the
 // third of its passes that finds the port held by no Service, and they
-// run three minutes apart. That wait tells nothing about the operator,
-// and ran this test to 11 minutes.
+// run three minutes apart: a wait of up to nine minutes that tells
+// nothing about the operator.
 func TestKillMidWork(t *testing.T) {
 	t.Parallel()
 	scenario(t, famKill)
