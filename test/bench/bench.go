@@ -716,27 +716,28 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		// Every other pair runs the bare client first: a machine whose
 		// speed drifts during the run (shared cores) then favours neither
 		// side in the median.
-		bareFirst := r%2 == 1
-		var bare bareRun
-		var bareStart time.Time
-		var err error
-		runBareNow := func() error {
-			bareStart = time.Now()
-			bare, err = runBare(ctx, cfg, w, n, workers, full && r == 0)
-			return err
+		var (
+			op                 *Case
+			bare               bareRun
+			opStart, bareStart time.Time
+		)
+		runs := []func() error{
+			func() (err error) {
+				opStart = time.Now()
+				op, err = runOperator(ctx, cfg, w, n, workers, full && r == 0)
+				return err
+			},
+			func() (err error) {
+				bareStart = time.Now()
+				bare, err = runBare(ctx, cfg, w, n, workers, full && r == 0)
+				return err
+			},
 		}
-		if bareFirst {
-			if err := runBareNow(); err != nil {
-				return nil, err
-			}
+		if r%2 == 1 {
+			slices.Reverse(runs)
 		}
-		opStart := time.Now()
-		op, err := runOperator(ctx, cfg, w, n, workers, full && r == 0)
-		if err != nil {
-			return nil, err
-		}
-		if !bareFirst {
-			if err := runBareNow(); err != nil {
+		for _, run := range runs {
+			if err := run(); err != nil {
 				return nil, err
 			}
 		}

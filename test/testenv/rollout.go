@@ -34,7 +34,8 @@ func WaitRolledOut(t testing.TB, c client.Client, ns string, timeout time.Durati
 // RolledOut reports whether d has finished its rollout as kubectl rollout
 // status judges it (its spec observed, every replica updated and
 // available, no old pod left), and no pod of it is terminating; if not,
-// why.
+// why. It is written apart from the operator's own reading of a rollout
+// (package status), which the tests that use it check.
 func RolledOut(d *appsv1.Deployment) (bool, string) {
 	want := int32(1)
 	if d.Spec.Replicas != nil {
