@@ -57,13 +57,13 @@ func (c *laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client
 
 // markObserved plays a Deployment controller that has observed the
 // Deployment's spec and has no pod available: after its pods are gone, or
-// before they come up.
+// before they come up. Like markAvailable, it waits for the replica count.
 func markObserved(t *testing.T, ns, name string) {
 	t.Helper()
-	d := &appsv1.Deployment{}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
-		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
-			return false, err.Error()
+		if ok, why := getWritten(d); !ok {
+			return false, why
 		}
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation}
 		if err := k8s.Status().Update(context.Background(), d); err != nil {

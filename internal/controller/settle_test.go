@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -311,5 +312,43 @@ func TestEchoesOfOwnWritesAreForgottenOnceShown(t *testing.T) {
 	shown(at("c", "40"))
 	if pending() != 0 {
 		t.Errorf("a pass read the version written, and the write is still remembered (%d pending)", pending())
+	}
+}
+
+// markAvailable must stamp the generation the operator ends up writing: a
+// MicroServiceDeploy that autoscales creates its Deployment without a
+// replica count and sets the count in a second write. Stamping the first
+// generation leaves the second unobserved, and with no Deployment
+// controller in these tests nothing ever observes it.
+func TestMarkAvailableStampsTheGenerationWithTheReplicaCount(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	// Both writes are applies, as the operator's are: a create by update
+	// would own the defaulted count.
+	d := plainDeployment(ns, "two-writes", map[string]string{"app": "two-writes"}, "nginx")
+	d.Spec.Replicas = nil
+	d.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	body, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(body []byte, manager string) error {
+		return k8s.Patch(context.Background(), d.DeepCopy(), client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(manager), client.ForceOwnership)
+	}
+	if err := apply(body, "creator"); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		second <- apply([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":3}}`), "handover")
+	}()
+	markAvailable(t, ns, d.Name)
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	get(t, d)
+	if d.Generation != 2 || d.Status.ObservedGeneration != d.Generation || d.Status.AvailableReplicas != 3 {
+		t.Errorf("generation %d, status observed %d with %d available; want generation 2 observed with 3 available",
+			d.Generation, d.Status.ObservedGeneration, d.Status.AvailableReplicas)
 	}
 }

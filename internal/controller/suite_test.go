@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/test/cluster"
@@ -136,13 +138,17 @@ func waitForObject(t *testing.T, obj client.Object) {
 }
 
 // markAvailable plays the Deployment controller: it reports every replica
-// of the current generation updated, ready and available.
+// of the current generation updated, ready and available. It waits until
+// some field manager has set spec.replicas: every kind sets it, and a
+// MicroServiceDeploy that autoscales sets it in a second write after the
+// create (the handover), so a Deployment without it is not yet the
+// generation the operator will wait on.
 func markAvailable(t *testing.T, ns, name string) {
 	t.Helper()
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(d), d); err != nil {
-			return false, err.Error()
+		if ok, why := getWritten(d); !ok {
+			return false, why
 		}
 		n := int32(1)
 		if d.Spec.Replicas != nil {
@@ -161,6 +167,27 @@ func markAvailable(t *testing.T, ns, name string) {
 		}
 		return true, ""
 	})
+}
+
+// getWritten reads d and reports whether the operator is done creating
+// it: some field manager holds spec.replicas. If not, it says why not.
+func getWritten(d *appsv1.Deployment) (bool, string) {
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(d), d); err != nil {
+		return false, err.Error()
+	}
+	for _, e := range d.ManagedFields {
+		if e.FieldsV1 == nil {
+			continue
+		}
+		fields := &fieldpath.Set{}
+		if err := fields.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			return false, err.Error()
+		}
+		if fields.Has(fieldpath.MakePathOrDie("spec", "replicas")) {
+			return true, ""
+		}
+	}
+	return false, "no field manager has set spec.replicas yet"
 }
 
 // reconcileCount is how many passes the named controller has finished, in
