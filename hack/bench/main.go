@@ -32,6 +32,7 @@ func main() {
 		repeat    = flag.Int("repeat", 3, "Times the first workload's cold converge, and its bare client, are measured at each N (the bare client first in every other pair); the ratio reported is their median.")
 		perNS     = flag.Int("per-namespace", 100, "Applications per namespace.")
 		memory    = flag.Bool("memory", true, "Run the memory ramp against the informer floor.")
+		memOnly   = flag.Bool("memory-only", false, "Run only the memory ramp.")
 		unrelated = flag.Int("unrelated", 10000, "Unrelated ConfigMaps and Secrets added at the end of the memory ramp.")
 		out       = flag.String("out", "", "Output folder; bin/bench/<date> when empty.")
 	)
@@ -61,7 +62,7 @@ func main() {
 	}
 	cfg := bench.Config{
 		Operator: op, Self: self, Workers: *workers, Repeat: *repeat, PerNamespace: *perNS,
-		Memory: *memory, Unrelated: *unrelated, Progress: os.Stderr, ProfileDir: dir,
+		Memory: *memory, MemoryOnly: *memOnly, Unrelated: *unrelated, Progress: os.Stderr, ProfileDir: dir,
 		Workloads: split(*kinds),
 	}
 	if cfg.N, err = ints(*ns); err != nil {

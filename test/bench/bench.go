@@ -86,6 +86,8 @@ type Config struct {
 	// against the informer floor, then with Unrelated other objects).
 	Memory    bool
 	Unrelated int
+	// MemoryOnly skips the cases: only the memory ramp runs.
+	MemoryOnly bool
 	// ProfileDir, when set, receives the heap profiles of the operator
 	// and of the informer floor at the largest N of the memory ramp
 	// (heap-<N>.pprof, heap-<N>-floor.pprof), and a profile of the
@@ -260,12 +262,17 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	res := &Results{Date: time.Now().UTC(), Machine: machine(), Config: RunConfig{
 		N: cfg.N, Workloads: cfg.Workloads, Workers: cfg.Workers, Sweep: cfg.Sweep, Repeat: max(cfg.Repeat, 1), PerNamespace: cfg.PerNamespace,
 	}}
+	for _, name := range cfg.Workloads {
+		if _, ok := workloads[name]; !ok {
+			return res, fmt.Errorf("unknown workload %q (known: %v)", name, WorkloadNames())
+		}
+	}
 	for i, n := range cfg.N {
+		if cfg.MemoryOnly {
+			break
+		}
 		for j, name := range cfg.Workloads {
-			w, ok := workloads[name]
-			if !ok {
-				return res, fmt.Errorf("unknown workload %q (known: %v)", name, WorkloadNames())
-			}
+			w := workloads[name]
 			if w.maxN > 0 && n > w.maxN {
 				n = w.maxN
 			}
@@ -289,7 +296,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			}
 		}
 	}
-	if cfg.Memory && len(cfg.Workloads) > 0 {
+	if (cfg.Memory || cfg.MemoryOnly) && len(cfg.Workloads) > 0 {
 		largest := 0
 		for _, n := range cfg.N {
 			largest = max(largest, n)
