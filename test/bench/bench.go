@@ -262,39 +262,16 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	res := &Results{Date: time.Now().UTC(), Machine: machine(), Config: RunConfig{
 		N: cfg.N, Workloads: cfg.Workloads, Workers: cfg.Workers, Sweep: cfg.Sweep, Repeat: max(cfg.Repeat, 1), PerNamespace: cfg.PerNamespace,
 	}}
-	for _, name := range cfg.Workloads {
-		if _, ok := workloads[name]; !ok {
-			return res, fmt.Errorf("unknown workload %q (known: %v)", name, WorkloadNames())
-		}
+	cases, err := plan(cfg)
+	if err != nil {
+		return res, err
 	}
-	for i, n := range cfg.N {
-		if cfg.MemoryOnly {
-			break
+	for _, p := range cases {
+		c, err := runCase(ctx, cfg, p.workload, p.n, p.workers, p.full, p.repeat)
+		if err != nil {
+			return res, fmt.Errorf("%s N=%d workers=%d: %w", p.workload.name, p.n, p.workers, err)
 		}
-		for j, name := range cfg.Workloads {
-			w := workloads[name]
-			if w.maxN > 0 && n > w.maxN {
-				n = w.maxN
-			}
-			counts := []int{cfg.Workers}
-			if i == 0 && j == 0 {
-				counts = append(counts, cfg.Sweep...)
-			}
-			for k, workers := range counts {
-				if k > 0 && workers == cfg.Workers {
-					continue
-				}
-				repeat := 1
-				if j == 0 && k == 0 {
-					repeat = max(cfg.Repeat, 1)
-				}
-				c, err := runCase(ctx, cfg, w, n, workers, k == 0, repeat)
-				if err != nil {
-					return res, fmt.Errorf("%s N=%d workers=%d: %w", name, n, workers, err)
-				}
-				res.Cases = append(res.Cases, *c)
-			}
-		}
+		res.Cases = append(res.Cases, *c)
 	}
 	if (cfg.Memory || cfg.MemoryOnly) && len(cfg.Workloads) > 0 {
 		largest := 0
@@ -309,6 +286,55 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 	res.Machine.LoadAfter = loadAverage()
 	return res, nil
+}
+
+// plannedCase is one cold converge Run measures (see runCase).
+type plannedCase struct {
+	workload workload
+	n        int
+	workers  int
+	full     bool // every scenario, not only the cold converge
+	repeat   int  // cold converges against the bare client
+}
+
+// plan lists the cases of cfg in the order Run measures them: at every
+// N, every workload (capped at its maxN) with cfg.Workers, all scenarios;
+// the first workload's cold converge repeated cfg.Repeat times; at the
+// first N, the first workload again with each other worker count of the
+// sweep, its cold converge only. None with MemoryOnly.
+func plan(cfg Config) ([]plannedCase, error) {
+	for _, name := range cfg.Workloads {
+		if _, ok := workloads[name]; !ok {
+			return nil, fmt.Errorf("unknown workload %q (known: %v)", name, WorkloadNames())
+		}
+	}
+	if cfg.MemoryOnly {
+		return nil, nil
+	}
+	var out []plannedCase
+	for i, n := range cfg.N {
+		for j, name := range cfg.Workloads {
+			w := workloads[name]
+			wn := n
+			if w.maxN > 0 && wn > w.maxN {
+				wn = w.maxN
+			}
+			repeat := 1
+			if j == 0 {
+				repeat = max(cfg.Repeat, 1)
+			}
+			out = append(out, plannedCase{workload: w, n: wn, workers: cfg.Workers, full: true, repeat: repeat})
+			if i > 0 || j > 0 {
+				continue
+			}
+			for _, workers := range cfg.Sweep {
+				if workers != cfg.Workers {
+					out = append(out, plannedCase{workload: w, n: wn, workers: workers, repeat: 1})
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // env is one fresh cluster with the operator's identity in place.
