@@ -62,7 +62,7 @@ func markObserved(t *testing.T, ns, name string) {
 	t.Helper()
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
-		if ok, why := getWritten(d); !ok {
+		if ok, why := getWritten(t, d); !ok {
 			return false, why
 		}
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation}
@@ -377,9 +377,9 @@ func TestLostHandoverIsAppliedOnTheNextPass(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, d)
 		got := ptr.Deref(d.Spec.Replicas, -1)
-		return got == want, fmt.Sprintf("replicas = %d, want the HPA's minimum %d (owners %v)", got, want, msdReplicasOwners(t, d))
+		return got == want, fmt.Sprintf("replicas = %d, want the HPA's minimum %d (owners %v)", got, want, replicasOwners(t, d))
 	})
-	if owners := msdReplicasOwners(t, d); len(owners) != 1 || owners[0] != controller.FieldOwner("microservicedeploy")+"-handover" {
+	if owners := replicasOwners(t, d); len(owners) != 1 || owners[0] != controller.FieldOwner("microservicedeploy")+"-handover" {
 		t.Errorf("spec.replicas owned by %v, want only the handover manager", owners)
 	}
 }

@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -89,24 +88,6 @@ func msdWaitGone(t *testing.T, obj client.Object) {
 		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 		return isNotFound(err), fmt.Sprintf("%T %s still there (%v)", obj, obj.GetName(), err)
 	})
-}
-
-// msdReplicasOwners returns the field managers that own spec.replicas of d.
-func msdReplicasOwners(t *testing.T, d *appsv1.Deployment) []string {
-	t.Helper()
-	var out []string
-	for _, mf := range d.ManagedFields {
-		var fields map[string]any
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
-			t.Fatal(err)
-		}
-		if spec, ok := fields["f:spec"].(map[string]any); ok {
-			if _, ok := spec["f:replicas"]; ok {
-				out = append(out, mf.Manager)
-			}
-		}
-	}
-	return testenv.Sorted(out)
 }
 
 // msdRecordReplicas watches the Deployment ns/name from its current version
@@ -237,7 +218,7 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 		return ptr.Deref(dep.Spec.Replicas, 0) == 3, fmt.Sprintf("replicas = %d", ptr.Deref(dep.Spec.Replicas, -1))
 	})
 	// Created with autoscaling: the operator's manager never set replicas.
-	if got := msdReplicasOwners(t, dep); strings.Join(got, ",") != msdHandoverManager {
+	if got := replicasOwners(t, dep); strings.Join(got, ",") != msdHandoverManager {
 		t.Errorf("spec.replicas owned by %v, want only %s", got, msdHandoverManager)
 	}
 
@@ -272,7 +253,7 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	if *dep.Spec.Replicas != 5 {
 		t.Errorf("replicas = %d after the HPA scaled to 5", *dep.Spec.Replicas)
 	}
-	if got := msdReplicasOwners(t, dep); strings.Join(got, ",") != "hpa-test" {
+	if got := replicasOwners(t, dep); strings.Join(got, ",") != "hpa-test" {
 		t.Errorf("spec.replicas owned by %v, want only the HPA's manager", got)
 	}
 
@@ -281,7 +262,7 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	msdWaitGone(t, msdHPA(ns, name))
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
-		got := msdReplicasOwners(t, dep)
+		got := replicasOwners(t, dep)
 		return *dep.Spec.Replicas == 3 && strings.Join(got, ",") == msdManager, fmt.Sprintf("replicas %d owned by %v", *dep.Spec.Replicas, got)
 	})
 
@@ -292,7 +273,7 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	waitForObject(t, msdHPA(ns, name))
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
-		got := msdReplicasOwners(t, dep)
+		got := replicasOwners(t, dep)
 		return !msdHas(got, msdManager), fmt.Sprintf("spec.replicas owned by %v", got)
 	})
 	if seen := stop(); len(seen) == 0 || msdHasInt(seen, 1) || msdHasInt(seen, -1) {
@@ -364,8 +345,8 @@ func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 	waitForObject(t, msdHPA(ns, name))
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
-		return *dep.Spec.Replicas == 3 && !msdHas(msdReplicasOwners(t, dep), msdManager),
-			fmt.Sprintf("replicas %d owned by %v", *dep.Spec.Replicas, msdReplicasOwners(t, dep))
+		return *dep.Spec.Replicas == 3 && !msdHas(replicasOwners(t, dep), msdManager),
+			fmt.Sprintf("replicas %d owned by %v", *dep.Spec.Replicas, replicasOwners(t, dep))
 	})
 	if seen := stop(); msdHasInt(seen, 1) {
 		t.Errorf("replicas went through %v when idle turned off, want 0 then 3", seen)

@@ -1,8 +1,8 @@
 package controller_test
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/test/cluster"
@@ -147,7 +146,7 @@ func markAvailable(t *testing.T, ns, name string) {
 	t.Helper()
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
-		if ok, why := getWritten(d); !ok {
+		if ok, why := getWritten(t, d); !ok {
 			return false, why
 		}
 		n := int32(1)
@@ -171,23 +170,33 @@ func markAvailable(t *testing.T, ns, name string) {
 
 // getWritten reads d and reports whether the operator is done creating
 // it: some field manager holds spec.replicas. If not, it says why not.
-func getWritten(d *appsv1.Deployment) (bool, string) {
+func getWritten(t *testing.T, d *appsv1.Deployment) (bool, string) {
+	t.Helper()
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(d), d); err != nil {
 		return false, err.Error()
 	}
-	for _, e := range d.ManagedFields {
-		if e.FieldsV1 == nil {
-			continue
+	if len(replicasOwners(t, d)) == 0 {
+		return false, "no field manager has set spec.replicas yet"
+	}
+	return true, ""
+}
+
+// replicasOwners returns the field managers that own spec.replicas of d.
+func replicasOwners(t *testing.T, d *appsv1.Deployment) []string {
+	t.Helper()
+	var out []string
+	for _, mf := range d.ManagedFields {
+		var fields map[string]any
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			t.Fatal(err)
 		}
-		fields := &fieldpath.Set{}
-		if err := fields.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
-			return false, err.Error()
-		}
-		if fields.Has(fieldpath.MakePathOrDie("spec", "replicas")) {
-			return true, ""
+		if spec, ok := fields["f:spec"].(map[string]any); ok {
+			if _, ok := spec["f:replicas"]; ok {
+				out = append(out, mf.Manager)
+			}
 		}
 	}
-	return false, "no field manager has set spec.replicas yet"
+	return testenv.Sorted(out)
 }
 
 // reconcileCount is how many passes the named controller has finished, in
