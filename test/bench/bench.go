@@ -49,6 +49,7 @@ import (
 
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/test/cluster"
+	"github.com/app-operator/app-operator/test/testenv"
 )
 
 const (
@@ -188,6 +189,11 @@ type Case struct {
 	// The probes' steps, from the audit log.
 	ProbeBacklogSteps probeTimeline `json:"probeBacklogSteps"`
 	ProbeIdleSteps    probeTimeline `json:"probeIdleSteps"`
+	// BareProbe is the same probe served by the bare client during its
+	// own backlog and then idle (full cases): the least the cluster lets
+	// any client take, under the load a client as fast as the bare one
+	// makes.
+	BareProbe *bareProbes `json:"bareProbe,omitempty"`
 	// Full is false for a sweep case, which measures only the converge.
 	Full bool `json:"full"`
 }
@@ -777,6 +783,9 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		if r == 0 {
 			c = op
 			c.BareSeconds, c.BareWrites = bare.seconds, bare.writes
+			if c.Full {
+				c.BareProbe = &bare.probe
+			}
 		}
 		p := Pair{
 			OperatorStart: opStart, BareStart: bareStart,
@@ -1017,12 +1026,27 @@ type bareRun struct {
 	seconds float64
 	writes  int64
 	cpu     map[string]float64 // as Pair.BareCPU
+	probe   bareProbes
+}
+
+// bareProbes are the bare client's probes (see bareProbe), as the
+// operator's are measured: created once a tenth of the backlog has its
+// status, and again once the cluster is idle.
+type bareProbes struct {
+	BacklogSeconds     float64       `json:"backlogSeconds"`
+	IdleSeconds        float64       `json:"idleSeconds"`
+	Ratio              float64       `json:"ratio"`
+	BacklogSteps       probeTimeline `json:"backlogSteps"`
+	IdleSteps          probeTimeline `json:"idleSteps"`
+	RoundTripBacklogMs float64       `json:"roundTripBacklogMs"`
+	RoundTripIdleMs    float64       `json:"roundTripIdleMs"`
 }
 
 // runBare measures the bare client on a fresh cluster holding what the
-// operator's started with: n applications and nothing else. With profile,
-// it also profiles the API server's CPU as runOperator does.
-func runBare(ctx context.Context, cfg Config, w workload, n, workers int, profile bool) (_ bareRun, err error) {
+// operator's started with: n applications and nothing else. With full, it
+// also profiles the API server's CPU as runOperator does, and measures the
+// bare client's probes.
+func runBare(ctx context.Context, cfg Config, w workload, n, workers int, full bool) (_ bareRun, err error) {
 	e, err := newEnv(ctx, cfg)
 	if err != nil {
 		return bareRun{}, err
@@ -1030,6 +1054,9 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int, profil
 	defer e.done(&err)
 	fmt.Fprintln(cfg.Progress, "  bare client")
 	if err := e.create(ctx, w, barePrefix, 0, n); err != nil {
+		return bareRun{}, err
+	}
+	if err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probeNamespace}}); err != nil {
 		return bareRun{}, err
 	}
 	var nss []string
@@ -1048,9 +1075,33 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int, profil
 		return bareRun{}, err
 	}
 	stopAPIServerProfile := func() error { return nil }
-	if profile && cfg.ProfileDir != "" {
+	if full && cfg.ProfileDir != "" {
 		stopAPIServerProfile = e.profileAPIServer(ctx, filepath.Join(cfg.ProfileDir, fmt.Sprintf("apiserver-cpu-%s-%d-bare.pprof", w.name, n)))
 		defer func() { _ = stopAPIServerProfile() }()
+	}
+	var (
+		run        bareRun
+		probeErr   = make(chan error, 1)
+		probeStart time.Time
+	)
+	if full {
+		// The probe during the backlog, beside the bare client.
+		go func() {
+			probeErr <- func() error {
+				if err := e.poll(ctx, "the bare client starts", func() (bool, string) {
+					got, _ := tr.count(barePrefix)
+					return got >= max(1, n/10), fmt.Sprintf("%d of %d seen", got, n)
+				}); err != nil {
+					return err
+				}
+				var err error
+				if run.probe.RoundTripBacklogMs, err = e.roundTrip(ctx, w); err != nil {
+					return err
+				}
+				probeStart, err = e.runBareProbe(ctx, w, "probe-backlog")
+				return err
+			}()
+		}()
 	}
 	var br bareResult
 	start := time.Now()
@@ -1079,7 +1130,59 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int, profil
 		return bareRun{}, fmt.Errorf("API server CPU profile: %w", err)
 	}
 	_, last := tr.count(barePrefix)
-	return bareRun{seconds: last.Sub(start).Seconds(), writes: br.Writes, cpu: cpu}, nil
+	run.seconds, run.writes, run.cpu = last.Sub(start).Seconds(), br.Writes, cpu
+	if full {
+		if err := <-probeErr; err != nil {
+			return bareRun{}, fmt.Errorf("bare probe in the backlog: %w", err)
+		}
+		if err := e.bareProbeTimes(ctx, tr, "probe-backlog", probeStart, &run.probe.BacklogSeconds, &run.probe.BacklogSteps); err != nil {
+			return bareRun{}, err
+		}
+		// The same on an idle cluster: once the Deployment controller has
+		// reported on every Deployment of the backlog.
+		if err := e.poll(ctx, "every rollout of the bare client's run reported", func() (bool, string) {
+			return e.rolledOut(ctx)
+		}); err != nil {
+			return bareRun{}, err
+		}
+		if run.probe.RoundTripIdleMs, err = e.roundTrip(ctx, w); err != nil {
+			return bareRun{}, err
+		}
+		if probeStart, err = e.runBareProbe(ctx, w, "probe-idle"); err != nil {
+			return bareRun{}, fmt.Errorf("bare probe on the idle cluster: %w", err)
+		}
+		if err := e.bareProbeTimes(ctx, tr, "probe-idle", probeStart, &run.probe.IdleSeconds, &run.probe.IdleSteps); err != nil {
+			return bareRun{}, err
+		}
+		run.probe.Ratio = run.probe.BacklogSeconds / run.probe.IdleSeconds
+	}
+	return run, nil
+}
+
+// bareProbeTimes reads the seconds from created until the bare probe name's
+// status was seen, and its steps from the audit log.
+func (e *env) bareProbeTimes(ctx context.Context, tr *tracker, name string, created time.Time, seconds *float64, steps *probeTimeline) (err error) {
+	if *seconds, _, err = e.probeTimes(ctx, tr, name, created); err != nil {
+		return err
+	}
+	*steps, err = e.audit.probe(name, created)
+	return err
+}
+
+// rolledOut reports whether every Deployment in the cluster has finished
+// its rollout, and if not, how many have not.
+func (e *env) rolledOut(ctx context.Context) (bool, string) {
+	list := &appsv1.DeploymentList{}
+	if err := e.admin.List(ctx, list); err != nil {
+		return false, err.Error()
+	}
+	pending := 0
+	for i := range list.Items {
+		if ok, _ := testenv.RolledOut(&list.Items[i]); !ok {
+			pending++
+		}
+	}
+	return pending == 0, fmt.Sprintf("%d of %d Deployments not rolled out", pending, len(list.Items))
 }
 
 // runMemory grows the number of applications in steps up to n with one

@@ -92,10 +92,21 @@ func TestBenchSmoke(t *testing.T) {
 	if c.ColdPassesPerApp < 1 {
 		t.Errorf("%.2f passes per application", c.ColdPassesPerApp)
 	}
-	for _, p := range []struct {
+	type probe struct {
 		steps   probeTimeline
 		seconds float64
-	}{{c.ProbeBacklogSteps, c.ProbeBacklogSeconds}, {c.ProbeIdleSteps, c.ProbeIdleSeconds}} {
+	}
+	probes := []probe{{c.ProbeBacklogSteps, c.ProbeBacklogSeconds}, {c.ProbeIdleSteps, c.ProbeIdleSeconds}}
+	// The bare client serves the same probes in its own run.
+	if bp := c.BareProbe; bp == nil || bp.BacklogSeconds <= 0 || bp.IdleSeconds <= 0 || bp.RoundTripBacklogMs <= 0 || bp.RoundTripIdleMs <= 0 {
+		t.Errorf("bare probe %+v: want both probes timed, and the round trips", bp)
+	} else {
+		if want := bp.BacklogSeconds / bp.IdleSeconds; math.Abs(bp.Ratio-want) > 1e-9 {
+			t.Errorf("bare probe ratio %.4f, want %.4f", bp.Ratio, want)
+		}
+		probes = append(probes, probe{bp.BacklogSteps, bp.BacklogSeconds}, probe{bp.IdleSteps, bp.IdleSeconds})
+	}
+	for _, p := range probes {
 		s := p.steps
 		if s.ChildWrittenSeconds <= 0 || s.DeploymentObservedSeconds < s.ChildWrittenSeconds || s.DeploymentObservedSeconds > p.seconds {
 			t.Errorf("probe steps %+v do not lead, in order, to its status at %.3f s", s, p.seconds)

@@ -98,6 +98,7 @@ func WriteTable(w io.Writer, r *Results) {
 	fmt.Fprintln(w, "writes: the API server's audit log, the operator's ServiceAccount, Events and reviews left out; client: its own request metrics (POST/PUT/PATCH/DELETE), which count the start-up SelfSubjectRulesReview.")
 	fmt.Fprintln(w, "passes/app: the operator's finished passes until it settled after the cold converge. CPU ratio: CPU seconds of every process (the cluster's components and the operator) during the cold converge, over the same during the bare client's run; the median over the pairs.")
 	fmt.Fprintln(w, "round trip: the median of five reads under the operator's identity as each probe is created, the floor under any request of the probe's pass.")
+	fmt.Fprintln(w, "bare probe: the same new application served by a client that applies its children as soon as it is created, waits for the Deployment controller's report and writes its status, during the bare client's backlog and then idle: the floor of the probe's ratio on this cluster.")
 	for _, c := range r.Cases {
 		if len(c.Pairs) < 2 {
 			continue
@@ -132,6 +133,12 @@ func WriteTable(w io.Writer, r *Results) {
 		b, i := c.ProbeBacklogSteps, c.ProbeIdleSteps
 		fmt.Fprintf(w, "probe steps (%s), backlog/idle s: first child written %.2f/%.2f, Deployment observed by its controller %.2f/%.2f, status %.2f/%.2f\n",
 			c.Workload, b.ChildWrittenSeconds, i.ChildWrittenSeconds, b.DeploymentObservedSeconds, i.DeploymentObservedSeconds, c.ProbeBacklogSeconds, c.ProbeIdleSeconds)
+		if p := c.BareProbe; p != nil {
+			b, i := p.BacklogSteps, p.IdleSteps
+			fmt.Fprintf(w, "bare probe (%s), backlog/idle s: first child written %.2f/%.2f, Deployment observed by its controller %.2f/%.2f, status %.2f/%.2f = %.2f; round trip %.1f/%.1f ms\n",
+				c.Workload, b.ChildWrittenSeconds, i.ChildWrittenSeconds, b.DeploymentObservedSeconds, i.DeploymentObservedSeconds, p.BacklogSeconds, p.IdleSeconds, p.Ratio,
+				p.RoundTripBacklogMs, p.RoundTripIdleMs)
+		}
 	}
 	for _, c := range r.Cases {
 		if rc := c.ReadCost; rc != nil {

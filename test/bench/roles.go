@@ -147,6 +147,15 @@ func bare(ctx context.Context) (bareResult, error) {
 }
 
 func bareOne(ctx context.Context, c client.Client, w workload, obj client.Object, writes *atomic.Int64) error {
+	if err := applyChildren(ctx, c, w, obj, writes); err != nil {
+		return err
+	}
+	return writeReady(ctx, c, obj, writes)
+}
+
+// applyChildren applies the children the operator's builders make for obj,
+// in order, as the operator's field owner.
+func applyChildren(ctx context.Context, c client.Client, w workload, obj client.Object, writes *atomic.Int64) error {
 	acs, err := controller.Build(obj, controller.Options{})
 	if err != nil {
 		return err
@@ -157,6 +166,11 @@ func bareOne(ctx context.Context, c client.Client, w workload, obj client.Object
 		}
 		writes.Add(1)
 	}
+	return nil
+}
+
+// writeReady writes obj's status once: its generation observed, Ready.
+func writeReady(ctx context.Context, c client.Client, obj client.Object, writes *atomic.Int64) error {
 	st := map[string]any{"status": map[string]any{
 		"observedGeneration": obj.GetGeneration(),
 		"conditions": []metav1.Condition{{
