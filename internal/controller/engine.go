@@ -797,7 +797,9 @@ func (r *reconciler[T]) prune(ctx context.Context, obj T, desired []desiredChild
 			client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy, resources.LabelInstance: obj.GetName()}}
 		if r.indexed {
 			// The cache's own objects, not copies: prune only reads them.
-			opts = append(opts, client.MatchingFields{controllerIndex: string(obj.GetUID())}, client.UnsafeDisableDeepCopy)
+			// The bucket holds other resources' children too, which the
+			// labels and the controller check below leave out.
+			opts = append(opts, client.MatchingFields{controllerIndex: controllerBucket(obj.GetUID())}, client.UnsafeDisableDeepCopy)
 		}
 		if err := r.client.List(ctx, tl, opts...); err != nil {
 			return fmt.Errorf("list %s: %w", gvk.Kind, err)

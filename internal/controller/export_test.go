@@ -93,6 +93,9 @@ const ControllerIndex = controllerIndex
 
 var ControllerIndexName = fieldIndexName(controllerIndex)
 
+// ControllerBucket is the value of ControllerIndex for children of uid.
+var ControllerBucket = controllerBucket
+
 // IndexByController registers the operator's index of children by
 // controller on c, as the manager's set-up does.
 func IndexByController(c cache.Cache) error { return indexByController(c, kinds(Options{})) }

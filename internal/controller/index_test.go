@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -24,10 +25,12 @@ import (
 )
 
 // The index of children by controller holds one entry per child (its
-// namespace and its controller's uid; not a second one for all
-// namespaces), and the cache's List finds a resource's children through it
-// within their namespace, as prune asks. The cache watches every
-// namespace, as the operator does by default.
+// namespace and its controller's bucket, the uid's first character; not a
+// second entry for all namespaces), at most sixteen values per namespace
+// (one per controller would cost a set per child), and the cache's List
+// finds a resource's children through it within their namespace, as
+// prune asks, among the other children of the bucket. The cache watches
+// every namespace, as the operator does by default.
 func TestChildrenAreIndexedOnceByTheirController(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -43,52 +46,76 @@ func TestChildrenAreIndexedOnceByTheirController(t *testing.T) {
 		t.Fatal("cache did not sync")
 	}
 
-	// One owner, and a child of it in each of two namespaces.
+	// Twenty owners in one namespace, a child of each there, and a child
+	// of the first in a second namespace.
+	const owners = 20
 	ns, other := testenv.NewNamespace(t, k8s), testenv.NewNamespace(t, k8s)
-	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
-	if err := k8s.Create(ctx, owner); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{ns, other} {
-		labels := map[string]string{resources.LabelManagedBy: resources.ManagedBy, "app": "child"}
-		d := plainDeployment(n, "child", labels, "nginx")
+	labels := map[string]string{resources.LabelManagedBy: resources.ManagedBy, "app": "child"}
+	child := func(namespace, name string, owner *corev1.ConfigMap) {
+		d := plainDeployment(namespace, name, labels, "nginx")
 		d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
 		if err := k8s.Create(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
+	var cms []*corev1.ConfigMap
+	buckets := map[string]bool{}
+	for i := range owners {
+		owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("owner-%02d", i)}}
+		if err := k8s.Create(ctx, owner); err != nil {
+			t.Fatal(err)
+		}
+		cms = append(cms, owner)
+		buckets[ns+"/"+controller.ControllerBucket(owner.UID)] = true
+		child(ns, fmt.Sprintf("child-%02d", i), owner)
+	}
+	child(other, "child-00", cms[0])
 
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
-		for _, n := range []string{ns, other} {
-			if err := c.Get(ctx, client.ObjectKey{Namespace: n, Name: "child"}, &appsv1.Deployment{}); err != nil {
-				return false, fmt.Sprintf("the cache has no %s/child yet: %v", n, err)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: other, Name: "child-00"}, &appsv1.Deployment{}); err != nil {
+			return false, fmt.Sprintf("the cache has no %s/child-00 yet: %v", other, err)
+		}
+		// Each owner's child is found through the index in its own
+		// namespace, with only children of the same bucket beside it.
+		for i, owner := range cms {
+			var list appsv1.DeploymentList
+			if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{controller.ControllerIndex: controller.ControllerBucket(owner.UID)}); err != nil {
+				return false, err.Error()
+			}
+			found := false
+			for _, d := range list.Items {
+				ref := metav1.GetControllerOf(&d)
+				if d.Namespace != ns || ref == nil || controller.ControllerBucket(ref.UID) != controller.ControllerBucket(owner.UID) {
+					return false, fmt.Sprintf("the index finds %s/%s for %s, of another bucket or namespace", d.Namespace, d.Name, owner.Name)
+				}
+				found = found || (ref.UID == owner.UID && d.Name == fmt.Sprintf("child-%02d", i))
+			}
+			if !found {
+				return false, fmt.Sprintf("the index does not find the child of %s", owner.Name)
 			}
 		}
-		var list appsv1.DeploymentList
-		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{controller.ControllerIndex: string(owner.UID)}); err != nil {
-			return false, err.Error()
-		}
-		var found []string
-		for _, d := range list.Items {
-			found = append(found, d.Namespace+"/"+d.Name)
-		}
-		return slices.Equal(found, []string{ns + "/child"}), fmt.Sprintf("the index finds %v in %s, want only %s/child", found, ns, ns)
+		return true, ""
 	})
 	inf, err := c.GetInformer(ctx, &appsv1.Deployment{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var values []string
+	var values, otherValues []string
 	for _, v := range inf.(toolscache.SharedIndexInformer).GetIndexer().ListIndexFuncValues(controller.ControllerIndexName) {
-		if strings.HasSuffix(v, "/"+string(owner.UID)) {
+		switch {
+		case strings.HasPrefix(v, ns+"/"):
 			values = append(values, v)
+		case strings.HasPrefix(v, other+"/"):
+			otherValues = append(otherValues, v)
 		}
 	}
 	slices.Sort(values)
-	want := []string{ns + "/" + string(owner.UID), other + "/" + string(owner.UID)}
-	slices.Sort(want)
-	if !slices.Equal(values, want) {
-		t.Errorf("index values for the owner: %v, want one per child: %v", values, want)
+	want := slices.Sorted(maps.Keys(buckets))
+	if !slices.Equal(values, want) || len(values) > 16 {
+		t.Errorf("index values in %s for %d children: %v, want one per bucket (at most 16): %v", ns, owners, values, want)
+	}
+	if want := []string{other + "/" + controller.ControllerBucket(cms[0].UID)}; !slices.Equal(otherValues, want) {
+		t.Errorf("index values in %s: %v, want %v", other, otherValues, want)
 	}
 }
 
