@@ -258,10 +258,11 @@ func (k kind[T]) setup(mgr ctrl.Manager, env settings) error {
 	r.indexed = true
 	r.echoes = &sync.Map{}
 	// Status writes bump no generation: the predicate keeps the operator's
-	// own status writes from waking it up again.
+	// own status writes from waking it up again. statusShown sees every
+	// update first.
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(k.name).
-		For(k.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(k.newObject(), builder.WithPredicates(r.statusShown(), predicate.GenerationChangedPredicate{})).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(env.workers, 1)})
 	for _, o := range k.owns {
 		gvk, err := apiutil.GVKForObject(o, mgr.GetScheme())
@@ -518,6 +519,28 @@ func (r *reconciler[T]) fresh(ctx context.Context, key client.ObjectKey, cached 
 		r.written.Delete(key)
 	}
 	return live, nil
+}
+
+// statusShown forgets the status write of a resource (written) once its
+// informer shows the version the write returned, or a later one: a pass
+// reads that version from the cache, and fresh would forget it then. The
+// write's own event wakes no pass (it bumps no generation), so without
+// this every resource would keep its entry until its spec changed. An
+// event that arrives before the write's answer is recorded leaves the
+// entry to fresh. It lets every event through.
+func (r *reconciler[T]) statusShown() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		key := client.ObjectKeyFromObject(e.ObjectNew)
+		v, ok := r.written.Load(key)
+		if !ok {
+			return true
+		}
+		order, err := resourceversion.CompareResourceVersion(e.ObjectNew.GetResourceVersion(), v.(writtenStatus).resourceVersion)
+		if err == nil && order >= 0 {
+			r.written.CompareAndDelete(key, v)
+		}
+		return true
+	}}
 }
 
 // statusDigest is a hash of obj's status (FNV-1a of the JSON of its Status

@@ -121,6 +121,41 @@ func TestStatusIsNotLeftWrongByACacheBehindTheLastStatusWrite(t *testing.T) {
 	}
 }
 
+// A status write is remembered (so that a pass never computes against a
+// cache that has not shown it) only until the informer shows the version
+// it returned or a later one: the write's own event wakes no pass, and
+// each resource would otherwise keep its entry until its spec changed.
+func TestStatusWriteIsForgottenOnceTheInformerShowsIt(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	app := newAppService(t, ns)
+	create(t, app)
+	r, shown, pending := controller.StatusWrites(k8s)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	get(t, app)
+	before := app.DeepCopy()
+	markAvailable(t, ns, app.Name)
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if c := readyOf(t, app); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready = %s (%s), want True", c.Status, c.Reason)
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("%d status writes remembered after the Ready write, want 1", n)
+	}
+	shown(before)
+	if n := pending(); n != 1 {
+		t.Fatalf("%d status writes remembered after an event from before the write, want 1", n)
+	}
+	shown(app) // as written, or later
+	if n := pending(); n != 0 {
+		t.Fatalf("%d status writes remembered after the informer showed the write, want 0", n)
+	}
+}
+
 func TestStatusWriteFromAStaleReadIsRefusedAndRetried(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	app := newAppService(t, ns)

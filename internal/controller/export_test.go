@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
@@ -85,6 +86,22 @@ func EchoFilter(c client.Client) (wrote func(client.Object), isEcho func(client.
 	}
 	shown = func(o client.Object) { r.seen(o) }
 	return r.wrote, r.seen, shown, pending
+}
+
+// StatusWrites returns an AppService reconciler reading through c, with
+// the bookkeeping of its status writes (see statusShown): shown runs the
+// predicate on an update event carrying the object, and pending counts the
+// writes still remembered.
+func StatusWrites(c client.Client) (r reconcile.Reconciler, shown func(client.Object), pending func() int) {
+	env := settings{clock: clock.RealClock{}, recheck: DefaultRecheck, settle: DefaultSettle}
+	rec := appServiceKind(Options{}).newReconciler(c, c, c.Scheme(), events.NewFakeRecorder(100), env)
+	pending = func() int {
+		n := 0
+		rec.written.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	shown = func(o client.Object) { rec.statusShown().Update(event.UpdateEvent{ObjectOld: o, ObjectNew: o}) }
+	return rec, shown, pending
 }
 
 // ControllerIndex is the cache index of children by controller, and
