@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/applyconfigurations"
@@ -181,11 +180,14 @@ type reconciler[T object] struct {
 	writing sync.Map
 }
 
-// matchedChild is a child found or made as desired: its uid, the digest of
-// the fields the kind's manager owned on it then (ownedDigest) and that of
-// the apply configuration it matched (desiredChild.digest).
+// matchedChild is a child found or made as desired: a digest of its uid
+// (a child deleted and made again is another; the digest rather than the
+// uid, which would keep the string of an object the cache has let go of),
+// the digest of the fields the kind's manager owned on it then
+// (ownedDigest) and that of the apply configuration it matched
+// (desiredChild.digest).
 type matchedChild struct {
-	uid     types.UID
+	uid     uint64
 	owned   uint64
 	desired uint64
 }
@@ -194,7 +196,7 @@ type matchedChild struct {
 // kind's manager, manager, owns no fields on it.
 func matchOf(live client.Object, d desiredChild, manager string) (matchedChild, bool) {
 	owned, ok := ownedDigest(live, manager)
-	return matchedChild{uid: live.GetUID(), owned: owned, desired: d.digest}, ok
+	return matchedChild{uid: digestOf([]byte(live.GetUID())), owned: owned, desired: d.digest}, ok
 }
 
 // writtenStatus is the resourceVersion a status write returned, and a
