@@ -139,6 +139,9 @@ type Case struct {
 	// ConvergeCPU is the CPU seconds each process used during the cold
 	// converge (see Pair).
 	ConvergeCPU map[string]float64 `json:"convergeCPU"`
+	// ConvergeRequests are the requests the API server served during the
+	// cold converge (see Pair).
+	ConvergeRequests apiRequests `json:"convergeRequests"`
 	// ReadCost is what a read cost the API server and etcd, measured after
 	// the other scenarios (full cases only).
 	ReadCost *ReadCost `json:"readCost,omitempty"`
@@ -596,21 +599,29 @@ func (e *env) profileAPIServer(ctx context.Context, path string) (stop func() er
 
 // cpuProfile reads a profile of the next seconds of CPU time of the
 // process whose profiler is at base.
-func cpuProfile(ctx context.Context, hc *http.Client, base string, seconds int) (*profile.Profile, error) {
-	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, seconds)
+func cpuProfile(ctx context.Context, hc *http.Client, base string, seconds int) (p *profile.Profile, err error) {
+	err = httpGet(ctx, hc, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, seconds), func(r io.Reader) error {
+		p, err = profile.Parse(r)
+		return err
+	})
+	return p, err
+}
+
+// httpGet reads url with hc and hands the body of a 200 answer to read.
+func httpGet(ctx context.Context, hc *http.Client, url string, read func(io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("CPU profile from %s: %s", base, resp.Status)
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return profile.Parse(resp.Body)
+	return read(resp.Body)
 }
 
 // writeMerged writes the profiles merged into one at path.
@@ -730,6 +741,10 @@ type Pair struct {
 	BareCPU     map[string]float64 `json:"bareCPU"`
 	// CPURatio is the total of ConvergeCPU over the total of BareCPU.
 	CPURatio float64 `json:"cpuRatio"`
+	// ConvergeRequests and BareRequests are the requests the API server
+	// served over the same spans, from every client.
+	ConvergeRequests apiRequests `json:"convergeRequests"`
+	BareRequests     apiRequests `json:"bareRequests"`
 }
 
 // cpuTotal is the sum of the CPU seconds of every process.
@@ -791,6 +806,7 @@ func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full b
 			OperatorStart: opStart, BareStart: bareStart,
 			BareSeconds: bare.seconds, ConvergeSeconds: op.ConvergeSeconds, Ratio: op.ConvergeSeconds / bare.seconds,
 			ConvergeCPU: op.ConvergeCPU, BareCPU: bare.cpu, CPURatio: cpuTotal(op.ConvergeCPU) / cpuTotal(bare.cpu),
+			ConvergeRequests: op.ConvergeRequests, BareRequests: bare.requests,
 		}
 		c.Pairs = append(c.Pairs, p)
 		ratios = append(ratios, p.Ratio)
@@ -842,6 +858,10 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 	if err != nil {
 		return nil, err
 	}
+	requests, err := e.apiRequests(ctx)
+	if err != nil {
+		return nil, err
+	}
 	op, err := e.startOperator(workers)
 	if err != nil {
 		return nil, err
@@ -884,6 +904,11 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 	if c.ConvergeCPU, err = clusterCPU.read(); err != nil {
 		return nil, err
 	}
+	after, err := e.apiRequests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.ConvergeRequests = after.since(requests)
 	if c.ConvergeCPU["operator"], err = cpuSeconds(op.cmd.Process.Pid); err != nil {
 		return nil, err
 	}
@@ -1023,10 +1048,11 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 
 // bareRun is what one run of the bare client measured.
 type bareRun struct {
-	seconds float64
-	writes  int64
-	cpu     map[string]float64 // as Pair.BareCPU
-	probe   bareProbes
+	seconds  float64
+	writes   int64
+	cpu      map[string]float64 // as Pair.BareCPU
+	requests apiRequests        // as Pair.BareRequests
+	probe    bareProbes
 }
 
 // bareProbes are the bare client's probes (see bareProbe), as the
@@ -1071,6 +1097,10 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int, full b
 	}
 	defer tr.stop()
 	clusterCPU, err := startCPU(e.cluster.Pids())
+	if err != nil {
+		return bareRun{}, err
+	}
+	requests, err := e.apiRequests(ctx)
 	if err != nil {
 		return bareRun{}, err
 	}
@@ -1126,6 +1156,11 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		return bareRun{}, err
 	}
 	cpu["client"] = clientCPU
+	after, err := e.apiRequests(ctx)
+	if err != nil {
+		return bareRun{}, err
+	}
+	run.requests = after.since(requests)
 	if err := stopAPIServerProfile(); err != nil {
 		return bareRun{}, fmt.Errorf("API server CPU profile: %w", err)
 	}

@@ -83,6 +83,10 @@ func TestBenchSmoke(t *testing.T) {
 		if want := cpuTotal(p.ConvergeCPU) / cpuTotal(p.BareCPU); math.Abs(p.CPURatio-want) > 1e-9 {
 			t.Errorf("pair %d: CPU ratio %.4f, want %.4f", i+1, p.CPURatio, want)
 		}
+		// The API server's own counts: both runs applied every Deployment.
+		if op, bare := p.ConvergeRequests["APPLY deployments"], p.BareRequests["APPLY deployments"]; op < n || bare < n {
+			t.Errorf("pair %d: the API server counted %v Deployment applies in the operator's run and %v in the bare client's, want at least %d each", i+1, op, bare, n)
+		}
 	}
 	// A read from storage costs etcd; one from the watch cache does not.
 	if rc := c.ReadCost; rc == nil || rc.StorageAPIServerMs <= 0 || rc.CacheAPIServerMs <= 0 || rc.StorageEtcdMs <= rc.CacheEtcdMs {

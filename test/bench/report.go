@@ -127,6 +127,12 @@ func WriteTable(w io.Writer, r *Results) {
 		}
 	}
 	for _, c := range r.Cases {
+		for i, p := range c.Pairs {
+			fmt.Fprintf(w, "API requests (%s, N=%d, workers %d, pair %d), operator's run/bare client's, every client: total %.0f/%.0f; largest differences: %s\n", c.Workload, c.N, c.Workers, i+1,
+				p.ConvergeRequests.total(), p.BareRequests.total(), requestDifferences(p.ConvergeRequests, p.BareRequests, 8))
+		}
+	}
+	for _, c := range r.Cases {
 		if !c.Full {
 			continue
 		}
