@@ -23,20 +23,24 @@ import (
 
 func main() {
 	bench.RunRole()
+	// A flag set of its own: the global one also holds the --kubeconfig
+	// flag a library registers, which the benchmark, running its own
+	// clusters, would ignore.
+	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
 	var (
-		operator  = flag.String("operator", "", "The operator binary; empty builds one from this repository into the output folder.")
-		ns        = flag.String("n", "1000", "Comma-separated numbers of applications.")
-		kinds     = flag.String("workloads", strings.Join(bench.WorkloadNames(), ","), "Comma-separated workloads; the first also gets the worker sweep and the memory ramp.")
-		workers   = flag.Int("workers", 4, "The operator's --max-concurrent-reconciles, and the bare client's concurrency.")
-		sweep     = flag.String("sweep", "1,16", "Further worker counts measured (cold converge) for the first workload at the first N; empty for none.")
-		repeat    = flag.Int("repeat", 3, "Times the first workload's cold converge, and its bare client, are measured at each N (the bare client first in every other pair); the ratio reported is their median.")
-		perNS     = flag.Int("per-namespace", 100, "Applications per namespace.")
-		memory    = flag.Bool("memory", true, "Run the memory ramp against the informer floor.")
-		memOnly   = flag.Bool("memory-only", false, "Run only the memory ramp.")
-		unrelated = flag.Int("unrelated", 10000, "Unrelated ConfigMaps and Secrets added at the end of the memory ramp.")
-		out       = flag.String("out", "", "Output folder; bin/bench/<date> when empty.")
+		operator  = fs.String("operator", "", "The operator binary; empty builds one from this repository into the output folder.")
+		ns        = fs.String("n", "1000", "Comma-separated numbers of applications.")
+		kinds     = fs.String("workloads", strings.Join(bench.WorkloadNames(), ","), "Comma-separated workloads; the first also gets the worker sweep and the memory ramp.")
+		workers   = fs.Int("workers", 4, "The operator's --max-concurrent-reconciles, and the bare client's concurrency.")
+		sweep     = fs.String("sweep", "1,16", "Further worker counts measured (cold converge) for the first workload at the first N; empty for none.")
+		repeat    = fs.Int("repeat", 3, "Times the first workload's cold converge, and its bare client, are measured at each N (the bare client first in every other pair); the ratio reported is their median.")
+		perNS     = fs.Int("per-namespace", 100, "Applications per namespace.")
+		memory    = fs.Bool("memory", true, "Run the memory ramp against the informer floor.")
+		memOnly   = fs.Bool("memory-only", false, "Run only the memory ramp.")
+		unrelated = fs.Int("unrelated", 10000, "Unrelated ConfigMaps and Secrets added at the end of the memory ramp.")
+		out       = fs.String("out", "", "Output folder; bin/bench/<date> when empty.")
 	)
-	flag.Parse()
+	_ = fs.Parse(os.Args[1:])
 	self, err := os.Executable()
 	if err != nil {
 		fail(err)
