@@ -7,7 +7,7 @@ func TestDefaultGCPercent(t *testing.T) {
 		gogc string
 		want int
 	}{
-		{"", 50},
+		{"", 30},
 		{"100", 100},
 		{"200", 200},
 		{"25", 25},
