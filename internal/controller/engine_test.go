@@ -412,9 +412,9 @@ func TestLostHandoverIsAppliedOnTheNextPass(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, d)
 		got := ptr.Deref(d.Spec.Replicas, -1)
-		return got == want, fmt.Sprintf("replicas = %d, want the HPA's minimum %d (owners %v)", got, want, replicasOwners(t, d))
+		return got == want, fmt.Sprintf("replicas = %d, want the HPA's minimum %d (owners %v)", got, want, testenv.ReplicasOwners(t, d))
 	})
-	if owners := replicasOwners(t, d); len(owners) != 1 || owners[0] != controller.FieldOwner("microservicedeploy")+"-handover" {
+	if owners := testenv.ReplicasOwners(t, d); len(owners) != 1 || owners[0] != controller.FieldOwner("microservicedeploy")+"-handover" {
 		t.Errorf("spec.replicas owned by %v, want only the handover manager", owners)
 	}
 }

@@ -218,7 +218,7 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 		return ptr.Deref(dep.Spec.Replicas, 0) == 3, fmt.Sprintf("replicas = %d", ptr.Deref(dep.Spec.Replicas, -1))
 	})
 	// Created with autoscaling: the operator's manager never set replicas.
-	if got := replicasOwners(t, dep); strings.Join(got, ",") != msdHandoverManager {
+	if got := testenv.ReplicasOwners(t, dep); strings.Join(got, ",") != msdHandoverManager {
 		t.Errorf("spec.replicas owned by %v, want only %s", got, msdHandoverManager)
 	}
 
@@ -253,7 +253,7 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	if *dep.Spec.Replicas != 5 {
 		t.Errorf("replicas = %d after the HPA scaled to 5", *dep.Spec.Replicas)
 	}
-	if got := replicasOwners(t, dep); strings.Join(got, ",") != "hpa-test" {
+	if got := testenv.ReplicasOwners(t, dep); strings.Join(got, ",") != "hpa-test" {
 		t.Errorf("spec.replicas owned by %v, want only the HPA's manager", got)
 	}
 
@@ -262,7 +262,7 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	msdWaitGone(t, msdHPA(ns, name))
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
-		got := replicasOwners(t, dep)
+		got := testenv.ReplicasOwners(t, dep)
 		return *dep.Spec.Replicas == 3 && strings.Join(got, ",") == msdManager, fmt.Sprintf("replicas %d owned by %v", *dep.Spec.Replicas, got)
 	})
 
@@ -273,7 +273,7 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	waitForObject(t, msdHPA(ns, name))
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
-		got := replicasOwners(t, dep)
+		got := testenv.ReplicasOwners(t, dep)
 		return !msdHas(got, msdManager), fmt.Sprintf("spec.replicas owned by %v", got)
 	})
 	if seen := stop(); len(seen) == 0 || msdHasInt(seen, 1) || msdHasInt(seen, -1) {
@@ -345,8 +345,8 @@ func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 	waitForObject(t, msdHPA(ns, name))
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		get(t, dep)
-		return *dep.Spec.Replicas == 3 && !msdHas(replicasOwners(t, dep), msdManager),
-			fmt.Sprintf("replicas %d owned by %v", *dep.Spec.Replicas, replicasOwners(t, dep))
+		return *dep.Spec.Replicas == 3 && !msdHas(testenv.ReplicasOwners(t, dep), msdManager),
+			fmt.Sprintf("replicas %d owned by %v", *dep.Spec.Replicas, testenv.ReplicasOwners(t, dep))
 	})
 	if seen := stop(); msdHasInt(seen, 1) {
 		t.Errorf("replicas went through %v when idle turned off, want 0 then 3", seen)

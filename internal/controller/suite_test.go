@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -175,28 +174,10 @@ func getWritten(t *testing.T, d *appsv1.Deployment) (bool, string) {
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(d), d); err != nil {
 		return false, err.Error()
 	}
-	if len(replicasOwners(t, d)) == 0 {
+	if len(testenv.ReplicasOwners(t, d)) == 0 {
 		return false, "no field manager has set spec.replicas yet"
 	}
 	return true, ""
-}
-
-// replicasOwners returns the field managers that own spec.replicas of d.
-func replicasOwners(t *testing.T, d *appsv1.Deployment) []string {
-	t.Helper()
-	var out []string
-	for _, mf := range d.ManagedFields {
-		var fields map[string]any
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
-			t.Fatal(err)
-		}
-		if spec, ok := fields["f:spec"].(map[string]any); ok {
-			if _, ok := spec["f:replicas"]; ok {
-				out = append(out, mf.Manager)
-			}
-		}
-	}
-	return testenv.Sorted(out)
 }
 
 // reconcileCount is how many passes the named controller has finished, in

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -74,7 +73,7 @@ func TestMicroServiceDeploySampleRunsAutoscaledAndIdles(t *testing.T) {
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(dep), dep); err != nil {
 			t.Fatal(err)
 		}
-		return msdReplicasOwners(t, dep)
+		return testenv.ReplicasOwners(t, dep)
 	}
 	operatorManager := controller.FieldOwner("microservicedeploy")
 	if got := owners(); msdHas(got, operatorManager) {
@@ -252,24 +251,6 @@ func msdPodUIDs(t *testing.T, c client.Client, ns, instance string) map[string]b
 		out[string(p.UID)] = true
 	}
 	return out
-}
-
-// msdReplicasOwners returns the field managers that own spec.replicas of d.
-func msdReplicasOwners(t *testing.T, d *appsv1.Deployment) []string {
-	t.Helper()
-	var out []string
-	for _, mf := range d.ManagedFields {
-		var fields map[string]any
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
-			t.Fatal(err)
-		}
-		if spec, ok := fields["f:spec"].(map[string]any); ok {
-			if _, ok := spec["f:replicas"]; ok {
-				out = append(out, mf.Manager)
-			}
-		}
-	}
-	return testenv.Sorted(out)
 }
 
 func msdHas(s []string, v string) bool {

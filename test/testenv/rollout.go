@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // WaitRolledOut waits until every Deployment in ns has finished its
@@ -51,4 +53,25 @@ func RolledOut(d *appsv1.Deployment) (bool, string) {
 		return false, fmt.Sprintf("%d pods terminating", *s.TerminatingReplicas)
 	}
 	return true, ""
+}
+
+// ReplicasOwners returns, sorted, the field managers that own
+// spec.replicas of d, read from its managedFields.
+func ReplicasOwners(t testing.TB, d *appsv1.Deployment) []string {
+	t.Helper()
+	replicas := fieldpath.MakePathOrDie("spec", "replicas")
+	var out []string
+	for _, mf := range d.ManagedFields {
+		if mf.FieldsV1 == nil {
+			continue
+		}
+		fields := &fieldpath.Set{}
+		if err := fields.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+			t.Fatalf("managedFields of %s/%s, manager %s: %v", d.Namespace, d.Name, mf.Manager, err)
+		}
+		if fields.Has(replicas) {
+			out = append(out, mf.Manager)
+		}
+	}
+	return Sorted(out)
 }

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -33,5 +34,28 @@ func TestRolledOut(t *testing.T) {
 				t.Errorf("RolledOut = %v (%s), want %v", got, why, tc.want)
 			}
 		})
+	}
+}
+
+func TestReplicasOwners(t *testing.T) {
+	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
+		e := metav1.ManagedFieldsEntry{Manager: manager}
+		if fields != "" {
+			e.FieldsV1 = &metav1.FieldsV1{Raw: []byte(fields)}
+		}
+		return e
+	}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		entry("operator", `{"f:spec":{"f:replicas":{},"f:template":{}}}`),
+		entry("hpa", `{"f:spec":{"f:replicas":{}}}`),
+		entry("labels", `{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:selector":{}}}`),
+		entry("status", `{"f:status":{"f:replicas":{}}}`),
+		entry("none", ""),
+	}}}
+	if got, want := ReplicasOwners(t, d), []string{"hpa", "operator"}; !slices.Equal(got, want) {
+		t.Errorf("owners %v, want %v", got, want)
+	}
+	if got := ReplicasOwners(t, &appsv1.Deployment{}); len(got) != 0 {
+		t.Errorf("owners of a Deployment without managedFields: %v, want none", got)
 	}
 }
