@@ -10,9 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +55,6 @@ func main() {
 		apiBurst         int
 		apiCompression   bool
 		pprofAddr        string
-		gcPercent        int
 		leaseDuration    time.Duration
 		renewDeadline    time.Duration
 		retryPeriod      time.Duration
@@ -93,8 +90,7 @@ func main() {
 		"Ingress annotation that carries the external authentication endpoint (the Ingress controller's).")
 	flag.DurationVar(&permCheckTimeout, "permission-check-timeout", 45*time.Second,
 		"How long the start-up permission check may retry an API server that does not answer before the manager exits.")
-	// The default is measured by `make bench` (the README's Benchmarks
-	// section has the figures).
+	// The default is measured by `make bench` (docs/performance.md).
 	flag.IntVar(&workers, "max-concurrent-reconciles", DefaultWorkers,
 		"Resources of one kind reconciled at once (each kind has its own workers).")
 	// No client-side rate limit by default: API Priority and Fairness on the
@@ -109,15 +105,10 @@ func main() {
 		"Accept gzip-compressed answers from the API server. Off by default: for an operator next to its API server, compressing every watch event costs CPU on both sides to save bandwidth it does not lack.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0",
 		"Address the Go profiler (net/http/pprof) binds to, e.g. 127.0.0.1:6060; 0 disables it. For benchmarks and debugging only.")
-	// The default is measured by `make bench` (the README's Performance
-	// section has the figures).
-	flag.IntVar(&gcPercent, "gc-percent", defaultGCPercent(os.Getenv("GOGC")),
-		fmt.Sprintf("Heap growth, in percent of the live heap, that starts the next garbage collection (Go's GOGC); negative turns collection off. Defaults to GOGC when set, else %d: the heap then stays closer to the objects the operator holds, for a little more CPU.", gcPercentDefault))
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	debug.SetGCPercent(gcPercent)
 	log := ctrl.Log.WithName("setup")
 	if p := podsecurity.Profile(securityProfile); p != podsecurity.Baseline && p != podsecurity.Restricted {
 		log.Error(fmt.Errorf("unknown profile %q", securityProfile), "--default-security-profile must be Baseline or Restricted")
@@ -248,29 +239,4 @@ func checkPermissions(ctx context.Context, cfg *rest.Config, namespaces []string
 		return permissions.Result{}, err
 	}
 	return permissions.Check(ctx, cs, namespaces)
-}
-
-// gcPercentDefault is --gc-percent when GOGC is not set. Go's own default
-// of 100 lets the heap double between collections: the objects the cache
-// keeps for good are then allocated among as much short-lived garbage from
-// passes, and each collection leaves memory pinned by a few live objects.
-// Up to 5,000 applications the heap in use grew by 12.8 and 13.1 KiB per
-// application at 30, against 14.0 and 13.9 at 50, for about a fifth of the
-// operator's CPU in the collector during a converge against a seventh at
-// 50 (the README's Performance section has the runs).
-const gcPercentDefault = 30
-
-// defaultGCPercent is the default of --gc-percent given the GOGC
-// environment variable, read as the Go runtime reads it.
-func defaultGCPercent(gogc string) int {
-	switch gogc {
-	case "":
-		return gcPercentDefault
-	case "off":
-		return -1
-	}
-	if n, err := strconv.Atoi(gogc); err == nil {
-		return n
-	}
-	return 100
 }
