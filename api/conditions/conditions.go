@@ -41,6 +41,9 @@ const (
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonInvalidSpec: the spec cannot be turned into children.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonStepFailed: a step against the application itself (a member
+	// added, a primary elected) could not be taken or observed; retried.
+	ReasonStepFailed = "StepFailed"
 	// ReasonNodePortNotExposed: the Service does not (yet) expose the node
 	// port the spec asks for.
 	ReasonNodePortNotExposed = "NodePortNotExposed"

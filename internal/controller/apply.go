@@ -71,6 +71,9 @@ func (d desiredChild) fields() (map[string]any, error) {
 
 func (d desiredChild) String() string { return d.gvk.Kind + " " + d.name }
 
+// key is the child's key among the observed objects.
+func (d desiredChild) key() string { return childKey(d.gvk.Kind, d.name) }
+
 // applyChild applies d under the field manager, taking over the fields
 // another manager holds, and returns the server's answer: the object as
 // it now is, managedFields included.

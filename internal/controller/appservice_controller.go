@@ -33,7 +33,8 @@ func appServiceKind(opts Options) kind[*appv1.AppService] {
 		build: func(o *appv1.AppService, _ observed) ([]runtime.ApplyConfiguration, error) {
 			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
-		setStatus: func(o *appv1.AppService, children observed, failure *status.Failure, now metav1.Time) {
+		setStatus: func(o *appv1.AppService, pass report, now metav1.Time) {
+			children, failure := pass.children, pass.failure
 			setAppServiceStatus(resources.OwnerOf(o, gvk), o.Generation, &o.Status, children, failure, now)
 		},
 	}
@@ -50,7 +51,8 @@ func webServiceKind(opts Options) kind[*appv1.WebService] {
 		build: func(o *appv1.WebService, _ observed) ([]runtime.ApplyConfiguration, error) {
 			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
-		setStatus: func(o *appv1.WebService, children observed, failure *status.Failure, now metav1.Time) {
+		setStatus: func(o *appv1.WebService, pass report, now metav1.Time) {
+			children, failure := pass.children, pass.failure
 			setAppServiceStatus(resources.OwnerOf(o, gvk), o.Generation, &o.Status, children, failure, now)
 		},
 	}

@@ -279,7 +279,7 @@ func TestAdmissionDenialIsReportedAndRecheckedNotTerminal(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	app := newAppService(t, ns)
 	allow := denyDeploymentsOf(t, ns, app.Name)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Recheck: 2 * time.Second})
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{Recheck: 2 * time.Second}})
 	create(t, app)
 	deleteAfterTest(t, app)
 

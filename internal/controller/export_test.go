@@ -1,21 +1,18 @@
 package controller
 
 import (
-	"sync"
+	"context"
 	"sync/atomic"
 
-	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	appv1 "github.com/app-operator/app-operator/api/app/v1"
 )
 
 // NewAppServiceReconciler returns the AppService reconciler outside a
@@ -26,8 +23,7 @@ func NewAppServiceReconciler(c client.Client, apiReader client.Reader, buildErr 
 	if buildErr != nil {
 		k.build = func(*appv1.AppService, observed) ([]runtime.ApplyConfiguration, error) { return nil, buildErr }
 	}
-	env := settings{clock: clock.RealClock{}, recheck: DefaultRecheck, settle: DefaultSettle}
-	return k.newReconciler(c, apiReader, c.Scheme(), events.NewFakeRecorder(100), env)
+	return newReconciler(k, c, apiReader, events.NewFakeRecorder(100), newEngine(c.Scheme(), Options{}))
 }
 
 // NewAppServiceReconcilerCountingCompares is NewAppServiceReconciler, and
@@ -58,7 +54,7 @@ func NewNamespaceQuotaReconciler(c client.Client, apiReader client.Reader) recon
 	return &namespaceQuotaReconciler{
 		client:     c,
 		apiReader:  apiReader,
-		types:      applyconfigurations.NewTypeConverter(c.Scheme()),
+		types:      newEngine(c.Scheme(), Options{}).types,
 		fieldOwner: FieldOwner(namespaceQuotaName),
 	}
 }
@@ -70,52 +66,33 @@ func QuotaChanged(c client.Reader) handler.EventHandler { return quotaChanged(c)
 // IsNodePortTaken is isNodePortTaken.
 var IsNodePortTaken = isNodePortTaken
 
-// EchoFilter returns the bookkeeping of the AppService controller's own
-// writes to children (see notEchoOfOwnWrite): wrote records the answer to
-// a write, isEcho runs the predicate on an event's object, shown is a pass
-// reading a child from the cache, and pending counts the writes still
-// remembered.
-func EchoFilter(c client.Client) (wrote func(client.Object), isEcho func(client.Object) bool, shown func(client.Object), pending func() int) {
-	env := settings{clock: clock.RealClock{}, recheck: DefaultRecheck, settle: DefaultSettle}
-	r := appServiceKind(Options{}).newReconciler(c, c, c.Scheme(), events.NewFakeRecorder(100), env)
-	r.echoes = &sync.Map{}
-	pending = func() int {
-		n := 0
-		r.echoes.Range(func(any, any) bool { n++; return true })
-		return n
-	}
-	shown = func(o client.Object) { r.seen(o) }
-	return r.wrote, r.seen, shown, pending
+// EchoFilter returns the bookkeeping of a controller's own writes to
+// children (see ownWrites): wrote records the answer to a write, isEcho
+// runs the predicate's check on an event's object, shown is a pass reading
+// a child from the cache, and pending counts the writes still remembered.
+func EchoFilter() (wrote func(client.Object), isEcho func(client.Object) bool, shown func(client.Object), pending func() int) {
+	w := &ownWrites{}
+	return w.Record, w.ConsumeEcho, func(o client.Object) { w.ConsumeEcho(o) }, w.Len
 }
 
 // StatusWrites returns an AppService reconciler reading through c, with
-// the bookkeeping of its status writes (see statusShown): shown runs the
+// the bookkeeping of its status writes (see statusWrites): shown runs the
 // predicate on an update event carrying the object, and pending counts the
 // writes still remembered.
 func StatusWrites(c client.Client) (r reconcile.Reconciler, shown func(client.Object), pending func() int) {
-	env := settings{clock: clock.RealClock{}, recheck: DefaultRecheck, settle: DefaultSettle}
-	rec := appServiceKind(Options{}).newReconciler(c, c, c.Scheme(), events.NewFakeRecorder(100), env)
-	pending = func() int {
-		n := 0
-		rec.written.Range(func(any, any) bool { n++; return true })
-		return n
-	}
-	shown = func(o client.Object) { rec.statusShown().Update(event.UpdateEvent{ObjectOld: o, ObjectNew: o}) }
-	return rec, shown, pending
+	rec := newReconciler(appServiceKind(Options{}), c, c, events.NewFakeRecorder(100), newEngine(c.Scheme(), Options{}))
+	return rec, rec.statusWrites.ForgetIfShown, rec.statusWrites.Len
 }
 
-// ControllerIndex is the cache index of children by controller, and
-// ControllerIndexName the name it is stored under on the informers.
-const ControllerIndex = controllerIndex
-
-var ControllerIndexName = fieldIndexName(controllerIndex)
-
-// ControllerBucket is the value of ControllerIndex for children of uid.
-var ControllerBucket = controllerBucket
+// ControllerUIDField is the cache index of children by the uid of their
+// controller.
+const ControllerUIDField = controllerUIDField
 
 // IndexByController registers the operator's index of children by
-// controller on c, as the manager's set-up does.
-func IndexByController(c cache.Cache) error { return indexByController(c, kinds(Options{})) }
+// controller on indexer, as the manager's set-up does.
+func IndexByController(indexer client.FieldIndexer) error {
+	return indexByController(context.Background(), indexer, kinds(Options{}))
+}
 
 // StatusDigest is the digest the engine keeps of a status it wrote.
 func StatusDigest(obj client.Object) (uint64, bool) { return statusDigest(obj) }

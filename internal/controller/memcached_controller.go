@@ -52,7 +52,8 @@ func memcachedKind(opts Options) kind[*cachev1alpha1.Memcached] {
 			return memcached.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
 		observe: observeMemcachedPods,
-		setStatus: func(o *cachev1alpha1.Memcached, children observed, failure *status.Failure, now metav1.Time) {
+		setStatus: func(o *cachev1alpha1.Memcached, pass report, now metav1.Time) {
+			children, failure := pass.children, pass.failure
 			selector := labels.SelectorFromSet(memcached.Selector(o.Name)).String()
 			status.Memcached(&o.Status, o.Generation, selector, children.Deployment(o.Name), podsOf(children), failure, now)
 		},

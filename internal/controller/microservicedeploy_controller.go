@@ -87,7 +87,8 @@ func microServiceDeployKind(all Options) kind[*customv1.MicroServiceDeploy] {
 			children[childKey("ResourceQuota", q.Name)] = q
 			return nil
 		},
-		setStatus: func(o *customv1.MicroServiceDeploy, children observed, failure *status.Failure, now metav1.Time) {
+		setStatus: func(o *customv1.MicroServiceDeploy, pass report, now metav1.Time) {
+			children, failure := pass.children, pass.failure
 			exposure := microservicedeploy.Expose(&o.Spec, opts).LostTo(hostHolderOf(children))
 			quota, _ := children[childKey("ResourceQuota", microservicedeploy.QuotaName)].(*corev1.ResourceQuota)
 			obs := status.MicroServiceDeployObserved{

@@ -40,7 +40,7 @@ var (
 func startMSDOperator(t *testing.T, opts microservicedeploy.Options) (string, *testenv.Operator) {
 	t.Helper()
 	ns := testenv.NewNamespace(t, k8s)
-	return ns, testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, MicroServiceDeploy: opts})
+	return ns, testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{MicroServiceDeploy: opts}})
 }
 
 // newMSD is the seed sample, unchanged, in namespace ns, optionally renamed
@@ -488,7 +488,7 @@ func TestMicroServiceDeployHostIsHeldByTheOldestInstanceAcrossNamespaces(t *test
 	const host = "ms-sample-v1.apps.example.com"
 	opts := microservicedeploy.Options{BaseDomain: "apps.example.com"}
 	nsOld, nsNew := testenv.NewNamespace(t, k8s), testenv.NewNamespace(t, k8s)
-	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{nsOld, nsNew}, MicroServiceDeploy: opts})
+	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{nsOld, nsNew}, Options: controller.Options{MicroServiceDeploy: opts}})
 
 	// The same sample, in two namespaces: both want the same host.
 	older := newMSD(t, nsOld, "", msdNoAuth)
@@ -762,7 +762,7 @@ func TestMicroServiceDeploySteadyStateMakesNoWrites(t *testing.T) {
 	// A restart passes over everything again: nothing to do either.
 	op.Stop()
 	before, beforeQuota := reconcileCount(t, "microservicedeploy"), reconcileCount(t, "microservicedeploy-quota")
-	op2 := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, MicroServiceDeploy: opts})
+	op2 := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{MicroServiceDeploy: opts}})
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		return reconcileCount(t, "microservicedeploy") >= before+2 && reconcileCount(t, "microservicedeploy-quota") > beforeQuota,
 			"no passes after the restart"

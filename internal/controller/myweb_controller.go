@@ -32,7 +32,8 @@ func myWebKind(opts Options) kind[*operatorv1.MyWeb] {
 		build: func(o *operatorv1.MyWeb, _ observed) ([]runtime.ApplyConfiguration, error) {
 			return myweb.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
-		setStatus: func(o *operatorv1.MyWeb, children observed, failure *status.Failure, now metav1.Time) {
+		setStatus: func(o *operatorv1.MyWeb, pass report, now metav1.Time) {
+			children, failure := pass.children, pass.failure
 			status.MyWeb(&o.Status, o.Generation, o.Spec.NodePortNumber,
 				children.Deployment(o.Name), children.Service(o.Name), failure, now)
 		},

@@ -8,7 +8,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -43,11 +42,11 @@ type namespaceQuotaReconciler struct {
 	fieldOwner string
 }
 
-func setupNamespaceQuota(mgr ctrl.Manager) error {
+func setupNamespaceQuota(mgr ctrl.Manager, env *engine) error {
 	r := &namespaceQuotaReconciler{
 		client:     mgr.GetClient(),
 		apiReader:  mgr.GetAPIReader(),
-		types:      applyconfigurations.NewTypeConverter(mgr.GetScheme()),
+		types:      env.types,
 		fieldOwner: FieldOwner(namespaceQuotaName),
 	}
 	toQuota := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {

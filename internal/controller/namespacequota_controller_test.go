@@ -85,7 +85,7 @@ func TestMicroServiceDeployQuotaWritesWakeOnlyTheInstancesTheyConcern(t *testing
 	ns := testenv.NewNamespace(t, k8s)
 	// No Deployment controller runs here: status writes that waited for
 	// one would make 40 instances, created one by one, take minutes.
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Settle: 10 * time.Millisecond})
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{Settle: 10 * time.Millisecond}})
 	before := reconcileCount(t, "microservicedeploy")
 	// One at a time, as instances arrive in a live cluster: each one
 	// changes the quota, and each quota write could wake every instance.

@@ -152,7 +152,7 @@ func TestAppServiceStatusWaitsAsLongAsTheDeploymentControllerWorksThroughABacklo
 	const settle = 20 * time.Second
 	ns := testenv.NewNamespace(t, k8s)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Clock: clk, Settle: settle})
+	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{Clock: clk, Settle: settle}})
 	waiting, busyDep, waitingDep := busyAndWaiting(t, ns)
 
 	reports := int32(0)
@@ -226,60 +226,12 @@ func settledPasses(t *testing.T, controllerName string) float64 {
 	return last
 }
 
-// The events a child's informer sends for the operator's own writes wake
-// no pass: the pass that wrote saw the server's answer. Other changes to
-// a child still do (the drift tests). Several resources, since the
-// informer often hands a child's event on before the answer to the write
-// has arrived (without waiting for the answer, 15 to 18 passes for 10).
-func TestOwnWritesToChildrenWakeNoPass(t *testing.T) {
-	const apps = 10
-	ns := testenv.NewNamespace(t, k8s)
-	// No Deployment controller here: the status write waits for one, and
-	// must not come back to look within the test.
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Settle: time.Minute})
-	before := settledPasses(t, "appservice")
-	var all []*appv1.AppService
-	for i := range apps {
-		app := newAppService(t, ns)
-		app.Name = fmt.Sprintf("app-%d", i)
-		create(t, app)
-		all = append(all, app)
-	}
-	for _, app := range all {
-		dep, svc := children(ns, app.Name)
-		waitForObject(t, dep)
-		waitForObject(t, svc)
-	}
-	n := settledPasses(t, "appservice") - before
-	t.Logf("creating %d AppServices: %v passes", apps, n)
-	if n != apps {
-		t.Errorf("creating %d AppServices took %v passes, want %d: the creation of their Deployments and Services woke more", apps, n, apps)
-	}
-
-	before = settledPasses(t, "appservice")
-	for _, app := range all {
-		update(t, app, func(a *appv1.AppService) { a.Spec.Image = "nginx:1.28" })
-	}
-	for _, app := range all {
-		dep, _ := children(ns, app.Name)
-		testenv.Eventually(t, 20*time.Second, func() (bool, string) {
-			get(t, dep)
-			return dep.Generation == 2, "the Deployment is not updated yet"
-		})
-	}
-	n = settledPasses(t, "appservice") - before
-	t.Logf("changing the image of %d AppServices: %v passes", apps, n)
-	if n != apps {
-		t.Errorf("changing the image of %d AppServices took %v passes, want %d: the updates of their Deployments woke more", apps, n, apps)
-	}
-}
-
 // The controller remembers the answer to its own write to a child until
 // the child's informer shows that version or a later one, or a pass reads
 // it from the cache, whatever the order in which the answer and the event
 // arrive.
 func TestEchoesOfOwnWritesAreForgottenOnceShown(t *testing.T) {
-	wrote, isEcho, shown, pending := controller.EchoFilter(k8s)
+	wrote, isEcho, shown, pending := controller.EchoFilter()
 	at := func(uid, rv string) *appsv1.Deployment {
 		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid), ResourceVersion: rv}}
 	}

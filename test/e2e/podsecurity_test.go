@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/app-operator/app-operator/api/podsecurity"
+	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -29,7 +30,7 @@ func TestSamplesRunUnderPodSecurityRestricted(t *testing.T) {
 	}
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{
 		Namespaces: namespaces,
-		Defaults:   resources.Defaults{SecurityProfile: podsecurity.Restricted},
+		Options:    controller.Options{Defaults: resources.Defaults{SecurityProfile: podsecurity.Restricted}},
 	})
 	for _, u := range objs {
 		if err := c.Create(ctx, u); err != nil {

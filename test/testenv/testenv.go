@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,8 +25,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/app-operator/app-operator/internal/controller"
-	"github.com/app-operator/app-operator/internal/resources"
-	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
 // requests records requests by namespace.
@@ -145,19 +142,9 @@ func (o *Operator) Stop() { o.stop() }
 type StartOptions struct {
 	// Namespaces limits the cache, as the --watch-namespaces flag does.
 	Namespaces []string
-	// Clock stamps condition transitions.
-	Clock clock.PassiveClock
-	// Defaults are the operator-wide builder settings (flags of the manager).
-	Defaults resources.Defaults
-	// MicroServiceDeploy are the operator-wide settings of that kind, as
-	// the --microservice-* flags give them.
-	MicroServiceDeploy microservicedeploy.Options
-	// Recheck is how often a blocked resource looks again; the operator's
-	// default when zero.
-	Recheck time.Duration
-	// Settle is how long a status write waits for a silent Deployment
-	// controller; the operator's default when zero.
-	Settle time.Duration
+	// Options are the controllers' options, as the manager's flags give
+	// them; zero fields take the operator's defaults.
+	controller.Options
 }
 
 // StartOperator runs every controller against cfg until the test ends (or
@@ -186,7 +173,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator 
 	if err != nil {
 		t.Fatalf("create manager: %v", err)
 	}
-	if err := controller.SetupWithManager(mgr, controller.Options{Clock: opts.Clock, Recheck: opts.Recheck, Settle: opts.Settle, Defaults: opts.Defaults, MicroServiceDeploy: opts.MicroServiceDeploy}); err != nil {
+	if err := controller.SetupWithManager(mgr, opts.Options); err != nil {
 		t.Fatalf("set up controllers: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

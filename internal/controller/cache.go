@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
+	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
+	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/memcached"
+	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
+)
+
+// CacheByObject scopes the cache of every child type to the objects the
+// operator manages, so it never holds every Deployment or pod of a cluster,
+// and drops from the children and the resources the managedFields entries
+// of their status (see dropStatusManagedFields).
+func CacheByObject() map[client.Object]cache.ByObject {
+	managed := cache.ByObject{
+		Label:     labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
+		Transform: dropStatusManagedFields,
+	}
+	named := func(name string) cache.ByObject {
+		return cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name), Transform: dropStatusManagedFields}
+	}
+	// The resources themselves, every one: the operator writes their
+	// status as a merge patch from the cached copy and never reads who
+	// owns it.
+	resource := cache.ByObject{Transform: dropStatusManagedFields}
+	return map[client.Object]cache.ByObject{
+		&appv1.AppService{}:            resource,
+		&appv1.WebService{}:            resource,
+		&customv1.MicroServiceDeploy{}: resource,
+		&cachev1alpha1.Memcached{}:     resource,
+		&operatorv1.MyWeb{}:            resource,
+
+		&appsv1.Deployment{}:                     managed,
+		&corev1.Service{}:                        managed,
+		&corev1.ServiceAccount{}:                 managed,
+		&corev1.ConfigMap{}:                      managed,
+		&autoscalingv2.HorizontalPodAutoscaler{}: managed,
+		&networkingv1.Ingress{}:                  managed,
+		// Only the MicroServiceDeploy quota, whoever made it: one of that
+		// name without the operator's labels must be seen to be left alone.
+		&corev1.ResourceQuota{}: named(microservicedeploy.QuotaName),
+		// Only the PriorityClass of the MicroServiceDeploy pods.
+		&schedulingv1.PriorityClass{}:   named(microservicedeploy.PriorityClassName),
+		&policyv1.PodDisruptionBudget{}: managed,
+		// Only the pods of Memcached resources (for status.nodes). They are
+		// never applied: their managedFields are dropped to save memory.
+		&corev1.Pod{}: {
+			Label: labels.SelectorFromSet(labels.Set{
+				resources.LabelManagedBy: resources.ManagedBy,
+				resources.LabelName:      memcached.KindName,
+			}),
+			Transform: cache.TransformStripManagedFields(),
+		},
+	}
+}
+
+// dropStatusManagedFields is the cache transform of the children and the
+// resources: it drops the managedFields entries of their status
+// subresource. The controllers that report on a child own its status (the
+// Deployment controller's entry lists every field of every condition),
+// which the operator never applies and whose ownership it never reads: it
+// reads its own apply entry (upToDate, matchOf) and who owns the fields it
+// hands over, such as the replicas an HPA sets through the scale
+// subresource (handoverNeeded). A resource's status entry is the
+// operator's own.
+func dropStatusManagedFields(obj any) (any, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil
+	}
+	mf := o.GetManagedFields()
+	if !slices.ContainsFunc(mf, isStatusEntry) {
+		return obj, nil
+	}
+	kept := make([]metav1.ManagedFieldsEntry, 0, len(mf)-1)
+	for _, e := range mf {
+		if !isStatusEntry(e) {
+			kept = append(kept, e)
+		}
+	}
+	o.SetManagedFields(kept)
+	return o, nil
+}
+
+func isStatusEntry(e metav1.ManagedFieldsEntry) bool { return e.Subresource == "status" }

@@ -1,0 +1,318 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/app-operator/app-operator/internal/resources"
+)
+
+// desired builds the desired children of obj, and its handovers by child
+// key, from obj and what lookup read into in.
+func (r *reconciler[T]) desired(obj T, in observed) ([]desiredChild, map[string]desiredChild, outcome) {
+	acs, err := r.kind.build(obj, in)
+	if err != nil {
+		return nil, nil, invalidSpec(err)
+	}
+	desired := make([]desiredChild, 0, len(acs))
+	for _, ac := range acs {
+		d, err := newDesiredChild(ac)
+		if err != nil {
+			return nil, nil, invalidSpec(err)
+		}
+		desired = append(desired, d)
+	}
+	if r.kind.handover == nil {
+		return desired, nil, outcome{}
+	}
+	acs, err = r.kind.handover(obj)
+	if err != nil {
+		return nil, nil, invalidSpec(err)
+	}
+	handovers := make(map[string]desiredChild, len(acs))
+	for _, ac := range acs {
+		h, err := newDesiredChild(ac)
+		if err != nil {
+			return nil, nil, invalidSpec(err)
+		}
+		handovers[h.key()] = h
+	}
+	return desired, handovers, outcome{}
+}
+
+// readChildren reads the desired children at once: a child missing from
+// the cache costs a request to the API server, and a new resource misses
+// all of them. Nil for a child that does not exist. first says no pass has
+// applied or found the children yet (see readChild).
+func (r *reconciler[T]) readChildren(ctx context.Context, namespace string, desired []desiredChild, first bool) ([]client.Object, error) {
+	live := make([]client.Object, len(desired))
+	g, ctx := errgroup.WithContext(ctx)
+	for i, d := range desired {
+		g.Go(func() error {
+			o, err := r.readChild(ctx, namespace, d, first)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", d, err)
+			}
+			live[i] = o
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if r.ownWrites != nil {
+		for _, o := range live {
+			if o != nil {
+				// The pass has seen this version: an echo still awaited for
+				// an older write is over.
+				r.ownWrites.ConsumeEcho(o)
+			}
+		}
+	}
+	return live, nil
+}
+
+// readChild reads a child from the cache. The cache only holds objects
+// labelled as managed by the operator, so on a miss it asks the API server:
+// an unlabelled object of the same name must be found, not overwritten.
+//
+// For the first pass over a resource (first), the API server answers from
+// its watch cache (resourceVersion "0"), which trails its storage by the
+// time an event takes to arrive, as a read from storage trails a write
+// between the read and the apply. A later pass misses a child mostly
+// because the cache has not shown it since it was applied; it reads from
+// storage, which has it, so that it is not applied again.
+func (r *reconciler[T]) readChild(ctx context.Context, namespace string, d desiredChild, first bool) (client.Object, error) {
+	o, err := r.newObjectOf(d.gvk)
+	if err != nil {
+		return nil, err
+	}
+	key := client.ObjectKey{Namespace: namespace, Name: d.name}
+	err = r.client.Get(ctx, key, o)
+	if apierrors.IsNotFound(err) {
+		var opts []client.GetOption
+		if first {
+			opts = append(opts, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+		}
+		err = r.apiReader.Get(ctx, key, o, opts...)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (r *reconciler[T]) newObjectOf(gvk schema.GroupVersionKind) (client.Object, error) {
+	ro, err := r.scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := ro.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an object", gvk)
+	}
+	return o, nil
+}
+
+// checkOwnership stops the pass, before anything is written, when a live
+// child is an object obj neither controls nor may adopt: a conflict on any
+// child leaves all of them untouched.
+func (r *reconciler[T]) checkOwnership(obj T, desired []desiredChild, live []client.Object) outcome {
+	for i, d := range desired {
+		if o := live[i]; o != nil && !metav1.IsControlledBy(o, obj) && !adoptable(o, d, r.fieldOwner) {
+			return childConflict(d, o, ctrl.Result{RequeueAfter: r.recheck})
+		}
+	}
+	return outcome{}
+}
+
+// adoptable reports whether live, which the resource does not control, is
+// a child the resource lost its owner reference to: it has no controller,
+// and either the labels that tie it to the kind and the instance (what
+// `kubectl delete --cascade=orphan` leaves), or fields applied by the
+// kind's own field manager, fieldOwner (what is left when someone strips
+// the owner reference and the labels: the server keeps the record of who
+// applied what, and only this controller applies under that name). Such
+// a child is adopted by the next apply; any other same-named object is
+// left alone.
+func adoptable(live client.Object, d desiredChild, fieldOwner string) bool {
+	if metav1.GetControllerOf(live) != nil {
+		return false
+	}
+	if appliedBy(live, fieldOwner) {
+		return true
+	}
+	fields, err := d.fields()
+	if err != nil {
+		return false
+	}
+	want, _, _ := unstructured.NestedStringMap(fields, "metadata", "labels")
+	have := live.GetLabels()
+	for _, k := range []string{resources.LabelManagedBy, resources.LabelName, resources.LabelInstance} {
+		if want[k] == "" || have[k] != want[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// applyChanged brings every desired child to what it should be, applying
+// only those that differ, and records each as it now is in children.
+func (r *reconciler[T]) applyChanged(ctx context.Context, obj T, desired []desiredChild, handovers map[string]desiredChild, live []client.Object, children observed) outcome {
+	key := client.ObjectKeyFromObject(obj)
+	prev := r.matched.Of(key)
+	next := make([]matchedChild, 0, len(desired))
+	for i, d := range desired {
+		var h *desiredChild
+		if ho, ok := handovers[d.key()]; ok {
+			h = &ho
+		}
+		child, m, out := r.applyIfChanged(ctx, d, h, live[i], prev)
+		if out.stopped() {
+			return out
+		}
+		if m != nil {
+			next = append(next, *m)
+		}
+		children[d.key()] = child
+	}
+	r.matched.Set(key, prev, next)
+	return outcome{}
+}
+
+// applyIfChanged brings one child to d, handing the fields of h (nil when
+// none) over as handoverNeeded says. It returns the child as it now is and,
+// when the field manager owns fields on it, its match to remember.
+func (r *reconciler[T]) applyIfChanged(ctx context.Context, d desiredChild, h *desiredChild, live client.Object, prev []matchedChild) (client.Object, *matchedChild, outcome) {
+	if h != nil && live != nil {
+		needed, err := handoverNeeded(r.types, live, *h, r.fieldOwner)
+		if err != nil {
+			return nil, nil, apiFailed(fmt.Errorf("compare %s: %w", d, err))
+		}
+		if needed {
+			if _, err := r.applyHandover(ctx, *h); err != nil {
+				return nil, nil, applyFailed(*h, err, ctrl.Result{RequeueAfter: r.recheck})
+			}
+		}
+	}
+	if live != nil {
+		// Unchanged since a previous pass found or made it as desired, or
+		// holding every field as desired.
+		m, owns := matchOf(live, d, r.fieldOwner)
+		same := owns && slices.Contains(prev, m)
+		if !same {
+			var err error
+			if same, err = upToDate(r.types, live, d, r.fieldOwner); err != nil {
+				return nil, nil, apiFailed(fmt.Errorf("compare %s: %w", d, err))
+			}
+		}
+		if same {
+			return live, &m, outcome{}
+		}
+	}
+	applied, err := r.apply(ctx, d, r.fieldOwner)
+	if err != nil {
+		return nil, nil, applyFailed(d, err, ctrl.Result{RequeueAfter: r.recheck})
+	}
+	// The server's answer holds what was just applied.
+	var match *matchedChild
+	if m, ok := matchOf(applied, d, r.fieldOwner); ok {
+		match = &m
+	}
+	if h != nil && live == nil {
+		// Just created: give the handed-over fields their first value.
+		// Should this fail, the next pass finds them owned by no one and
+		// applies them then.
+		if applied, err = r.applyHandover(ctx, *h); err != nil {
+			return nil, nil, applyFailed(*h, err, ctrl.Result{RequeueAfter: r.recheck})
+		}
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Applied "+d.gvk.Kind, strings.ToLower(d.gvk.Kind), klog.KObj(applied))
+	return applied, match, outcome{}
+}
+
+// applyHandover applies h under the handover field manager. It forces
+// ownership: the kind's own manager, which may still hold the fields, is
+// about to let go of them.
+func (r *reconciler[T]) applyHandover(ctx context.Context, h desiredChild) (client.Object, error) {
+	applied, err := r.apply(ctx, h, r.fieldOwner+"-handover")
+	if err != nil {
+		return nil, err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Handed fields over", strings.ToLower(h.gvk.Kind), h.name, "manager", r.fieldOwner+"-handover")
+	return applied, nil
+}
+
+// apply applies d under manager and records the answer among the
+// controller's own writes, whose echoes wake no pass.
+func (r *reconciler[T]) apply(ctx context.Context, d desiredChild, manager string) (client.Object, error) {
+	applied, err := applyChild(ctx, r.client, d, manager)
+	if err != nil {
+		return nil, err
+	}
+	if r.ownWrites != nil {
+		r.ownWrites.Record(applied)
+	}
+	return applied, nil
+}
+
+// prune deletes the children of the owned types that obj controls but that
+// are no longer desired (an optional child whose feature was turned off).
+func (r *reconciler[T]) prune(ctx context.Context, obj T, desired []desiredChild) error {
+	want := map[string]bool{}
+	for _, d := range desired {
+		want[d.key()] = true
+	}
+	for _, owned := range r.kind.owns {
+		gvk, err := apiutil.GVKForObject(owned, r.scheme)
+		if err != nil {
+			return err
+		}
+		ro, err := r.scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err != nil {
+			return err
+		}
+		list := ro.(client.ObjectList)
+		opts := []client.ListOption{client.InNamespace(obj.GetNamespace()),
+			client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy, resources.LabelInstance: obj.GetName()}}
+		if r.indexed {
+			// The cache's own objects, not copies: prune only reads them.
+			opts = append(opts, client.MatchingFields{controllerUIDField: string(obj.GetUID())}, client.UnsafeDisableDeepCopy)
+		}
+		if err := r.client.List(ctx, list, opts...); err != nil {
+			return fmt.Errorf("list %s: %w", gvk.Kind, err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			child := item.(client.Object)
+			if !metav1.IsControlledBy(child, obj) || want[childKey(gvk.Kind, child.GetName())] {
+				continue
+			}
+			uid := child.GetUID()
+			if err := r.client.Delete(ctx, child, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete %s %s: %w", gvk.Kind, child.GetName(), err)
+			}
+			ctrl.LoggerFrom(ctx).V(1).Info("Deleted "+gvk.Kind+" no longer wanted", strings.ToLower(gvk.Kind), klog.KObj(child))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/utils/clock"
+
+	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
+)
+
+// Options configure the controllers. The zero value is valid: every field
+// left zero takes its default.
+type Options struct {
+	// Clock stamps condition transitions; the real clock when nil.
+	Clock clock.PassiveClock
+	// Recheck is how often a resource blocked by something the operator
+	// does not watch (a child it does not control, an admission check that
+	// refused a child) looks again; DefaultRecheck when zero.
+	Recheck time.Duration
+	// Settle is how long a status write waits for a silent Deployment
+	// controller to observe a changed Deployment (see rolloutWait);
+	// DefaultSettle when zero.
+	Settle time.Duration
+	// MaxConcurrentReconciles is how many resources of one kind are
+	// reconciled at once (each kind has its own workers); 1 when zero.
+	MaxConcurrentReconciles int
+	// Defaults are the operator-wide settings of every builder.
+	Defaults resources.Defaults
+	// MicroServiceDeploy are the operator-wide settings of that kind: how
+	// it exposes instances.
+	MicroServiceDeploy microservicedeploy.Options
+}
+
+// DefaultRecheck is how often a resource blocked by something the operator
+// does not watch looks again: a child it does not control, or an admission
+// check (a webhook, a ValidatingAdmissionPolicy) that refused a child.
+const DefaultRecheck = time.Minute
+
+// withDefaults returns o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = DefaultRecheck
+	}
+	if o.Settle <= 0 {
+		o.Settle = DefaultSettle
+	}
+	o.MaxConcurrentReconciles = max(o.MaxConcurrentReconciles, 1)
+	return o
+}
+
+// engine is what the controllers of every kind share: the options with
+// their defaults, and one converter of objects to typed field sets (built
+// from the built-in types' schemas once, not once per kind).
+type engine struct {
+	opts  Options
+	types managedfields.TypeConverter
+}
+
+func newEngine(scheme *runtime.Scheme, opts Options) *engine {
+	return &engine{opts: opts.withDefaults(), types: applyconfigurations.NewTypeConverter(scheme)}
+}

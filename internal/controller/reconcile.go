@@ -1,0 +1,232 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/api/conditions"
+)
+
+// reconciler runs the shared reconcile shape for one kind. A pass:
+//
+//  1. reads the resource (read) and what its children depend on (lookup);
+//  2. builds the desired children (desired);
+//  3. reads the live children and refuses to touch one it does not
+//     control (readChildren, checkOwnership);
+//  4. applies the children that differ, handing fields over where the kind
+//     has a handover (applyChanged), and prunes the unwanted (prune);
+//  5. for a step-wise kind, takes at most one step against the
+//     application itself (takeStep);
+//  6. computes the status and writes it once, if it changed (writeStatus).
+type reconciler[T object] struct {
+	kind       kind[T]
+	client     client.Client
+	apiReader  client.Reader
+	scheme     *runtime.Scheme
+	recorder   events.EventRecorder
+	types      managedfields.TypeConverter
+	clock      clock.PassiveClock
+	recheck    time.Duration
+	fieldOwner string
+	// indexed is whether the cache indexes the owned types by controller
+	// (controllerUIDField), as the manager's does; a reconciler built
+	// outside a manager (in tests) may read straight from the API server,
+	// which has no such index, and prune then matches labels only.
+	indexed bool
+
+	statusWrites statusWrites
+	matched      matchedChildren
+	rollouts     rolloutWait
+	// ownWrites is nil outside a manager, where no informer shows anything.
+	ownWrites *ownWrites
+}
+
+func newReconciler[T object](k kind[T], c client.Client, apiReader client.Reader, recorder events.EventRecorder, env *engine) *reconciler[T] {
+	return &reconciler[T]{
+		kind:       k,
+		client:     c,
+		apiReader:  apiReader,
+		scheme:     c.Scheme(),
+		recorder:   recorder,
+		types:      env.types,
+		clock:      env.opts.Clock,
+		recheck:    env.opts.Recheck,
+		fieldOwner: FieldOwner(k.name),
+		rollouts:   rolloutWait{clock: env.opts.Clock, settle: env.opts.Settle},
+	}
+}
+
+func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj, ok, err := r.read(ctx, req.NamespacedName)
+	if !ok || err != nil {
+		return ctrl.Result{}, err
+	}
+	before := obj.DeepCopyObject().(T)
+	in := observed{}
+	if r.kind.lookup != nil {
+		if err := r.kind.lookup(ctx, r.client, obj, in); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	pass := report{children: observed{}}
+	out := r.converge(ctx, obj, in, &pass)
+	maps.Copy(pass.children, in)
+	if r.kind.observe != nil {
+		if err := r.kind.observe(ctx, r.client, obj, pass.children); err != nil {
+			return ctrl.Result{}, errors.Join(out.err, err)
+		}
+	}
+	pass.failure = out.failure
+	return r.writeStatus(ctx, before, obj, pass, out)
+}
+
+// converge runs the phases that change the cluster and the application,
+// in order; the first that stops ends the pass.
+func (r *reconciler[T]) converge(ctx context.Context, obj T, in observed, pass *report) outcome {
+	desired, handovers, out := r.desired(obj, in)
+	if out.stopped() {
+		return out
+	}
+	live, err := r.readChildren(ctx, obj.GetNamespace(), desired, r.matched.Of(client.ObjectKeyFromObject(obj)) == nil)
+	if err != nil {
+		return apiFailed(err)
+	}
+	if out := r.checkOwnership(obj, desired, live); out.stopped() {
+		return out
+	}
+	if out := r.applyChanged(ctx, obj, desired, handovers, live, pass.children); out.stopped() {
+		return out
+	}
+	if err := r.prune(ctx, obj, desired); err != nil {
+		return apiFailed(err)
+	}
+	return r.takeStep(ctx, obj, pass)
+}
+
+// read returns the resource the pass works on; false when it is gone or
+// being deleted (the garbage collector deletes the children through their
+// owner references; nothing lives outside the cluster). That is the cached
+// copy, unless it is behind this controller's last status write (see
+// statusWrites): then the API server's.
+func (r *reconciler[T]) read(ctx context.Context, key client.ObjectKey) (T, bool, error) {
+	cached := r.kind.newObject()
+	if err := r.client.Get(ctx, key, cached); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(key)
+		}
+		return cached, false, client.IgnoreNotFound(err)
+	}
+	if !cached.GetDeletionTimestamp().IsZero() {
+		return cached, false, nil
+	}
+	if !r.statusWrites.CacheBehind(cached) {
+		return cached, true, nil
+	}
+	live := r.kind.newObject()
+	if err := r.apiReader.Get(ctx, key, live); err != nil {
+		return live, false, client.IgnoreNotFound(err)
+	}
+	if live.GetResourceVersion() == cached.GetResourceVersion() {
+		// Someone else wrote the status since: the cache is current.
+		r.statusWrites.Forget(key)
+	}
+	return live, true, nil
+}
+
+// forget drops what the controller remembers of a deleted resource.
+func (r *reconciler[T]) forget(key client.ObjectKey) {
+	r.statusWrites.Forget(key)
+	r.rollouts.Forget(key)
+	r.matched.Forget(key)
+}
+
+// takeStep runs a step-wise kind's step hook, once the children are in
+// place. A step taken or awaited brings the next pass sooner than any
+// event would: the application changes without one.
+func (r *reconciler[T]) takeStep(ctx context.Context, obj T, pass *report) outcome {
+	if r.kind.step == nil {
+		return outcome{}
+	}
+	s, err := r.kind.step(ctx, obj, pass.children)
+	if err != nil {
+		return stepFailed(err)
+	}
+	pass.step = s
+	if s.converged() {
+		return outcome{result: ctrl.Result{RequeueAfter: s.RequeueAfter}}
+	}
+	return outcome{failure: s.Failure, result: ctrl.Result{RequeueAfter: cmp.Or(s.RequeueAfter, DefaultStepInterval)}}
+}
+
+// writeStatus computes the status from the pass and writes it, once, if it
+// changed. A pass that converged may hold the write back while a child
+// Deployment's controller has not observed its spec (see rolloutWait).
+func (r *reconciler[T]) writeStatus(ctx context.Context, before, obj T, pass report, out outcome) (ctrl.Result, error) {
+	r.kind.setStatus(obj, pass, metav1.NewTime(r.clock.Now()))
+	if equality.Semantic.DeepEqual(before, obj) {
+		return out.result, out.err
+	}
+	if !out.stopped() {
+		if wait := r.rollouts.Remaining(client.ObjectKeyFromObject(obj), pass.children); wait > 0 {
+			// The Deployment controller's update wakes the next pass; the
+			// requeue is for when it does not come.
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	// The patch carries the resourceVersion it was computed from: a status
+	// computed from an object someone changed since is refused (409) and
+	// computed again, never written over the newer one.
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if err := r.client.Status().Patch(ctx, obj, patch); err != nil {
+		// Only the status error goes back to the work queue: joined with a
+		// terminal error from the pass, it would never be retried.
+		if out.err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("Pass failed before its status could be written", "error", out.err.Error())
+		}
+		return ctrl.Result{}, fmt.Errorf("write status: %w", err)
+	}
+	r.statusWrites.Record(obj)
+	r.recordTransition(before, obj)
+	return out.result, out.err
+}
+
+// recordTransition emits one event when the Ready condition changes status
+// or reason: a Warning for a failure, Normal otherwise. Steady passes are
+// silent, and so is a new resource whose first status is Ready: an event
+// would tell nothing its status does not, at the cost of a write per
+// resource when thousands are created.
+func (r *reconciler[T]) recordTransition(before, after T) {
+	oldReady := readyOf(before)
+	newReady := readyOf(after)
+	if newReady == nil || (oldReady != nil && oldReady.Status == newReady.Status && oldReady.Reason == newReady.Reason) {
+		return
+	}
+	if oldReady == nil && newReady.Status == metav1.ConditionTrue {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if meta.IsStatusConditionTrue(after.GetConditions(), conditions.Degraded) {
+		eventType = corev1.EventTypeWarning
+	}
+	r.recorder.Eventf(after, nil, eventType, newReady.Reason, "Reconcile", "%s", newReady.Message)
+}
+
+func readyOf(o object) *metav1.Condition {
+	return meta.FindStatusCondition(o.GetConditions(), conditions.Ready)
+}
