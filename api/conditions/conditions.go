@@ -41,6 +41,18 @@ const (
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonInvalidSpec: the spec cannot be turned into children.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonPodUnschedulable: the scheduler cannot place a pod; the message
+	// gives the scheduler's reason.
+	ReasonPodUnschedulable = "PodUnschedulable"
+	// ReasonImagePullFailed: a pod's image cannot be pulled; the message
+	// names the image.
+	ReasonImagePullFailed = "ImagePullFailed"
+	// ReasonContainerCannotStart: the kubelet cannot create or start a
+	// container (a missing ConfigMap or Secret, say).
+	ReasonContainerCannotStart = "ContainerCannotStart"
+	// ReasonCrashLoopBackOff: a container keeps exiting, or its liveness
+	// probe keeps failing; the message gives its last exit code and reason.
+	ReasonCrashLoopBackOff = "CrashLoopBackOff"
 	// ReasonStepFailed: a step against the application itself (a member
 	// added, a primary elected) could not be taken or observed; retried.
 	ReasonStepFailed = "StepFailed"

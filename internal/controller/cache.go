@@ -20,7 +20,6 @@ import (
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/internal/resources"
-	"github.com/app-operator/app-operator/internal/resources/memcached"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
@@ -59,13 +58,11 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		// Only the PriorityClass of the MicroServiceDeploy pods.
 		&schedulingv1.PriorityClass{}:   named(microservicedeploy.PriorityClassName),
 		&policyv1.PodDisruptionBudget{}: managed,
-		// Only the pods of Memcached resources (for status.nodes). They are
-		// never applied: their managedFields are dropped to save memory.
+		// Only the pods of the operator's workloads (for status.nodes and
+		// what keeps pods from running). They are never applied: their
+		// managedFields are dropped to save memory.
 		&corev1.Pod{}: {
-			Label: labels.SelectorFromSet(labels.Set{
-				resources.LabelManagedBy: resources.ManagedBy,
-				resources.LabelName:      memcached.KindName,
-			}),
+			Label:     labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
 			Transform: cache.TransformStripManagedFields(),
 		},
 	}

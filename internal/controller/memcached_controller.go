@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,7 +50,6 @@ func memcachedKind(opts Options) kind[*cachev1alpha1.Memcached] {
 		build: func(o *cachev1alpha1.Memcached, _ observed) ([]runtime.ApplyConfiguration, error) {
 			return memcached.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
-		observe: observeMemcachedPods,
 		setStatus: func(o *cachev1alpha1.Memcached, pass report, now metav1.Time) {
 			children, failure := pass.children, pass.failure
 			selector := labels.SelectorFromSet(memcached.Selector(o.Name)).String()
@@ -62,31 +60,6 @@ func memcachedKind(opts Options) kind[*cachev1alpha1.Memcached] {
 				builder.WithPredicates(nodeSetChanges())), nil
 		},
 	}
-}
-
-// observeMemcachedPods reads the pods the Memcached's selector matches from
-// the cache, which holds only pods labelled as managed by the operator.
-func observeMemcachedPods(ctx context.Context, r client.Reader, o *cachev1alpha1.Memcached, children observed) error {
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(o.Namespace), client.MatchingLabels(memcached.Selector(o.Name))); err != nil {
-		return fmt.Errorf("list pods of Memcached %s: %w", o.Name, err)
-	}
-	for i := range pods.Items {
-		children[childKey(podKind, pods.Items[i].Name)] = &pods.Items[i]
-	}
-	return nil
-}
-
-// podsOf returns the pods observeMemcachedPods found, in no particular
-// order (status.Nodes sorts them).
-func podsOf(children observed) []*corev1.Pod {
-	var pods []*corev1.Pod
-	for _, o := range children {
-		if p, ok := o.(*corev1.Pod); ok {
-			pods = append(pods, p)
-		}
-	}
-	return pods
 }
 
 // memcachedOfPod maps a pod to the Memcached it belongs to, by its labels.

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/status"
 )
 
 // reconciler runs the shared reconcile shape for one kind. A pass:
@@ -87,12 +88,20 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	pass := report{children: observed{}}
 	out := r.converge(ctx, obj, in, &pass)
 	maps.Copy(pass.children, in)
+	if r.kind.runsPods() {
+		if err := observePods(ctx, r.client, r.kind.name, obj, pass.children); err != nil {
+			return ctrl.Result{}, errors.Join(out.err, err)
+		}
+	}
 	if r.kind.observe != nil {
 		if err := r.kind.observe(ctx, r.client, obj, pass.children); err != nil {
 			return ctrl.Result{}, errors.Join(out.err, err)
 		}
 	}
 	pass.failure = out.failure
+	if pass.failure == nil {
+		pass.failure = status.PodFailure(podsOf(pass.children)...)
+	}
 	return r.writeStatus(ctx, before, obj, pass, out)
 }
 

@@ -87,6 +87,9 @@ func (k kind[T]) setup(mgr ctrl.Manager, env *engine) error {
 		}
 		b = b.Owns(o, builder.WithPredicates(r.ownWrites.notEcho()))
 	}
+	if k.runsPods() {
+		b = k.watchPods(b)
+	}
 	if k.watch != nil {
 		var err error
 		if b, err = k.watch(mgr, b); err != nil {
