@@ -4,14 +4,17 @@
 //	    start a cluster, print how to reach it, stop it on Ctrl-C
 //	localcluster demo --operator=bin/app-operator [--exit-when-ready]
 //	    start the full cluster, install the CRDs, run the operator, apply
-//	    every sample in config/samples (each in the namespace it names, or one of its own),
-//	    wait until each is Ready or says why not, and show the result
+//	    every sample in config/samples into one namespace through its
+//	    kustomization (as a user does), wait until each is Ready or says
+//	    why not, and show the result and how to look at each sample
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -27,8 +30,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/app-operator/app-operator/test/cluster"
 )
@@ -99,10 +102,8 @@ func demo(ctx context.Context, args []string) error {
 	}
 	defer stopCluster(c)
 	kubectl := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir(), "kubectl"), args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
-		cmd.Dir = root
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmd := kubectlCommand(ctx, c, root, args...)
+		cmd.Stdout = os.Stdout
 		return cmd.Run()
 	}
 
@@ -123,24 +124,27 @@ func demo(ctx context.Context, args []string) error {
 	}
 	defer op.stop()
 
-	samples, err := loadSamples(root)
+	step("Applying every sample: kubectl apply -n " + demoNamespace + " -k config/samples")
+	// The kustomization applies the sample files unchanged but for what
+	// lets them share one namespace and one cluster (see its comments).
+	rendered, err := kubectlCommand(ctx, c, root, "kustomize", "config/samples").Output()
+	if err != nil {
+		return fmt.Errorf("kubectl kustomize config/samples: %w", err)
+	}
+	samples, err := decodeSamples(rendered, demoNamespace)
 	if err != nil {
 		return err
 	}
-	step("Applying every sample in config/samples, each in the namespace it names or one of its own")
 	cl, err := client.New(c.Config(), client.Options{})
 	if err != nil {
 		return err
 	}
-	for _, smp := range samples {
-		// A sample that names its namespace (such as default) goes there.
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: smp.namespace}}
-		if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", smp.namespace, err)
-		}
-		if err := kubectl("apply", "-n", smp.namespace, "-f", smp.file); err != nil {
-			return err
-		}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}
+	if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", demoNamespace, err)
+	}
+	if err := kubectl("apply", "-n", demoNamespace, "-k", "config/samples"); err != nil {
+		return err
 	}
 
 	step("Waiting until every sample is Ready or reports why not")
@@ -155,8 +159,8 @@ func demo(ctx context.Context, args []string) error {
 			kindList = append(kindList, strings.ToLower(smp.obj.GetKind()))
 		}
 	}
-	_ = kubectl("get", strings.Join(kindList, ","), "-A")
-	_ = kubectl("get", "deployments,services,configmaps,serviceaccounts,horizontalpodautoscalers,ingresses,poddisruptionbudgets,resourcequotas,pods", "-A", "-l", "app.kubernetes.io/managed-by=app-operator")
+	_ = kubectl("get", strings.Join(kindList, ","), "-n", demoNamespace)
+	_ = kubectl("get", "deployments,services,configmaps,serviceaccounts,horizontalpodautoscalers,ingresses,poddisruptionbudgets,resourcequotas,pods", "-n", demoNamespace, "-l", "app.kubernetes.io/managed-by=app-operator")
 	fmt.Println()
 	for _, line := range settled.lines {
 		fmt.Println(line)
@@ -168,46 +172,81 @@ func demo(ctx context.Context, args []string) error {
 		return nil
 	}
 	printAccess(c)
+	fmt.Println("Look at each sample (kwok runs the pods on a fake node without containers, so no port answers):")
+	fmt.Println()
+	for _, smp := range samples {
+		fmt.Printf("  %-20s %s\n", smp.obj.GetKind(), lookCommand(smp))
+	}
+	fmt.Println()
 	<-ctx.Done()
 	return nil
 }
 
-// sample is one file of config/samples and the object in it.
+// demoNamespace holds every sample the demo applies.
+const demoNamespace = "demo"
+
+// kubectlCommand is the cluster's kubectl, run in dir, with its error
+// output on the demo's.
+func kubectlCommand(ctx context.Context, c *cluster.Cluster, dir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir(), "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// sample is one object of config/samples, as its kustomization renders it.
 type sample struct {
-	file      string
 	namespace string
 	obj       *unstructured.Unstructured
 }
 
-// loadSamples reads config/samples; each sample gets a namespace named after
-// its file, since samples of different kinds may share a name, unless it
-// names its own namespace: a sample applies unchanged.
-func loadSamples(root string) ([]sample, error) {
-	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
+// decodeSamples reads the objects of `kubectl kustomize config/samples`,
+// each to be applied into namespace ns.
+func decodeSamples(rendered []byte, ns string) ([]sample, error) {
 	var out []sample
-	for _, f := range files {
-		if filepath.Base(f) == "kustomization.yaml" {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(rendered), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("decode the samples: %w", err)
+		}
+		if len(obj.Object) == 0 {
 			continue
 		}
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", f, err)
-		}
-		stem := strings.TrimSuffix(filepath.Base(f), ".yaml")
-		ns := obj.GetNamespace()
-		if ns == "" {
-			ns = "sample-" + strings.ReplaceAll(stem, "_", "-")
-		}
-		out = append(out, sample{file: f, namespace: ns, obj: obj})
+		out = append(out, sample{namespace: ns, obj: obj})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("config/samples renders no object")
 	}
 	return out, nil
+}
+
+// lookCommand is the kubectl command that shows what the operator made of
+// a sample.
+func lookCommand(smp sample) string {
+	name := smp.obj.GetName()
+	prefix := "kubectl -n " + smp.namespace + " "
+	switch smp.obj.GetKind() {
+	case "AppService", "WebService":
+		port, _, _ := unstructured.NestedSlice(smp.obj.Object, "spec", "ports")
+		cmd := prefix + "get deployment,service " + name
+		if len(port) > 0 {
+			if p, ok := port[0].(map[string]any); ok && p["nodePort"] != nil {
+				cmd += fmt.Sprintf("   # node port %v under PORT(S)", p["nodePort"])
+			}
+		}
+		return cmd
+	case "MicroServiceDeploy":
+		return prefix + "get deployment,service,configmap,serviceaccount,hpa -l app.kubernetes.io/instance=" + name
+	case "Memcached":
+		return prefix + "get memcached " + name + " -o jsonpath='{.status.nodes}'   # its pods"
+	case "MyWeb":
+		return prefix + "get configmap " + name + ` -o jsonpath='{.data.index\.html}'   # the page nginx serves`
+	}
+	return prefix + "describe " + strings.ToLower(smp.obj.GetKind()) + " " + name
 }
 
 type settledResult struct {
@@ -327,8 +366,8 @@ func startOperator(ctx context.Context, bin string, c *cluster.Cluster) (*operat
 
 func printAccess(c *cluster.Cluster) {
 	step("The cluster is running; Ctrl-C stops everything")
-	fmt.Printf("Point kubectl at it from another terminal:\n\n  export KUBECONFIG=%s\n  %s get nodes\n\n",
-		c.Kubeconfig, filepath.Join(c.BinDir(), "kubectl"))
+	fmt.Printf("Point kubectl at it from another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH\n  kubectl get nodes\n\n",
+		c.Kubeconfig, c.BinDir())
 }
 
 func stopCluster(c *cluster.Cluster) {

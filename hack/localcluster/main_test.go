@@ -18,7 +18,9 @@ import (
 // TestDemoExitsCleanlyOnCtrlC runs the demo as `make demo` does and sends
 // SIGINT to its process group, as Ctrl-C in a terminal does, once at start-up
 // and once when everything is running: the demo exits 0, and no process it
-// started is left.
+// started is left. When everything runs, every sample is Ready: the samples
+// share one namespace and one cluster, as config/samples' kustomization
+// applies them.
 func TestDemoExitsCleanlyOnCtrlC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the full local cluster")
@@ -38,9 +40,10 @@ func TestDemoExitsCleanlyOnCtrlC(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, interruptAt string
+		wantReady         bool
 	}{
-		{"while the operator starts", "==> Starting the operator"},
-		{"when everything runs", "Ctrl-C stops everything"},
+		{"while the operator starts", "==> Starting the operator", false},
+		{"when everything runs", "Ctrl-C stops everything", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(filepath.Join(bins, "localcluster"), "demo", "--operator="+filepath.Join(bins, "app-operator"))
@@ -107,6 +110,16 @@ func TestDemoExitsCleanlyOnCtrlC(t *testing.T) {
 			if err != nil {
 				t.Errorf("the demo exited with %v after SIGINT, want 0:\n%s\n%s", err, strings.Join(out, "\n"), stderr.String())
 			}
+			if tc.wantReady {
+				for _, kind := range []string{"AppService", "WebService", "Memcached", "MicroServiceDeploy", "MyWeb"} {
+					if !hasLine(out, kind+" ", ": Ready") {
+						t.Errorf("no line says the %s sample is Ready:\n%s", kind, strings.Join(out, "\n"))
+					}
+					if !hasLine(out, "  "+kind+" ", "kubectl -n demo ") {
+						t.Errorf("no line says how to look at the %s sample:\n%s", kind, strings.Join(out, "\n"))
+					}
+				}
+			}
 			if runDir == "" {
 				t.Fatalf("the demo did not say where its cluster ran:\n%s", strings.Join(out, "\n"))
 			}
@@ -118,6 +131,16 @@ func TestDemoExitsCleanlyOnCtrlC(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hasLine reports whether a line of out starts with prefix and holds part.
+func hasLine(out []string, prefix, part string) bool {
+	for _, line := range out {
+		if strings.HasPrefix(line, prefix) && strings.Contains(line, part) {
+			return true
+		}
+	}
+	return false
 }
 
 // processesUsing lists the running processes whose command line names dir

@@ -142,8 +142,8 @@ func TestAppServiceStatusWaitsLongerWhileTheDeploymentControllerIsBusy(t *testin
 }
 
 // The Deployment controller working through a backlog longer than a
-// minute (10,000 changed Deployments took it over three minutes) keeps the
-// status waiting as long as it keeps reporting on other Deployments, up to
+// minute (a burst of thousands of changed Deployments; docs/performance.md
+// has a measured one) keeps the status waiting as long as it keeps reporting on other Deployments, up to
 // ten minutes. Time is a fake clock moved on by half a settle time at a
 // time, each step once the operator has seen the busy Deployment's new
 // report; the waiting AppService's pass is then woken by a report on its

@@ -90,8 +90,8 @@ func TestConflicts(t *testing.T) {
 	stopped := time.Now()
 	took := waitConverged(t, c, ns, famConflict, 2*time.Minute)
 	// The Deployments the writers edited may still be rolling back: the
-	// cluster's controllers back off after conflicting writes, and have
-	// been seen to start the last pods 5 s after the writers stopped. The
+	// cluster's controllers back off after conflicting writes, and may
+	// start the last pods seconds after the writers stopped. The
 	// operator reports on each step of a rollout, so it is done only
 	// once they are.
 	testenv.WaitRolledOut(t, c, ns, 2*time.Minute)

@@ -17,7 +17,8 @@ const (
 	// killRounds is how many times it is killed.
 	killRounds = 5
 	// killConvergeWait is how long the resources have to converge after
-	// the last restart (5 to 8 s measured on two cores).
+	// the last restart: far above what a converge takes on a busy shared
+	// machine (docs/reliability.md has the measured times).
 	killConvergeWait = 4 * time.Minute
 )
 

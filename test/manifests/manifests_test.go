@@ -149,7 +149,8 @@ func TestChartAndKustomizeHardenTheManagerAlike(t *testing.T) {
 	}
 }
 
-// hardening keeps what decides how safely the manager runs.
+// hardening keeps what decides how safely the manager runs, and the
+// environment of its Go runtime (its garbage collection and memory limit).
 func hardening(containers any) any {
 	var out []any
 	for _, c := range containers.([]any) {
@@ -157,6 +158,7 @@ func hardening(containers any) any {
 		out = append(out, map[string]any{
 			"securityContext": m["securityContext"], "livenessProbe": m["livenessProbe"],
 			"readinessProbe": m["readinessProbe"], "resources": m["resources"],
+			"env": m["env"],
 		})
 	}
 	return out
