@@ -37,8 +37,10 @@ func main() {
 		perNS     = fs.Int("per-namespace", 100, "Applications per namespace.")
 		memory    = fs.Bool("memory", true, "Run the memory ramp against the informer floor.")
 		memOnly   = fs.Bool("memory-only", false, "Run only the memory ramp.")
+		opOnly    = fs.Bool("operator-only", false, "Measure each case's operator once, without the bare client (no converge ratio): quicker, for its writes and memory.")
 		unrelated = fs.Int("unrelated", 10000, "Unrelated ConfigMaps and Secrets added at the end of the memory ramp.")
 		out       = fs.String("out", "", "Output folder; bin/bench/<date> when empty.")
+		opEnv     = fs.String("operator-env", "", "Comma-separated NAME=value added to the operator's environment, after what config/manager/manager.yaml sets (GOGC, GOMEMLIMIT), e.g. GOGC=50.")
 	)
 	_ = fs.Parse(os.Args[1:])
 	self, err := os.Executable()
@@ -64,10 +66,14 @@ func main() {
 	if op, err = filepath.Abs(op); err != nil {
 		fail(err)
 	}
+	env, err := bench.DeployedEnv()
+	if err != nil {
+		fail(err)
+	}
 	cfg := bench.Config{
 		Operator: op, Self: self, Workers: *workers, Repeat: *repeat, PerNamespace: *perNS,
-		Memory: *memory, MemoryOnly: *memOnly, Unrelated: *unrelated, Progress: os.Stderr, ProfileDir: dir,
-		Workloads: split(*kinds),
+		Memory: *memory, MemoryOnly: *memOnly, OperatorOnly: *opOnly, Unrelated: *unrelated, Progress: os.Stderr, ProfileDir: dir,
+		Workloads: split(*kinds), OperatorEnv: append(env, split(*opEnv)...),
 	}
 	if cfg.N, err = ints(*ns); err != nil {
 		fail(err)

@@ -64,6 +64,9 @@ const (
 type Config struct {
 	// Operator is the operator binary (`make build`).
 	Operator string
+	// OperatorEnv is added to the operator's environment, as NAME=value
+	// (see DeployedEnv).
+	OperatorEnv []string
 	// Self is an executable that runs the bare client and the informer
 	// floor when RoleEnv is set (see RunRole).
 	Self string
@@ -83,12 +86,16 @@ type Config struct {
 	Repeat int
 	// PerNamespace is how many applications share a namespace.
 	PerNamespace int
-	// Memory runs the memory ramp (the first workload, up to the largest N,
-	// against the informer floor, then with Unrelated other objects).
+	// Memory runs the memory ramp (the first workload, up to the largest N
+	// or the workload's cap, against the informer floor, then with
+	// Unrelated other objects).
 	Memory    bool
 	Unrelated int
 	// MemoryOnly skips the cases: only the memory ramp runs.
 	MemoryOnly bool
+	// OperatorOnly measures each case's operator once, without the bare
+	// client: its writes, probes and memory, no converge ratio.
+	OperatorOnly bool
 	// ProfileDir, when set, receives the heap profiles of the operator
 	// and of the informer floor at the largest N of the memory ramp
 	// (heap-<N>.pprof, heap-<N>-floor.pprof), and a profile of the
@@ -167,7 +174,11 @@ type Case struct {
 	// (MicroServiceDeploy), part of ColdWrites.
 	Memory memory `json:"memoryAfterConverge"`
 
-	RestartSeconds      float64     `json:"restartSeconds"`
+	RestartSeconds float64 `json:"restartSeconds"`
+	// RestartMemory is the restarted operator's memory once it has settled
+	// after its pass over every application: its peak RSS is that of a
+	// start over N existing applications.
+	RestartMemory       memory      `json:"memoryAfterRestart"`
 	RestartWrites       auditCounts `json:"restartWrites"`
 	RestartClientWrites float64     `json:"restartClientWrites"`
 
@@ -255,6 +266,8 @@ type RunConfig struct {
 	Sweep        []int    `json:"sweep,omitempty"`
 	Repeat       int      `json:"repeat"`
 	PerNamespace int      `json:"perNamespace"`
+	OperatorEnv  []string `json:"operatorEnv,omitempty"`
+	OperatorOnly bool     `json:"operatorOnly,omitempty"`
 }
 
 // Run runs every case of cfg and returns the results.
@@ -270,6 +283,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 	res := &Results{Date: time.Now().UTC(), Machine: machine(), Config: RunConfig{
 		N: cfg.N, Workloads: cfg.Workloads, Workers: cfg.Workers, Sweep: cfg.Sweep, Repeat: max(cfg.Repeat, 1), PerNamespace: cfg.PerNamespace,
+		OperatorEnv: cfg.OperatorEnv, OperatorOnly: cfg.OperatorOnly,
 	}}
 	cases, err := plan(cfg)
 	if err != nil {
@@ -283,11 +297,15 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		res.Cases = append(res.Cases, *c)
 	}
 	if (cfg.Memory || cfg.MemoryOnly) && len(cfg.Workloads) > 0 {
+		w := workloads[cfg.Workloads[0]]
 		largest := 0
 		for _, n := range cfg.N {
 			largest = max(largest, n)
 		}
-		m, err := runMemory(ctx, cfg, workloads[cfg.Workloads[0]], largest)
+		if w.maxN > 0 {
+			largest = min(largest, w.maxN)
+		}
+		m, err := runMemory(ctx, cfg, w, largest)
 		if err != nil {
 			return res, fmt.Errorf("memory: %w", err)
 		}
@@ -720,7 +738,7 @@ func (e *env) probeTimes(ctx context.Context, tr *tracker, name string, created 
 }
 
 func (e *env) startOperator(workers int) (*operator, error) {
-	return startOperator(e.cfg.Operator, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "app-operator.log"), workers)
+	return startOperator(e.cfg.Operator, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "app-operator.log"), workers, e.cfg.OperatorEnv)
 }
 
 // Pair is one cold converge of the operator and one of the bare client,
@@ -761,6 +779,9 @@ func cpuTotal(cpu map[string]float64) float64 {
 // repeat-1 more times.
 func runCase(ctx context.Context, cfg Config, w workload, n, workers int, full bool, repeat int) (*Case, error) {
 	fmt.Fprintf(cfg.Progress, "Case %s N=%d workers=%d\n", w.name, n, workers)
+	if cfg.OperatorOnly {
+		return runOperator(ctx, cfg, w, n, workers, full)
+	}
 	var c *Case
 	ratios := make([]float64, 0, repeat)
 	for r := range max(repeat, 1) {
@@ -996,6 +1017,9 @@ func runOperator(ctx context.Context, cfg Config, w workload, n, workers int, fu
 		}
 		c.RestartSeconds = time.Since(op.started).Seconds()
 		if c.RestartClientWrites, err = e.quiet(ctx, op); err != nil {
+			return nil, err
+		}
+		if c.RestartMemory, err = op.memory(); err != nil {
 			return nil, err
 		}
 		if c.RestartWrites, err = e.audit.since(""); err != nil {
@@ -1295,8 +1319,8 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		}
 		p.N = step
 		m.Points = append(m.Points, p)
-		fmt.Fprintf(cfg.Progress, "  N=%d heap %.1f MiB, floor %.1f MiB, watching floor %.1f MiB\n", step,
-			mib(p.Operator.HeapInuse), mib(p.Floor.HeapInuse), mib(p.WatchingFloor.HeapInuse))
+		fmt.Fprintf(cfg.Progress, "  N=%d heap %.1f MiB, RSS %.1f MiB, peak RSS %.1f MiB; floor heap %.1f MiB, watching floor heap %.1f MiB\n", step,
+			mib(p.Operator.HeapInuse), mib(p.Operator.RSS), mib(p.Operator.PeakRSS), mib(p.Floor.HeapInuse), mib(p.WatchingFloor.HeapInuse))
 	}
 	// The fit leaves out N=0: the first applications pay one-time costs
 	// (the first pass of each code path, the apply type converter, work

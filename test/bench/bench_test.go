@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"slices"
@@ -33,9 +34,16 @@ func TestBenchSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	env, err := DeployedEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "GOGC=") }) {
+		t.Errorf("the manager's environment in config/manager %v sets no GOGC", env)
+	}
 	const n = 50
 	res, err := Run(context.Background(), Config{
-		Operator: op, Self: self, N: []int{n}, Workloads: []string{"appservice"},
+		Operator: op, Self: self, OperatorEnv: env, N: []int{n}, Workloads: []string{"appservice"},
 		Workers: 4, Repeat: 2, PerNamespace: 25, Memory: true, Unrelated: 200, Progress: testWriter{t}, ProfileDir: dir,
 	})
 	if err != nil {
@@ -116,8 +124,17 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("probe steps %+v do not lead, in order, to its status at %.3f s", s, p.seconds)
 		}
 	}
-	if c.Memory.HeapInuse <= 0 || c.Memory.RSS <= 0 {
-		t.Errorf("missing memory: %+v", c.Memory)
+	// The peak RSS is at least the RSS read with it, in the case and at
+	// every step of the ramp, for the operator and both floors.
+	for what, m := range map[string]memory{"after the cold converge": c.Memory, "after the restart": c.RestartMemory} {
+		if m.HeapInuse <= 0 || m.RSS <= 0 || m.PeakRSS < m.RSS {
+			t.Errorf("memory %s: %+v: want the heap, the RSS, and a peak RSS at least the RSS", what, m)
+		}
+		// The RSS splits into file-backed and anonymous pages; the runtime
+		// reports its stacks and the collector's metadata.
+		if m.RSSFile <= 0 || m.RSSAnon <= 0 || m.RSSFile+m.RSSAnon > m.RSS || m.Stacks <= 0 || m.GCMetadata <= 0 {
+			t.Errorf("memory %s: %+v: want the RSS split into file-backed and anonymous pages, and the stacks and GC metadata", what, m)
+		}
 	}
 	// Both floors measured at every step; the watching floor, running
 	// since N=0, holds more at the last step than at the first.
@@ -125,6 +142,11 @@ func TestBenchSmoke(t *testing.T) {
 	for _, p := range pts {
 		if p.Floor.HeapInuse <= 0 || p.WatchingFloor.HeapInuse <= 0 || p.WatchingFloor.HeapAlloc <= 0 {
 			t.Errorf("N=%d: missing floor memory: %+v", p.N, p)
+		}
+		for what, m := range map[string]memory{"operator": p.Operator, "floor": p.Floor, "watching floor": p.WatchingFloor} {
+			if m.RSS <= 0 || m.PeakRSS < m.RSS {
+				t.Errorf("N=%d: %s RSS %d bytes, peak %d: want a peak at least the RSS", p.N, what, m.RSS, m.PeakRSS)
+			}
 		}
 	}
 	if first, last := pts[0].WatchingFloor.HeapAlloc, pts[len(pts)-1].WatchingFloor.HeapAlloc; last <= first {
@@ -156,6 +178,22 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	if err := WriteFiles(dir, res, "go test ./test/bench -run TestBenchSmoke"); err != nil {
 		t.Fatal(err)
+	}
+	// results.json carries the peak beside the RSS.
+	data, err := os.ReadFile(dir + "/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved struct {
+		Cases []struct {
+			Memory map[string]int64 `json:"memoryAfterConverge"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &saved); err != nil {
+		t.Fatal(err)
+	}
+	if len(saved.Cases) != 1 || saved.Cases[0].Memory["peakRSSBytes"] != c.Memory.PeakRSS {
+		t.Errorf("results.json memoryAfterConverge %+v: want peakRSSBytes %d", saved.Cases, c.Memory.PeakRSS)
 	}
 	for _, f := range []string{"results.json", "summary.md", "bench.png", "heap-50.pprof", "heap-50-floor.pprof",
 		"cpu-appservice-50.pprof", "apiserver-cpu-appservice-50.pprof", "apiserver-cpu-appservice-50-bare.pprof"} {

@@ -11,6 +11,7 @@ import (
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 )
 
 // workload is one kind of application the benchmark creates N of.
@@ -21,9 +22,10 @@ type workload struct {
 	// so its field owner and its reconcile metrics).
 	controller string
 	gvr        schema.GroupVersionResource
-	// pods says whether the applications run pods. Pods are capped by the
-	// fake node's capacity (110), so such a workload runs at most maxN.
+	// pods says whether the applications run pods.
 	pods bool
+	// maxN, when above 0, caps N: pods by the fake node's capacity (110),
+	// node ports by their range.
 	maxN int
 	// newObject returns application i in namespace ns.
 	newObject func(ns, name string, i int) client.Object
@@ -77,6 +79,38 @@ var workloads = map[string]workload{
 		},
 		update: []byte(`{"spec":{"image":"memcached:1.6.30"}}`),
 	},
+	// MyWeb: a ConfigMap, a Deployment (no pods: replicas 0) and a NodePort
+	// Service each. Node ports are cluster-wide, so every application
+	// takes its own, and the range caps N (see myWebNodePort).
+	"myweb": {
+		name: "myweb", controller: "myweb", maxN: lastNodePort - firstNodePort - 1,
+		gvr: operatorv1.GroupVersion.WithResource("mywebs"),
+		newObject: func(ns, name string, i int) client.Object {
+			return &operatorv1.MyWeb{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: operatorv1.MyWebSpec{
+					Image: "nginx:1.27", NodePortNumber: myWebNodePort(name, i), Replicas: ptr.To[int32](0),
+					PageContentHtml: fmt.Sprintf("<html><body><h1>Application %d</h1></body></html>\n", i),
+				},
+			}
+		},
+		update: []byte(`{"spec":{"image":"nginx:1.28"}}`),
+	},
+}
+
+// The API server's default node port range.
+const firstNodePort, lastNodePort = 30000, 32767
+
+// myWebNodePort is the node port of MyWeb application i: 30000+i, and the
+// last two ports of the range for the probes, which are created with i=0.
+func myWebNodePort(name string, i int) int32 {
+	switch name {
+	case "probe-backlog":
+		return lastNodePort
+	case "probe-idle":
+		return lastNodePort - 1
+	}
+	return int32(firstNodePort + i)
 }
 
 // appService returns the newObject of an AppService workload whose
@@ -96,5 +130,5 @@ func appService(size int32) func(ns, name string, i int) client.Object {
 
 // WorkloadNames lists the workloads the benchmark knows.
 func WorkloadNames() []string {
-	return []string{"appservice", "microservicedeploy", "memcached", "appservice-pods"}
+	return []string{"appservice", "microservicedeploy", "memcached", "myweb", "appservice-pods"}
 }

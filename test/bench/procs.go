@@ -12,13 +12,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 
 	"github.com/app-operator/app-operator/test/cluster"
 )
@@ -38,8 +41,9 @@ type operator struct {
 }
 
 // startOperator runs binary with the kubeconfig of the operator's
-// ServiceAccount and the given number of workers per kind.
-func startOperator(binary, kubeconfig, logFile string, workers int) (*operator, error) {
+// ServiceAccount, the given number of workers per kind, and env added to
+// the environment.
+func startOperator(binary, kubeconfig, logFile string, workers int, env []string) (*operator, error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
@@ -55,7 +59,7 @@ func startOperator(binary, kubeconfig, logFile string, workers int) (*operator, 
 		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", ports[2]),
 		fmt.Sprintf("--max-concurrent-reconciles=%d", workers),
 	)
-	o.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	o.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), env...)
 	// The metrics endpoint answers once the manager runs.
 	return o, o.start(logFile, func() error {
 		_, err := o.scrape()
@@ -183,41 +187,77 @@ func (o *operator) scrape() (metricsSample, error) {
 }
 
 // memory is a process's memory: the Go heap in use after a forced
-// collection, and the resident set size.
+// collection, the resident set size, and the largest resident set size
+// since the process started (VmHWM), which the start-up and the first
+// passes set while the heap after a collection no longer shows them. The
+// other fields say where the RSS goes beyond the heap in use: the Go
+// runtime's own accounts (runtime.MemStats) and, from the kernel, the
+// resident pages of mapped files (the executable's code and data) and the
+// anonymous ones (everything the runtime allocated).
 type memory struct {
 	HeapInuse int64 `json:"heapInuseBytes"`
 	HeapAlloc int64 `json:"heapAllocBytes"`
 	RSS       int64 `json:"rssBytes"`
+	PeakRSS   int64 `json:"peakRSSBytes"`
+	// HeapFree is free heap the runtime keeps (HeapIdle - HeapReleased);
+	// HeapReleased was returned to the kernel and is not resident.
+	HeapFree     int64 `json:"heapFreeBytes"`
+	HeapReleased int64 `json:"heapReleasedBytes"`
+	// Stacks are the goroutine stacks (StackInuse).
+	Stacks int64 `json:"stacksBytes"`
+	// GCMetadata is the collector's own metadata (GCSys); RuntimeOther is
+	// the rest of the runtime's structures (MSpanInuse, MCacheInuse,
+	// BuckHashSys, OtherSys).
+	GCMetadata   int64 `json:"gcMetadataBytes"`
+	RuntimeOther int64 `json:"runtimeOtherBytes"`
+	// RSSFile and RSSAnon split the RSS (RssFile, RssAnon of
+	// /proc/<pid>/status).
+	RSSFile int64 `json:"rssFileBytes"`
+	RSSAnon int64 `json:"rssAnonBytes"`
 }
 
-var heapLine = regexp.MustCompile(`(?m)^# (HeapInuse|HeapAlloc) = (\d+)$`)
+// memoryFrom fills the runtime's part of a memory from its statistics.
+func memoryFrom(ms *runtime.MemStats) memory {
+	return memory{
+		HeapInuse: int64(ms.HeapInuse), HeapAlloc: int64(ms.HeapAlloc),
+		HeapFree: int64(ms.HeapIdle - ms.HeapReleased), HeapReleased: int64(ms.HeapReleased),
+		Stacks: int64(ms.StackInuse), GCMetadata: int64(ms.GCSys),
+		RuntimeOther: int64(ms.MSpanInuse + ms.MCacheInuse + ms.BuckHashSys + ms.OtherSys),
+	}
+}
+
+// memStatLine is a line of the runtime's statistics at the end of a heap
+// profile in text form: "# Name = value" or "# Name = inuse / sys".
+var memStatLine = regexp.MustCompile(`(?m)^# (\w+) = (\d+)(?: / \d+)?$`)
 
 // memory forces a collection in the operator (the profiler's gc=1) and
 // reads the runtime's statistics that come with the heap profile.
 func (o *operator) memory() (memory, error) {
-	var m memory
 	resp, err := http.Get(o.pprof + "/debug/pprof/heap?gc=1&debug=1")
 	if err != nil {
-		return m, err
+		return memory{}, err
 	}
 	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
-		return m, err
+		return memory{}, err
 	}
-	for _, g := range heapLine.FindAllStringSubmatch(string(body), -1) {
-		v, _ := strconv.ParseInt(g[2], 10, 64)
-		if g[1] == "HeapInuse" {
-			m.HeapInuse = v
-		} else {
-			m.HeapAlloc = v
+	var ms runtime.MemStats
+	fields := map[string]*uint64{
+		"HeapAlloc": &ms.HeapAlloc, "HeapInuse": &ms.HeapInuse, "HeapIdle": &ms.HeapIdle, "HeapReleased": &ms.HeapReleased,
+		"Stack": &ms.StackInuse, "MSpan": &ms.MSpanInuse, "MCache": &ms.MCacheInuse,
+		"BuckHashSys": &ms.BuckHashSys, "GCSys": &ms.GCSys, "OtherSys": &ms.OtherSys,
+	}
+	for _, g := range memStatLine.FindAllStringSubmatch(string(body), -1) {
+		if f, ok := fields[g[1]]; ok {
+			*f, _ = strconv.ParseUint(g[2], 10, 64)
 		}
 	}
-	if m.HeapInuse == 0 {
-		return m, fmt.Errorf("no HeapInuse in the heap profile")
+	if ms.HeapInuse == 0 || ms.StackInuse == 0 {
+		return memory{}, fmt.Errorf("no HeapInuse or Stack in the heap profile")
 	}
-	m.RSS, err = rss(o.cmd.Process.Pid)
-	return m, err
+	m := memoryFrom(&ms)
+	return m, readRSS(o.cmd.Process.Pid, &m)
 }
 
 // saveHeapProfile writes the operator's heap profile, after a collection,
@@ -254,19 +294,30 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return f.Close()
 }
 
-// rss reads VmRSS of a process from /proc.
-func rss(pid int) (int64, error) {
+// readRSS reads the resident set size of a process (VmRSS), its peak
+// (VmHWM) and its file-backed and anonymous parts (RssFile, RssAnon) from
+// /proc into m.
+func readRSS(pid int, m *memory) error {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return err
 	}
+	fields := map[string]*int64{"VmRSS:": &m.RSS, "VmHWM:": &m.PeakRSS, "RssFile:": &m.RSSFile, "RssAnon:": &m.RSSAnon}
 	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024, err
+		f := strings.Fields(line)
+		if len(f) < 2 || fields[f[0]] == nil {
+			continue
 		}
+		kb, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return fmt.Errorf("/proc/%d/status: %w", pid, err)
+		}
+		*fields[f[0]] = kb * 1024
 	}
-	return 0, fmt.Errorf("no VmRSS for process %d", pid)
+	if m.RSS == 0 || m.PeakRSS == 0 {
+		return fmt.Errorf("no VmRSS or VmHWM for process %d", pid)
+	}
+	return nil
 }
 
 // clockTicks is the unit of the CPU times in /proc/<pid>/stat (USER_HZ,
@@ -366,6 +417,43 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// DeployedEnv returns the environment variables config/manager/manager.yaml
+// gives the manager's container a value in (the Go runtime's GOGC and
+// GOMEMLIMIT), as NAME=value: the benchmark runs the operator as it is
+// deployed.
+func DeployedEnv() ([]string, error) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "manager", "manager.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			return nil, fmt.Errorf("config/manager/manager.yaml: %w", err)
+		}
+		if d.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Name != "manager" {
+				continue
+			}
+			var env []string
+			for _, e := range c.Env {
+				if e.ValueFrom == nil {
+					env = append(env, e.Name+"="+e.Value)
+				}
+			}
+			return env, nil
+		}
+	}
+	return nil, fmt.Errorf("config/manager/manager.yaml: no Deployment with a manager container")
 }
 
 // BuildOperator builds the operator binary from the repository into dir

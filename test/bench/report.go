@@ -79,7 +79,7 @@ func medianCPURatio(pairs []Pair) float64 {
 // WriteTable prints the results as tables.
 func WriteTable(w io.Writer, r *Results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tfirst s\tchildren s\tconverge s\tratio\tall Ready s\twrites/app\t(children+1)\tevents/app\tpasses/app\tCPU ratio\trestart writes\tupdate writes/app\tprobe backlog/idle s\tratio\tprobe Ready backlog/idle s\tratio\tround trip backlog/idle ms\theap MiB\tRSS MiB\t")
+	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tfirst s\tchildren s\tconverge s\tratio\tall Ready s\twrites/app\t(children+1)\tevents/app\tpasses/app\tCPU ratio\trestart writes\tupdate writes/app\tprobe backlog/idle s\tratio\tprobe Ready backlog/idle s\tratio\tround trip backlog/idle ms\theap MiB\tRSS MiB\tpeak RSS MiB\trestart peak RSS MiB\t")
 	for _, c := range r.Cases {
 		row := fmt.Sprintf("%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.1f\t%.2f\t%d\t%.2f\t%.1f\t%.2f\t", c.Workload, c.N, c.Workers, c.BareSeconds, c.FirstSeconds, c.ChildrenSeconds, c.ConvergeSeconds,
 			c.ConvergeRatio, c.ReadySeconds, c.ColdWritesPerApp, c.Children+1, c.EventsPerApp, c.ColdPassesPerApp, medianCPURatio(c.Pairs))
@@ -90,13 +90,19 @@ func WriteTable(w io.Writer, r *Results) {
 		} else {
 			row += "-\t-\t-\t-\t-\t-\t-\t"
 		}
-		row += fmt.Sprintf("%.1f\t%.1f\t", mib(c.Memory.HeapInuse), mib(c.Memory.RSS))
+		row += fmt.Sprintf("%.1f\t%.1f\t%.1f\t", mib(c.Memory.HeapInuse), mib(c.Memory.RSS), mib(c.Memory.PeakRSS))
+		if c.Full {
+			row += fmt.Sprintf("%.1f\t", mib(c.RestartMemory.PeakRSS))
+		} else {
+			row += "-\t"
+		}
 		fmt.Fprintln(tw, row)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "first: from the operator's start until the first status observes its generation (start-up and one pass); children: until the operator's last child write; converge: until every status does (children applied); all Ready: until every rollout is reported too.")
 	fmt.Fprintln(w, "writes: the API server's audit log, the operator's ServiceAccount, Events and reviews left out; client: its own request metrics (POST/PUT/PATCH/DELETE), which count the start-up SelfSubjectRulesReview.")
 	fmt.Fprintln(w, "passes/app: the operator's finished passes until it settled after the cold converge. CPU ratio: CPU seconds of every process (the cluster's components and the operator) during the cold converge, over the same during the bare client's run; the median over the pairs.")
+	fmt.Fprintln(w, "heap: the Go heap in use after a forced collection, and RSS, once the cold converge has settled; peak RSS: the largest RSS since the operator started (VmHWM); restart peak RSS: the same for the operator restarted over the converged applications.")
 	fmt.Fprintln(w, "round trip: the median of five reads under the operator's identity as each probe is created, the floor under any request of the probe's pass.")
 	fmt.Fprintln(w, "bare probe: the same new application served by a client that applies its children as soon as it is created, waits for the Deployment controller's report and writes its status, during the bare client's backlog and then idle: the floor of the probe's ratio on this cluster.")
 	for _, c := range r.Cases {
@@ -147,6 +153,12 @@ func WriteTable(w io.Writer, r *Results) {
 		}
 	}
 	for _, c := range r.Cases {
+		fmt.Fprintf(w, "memory (%s, N=%d, workers %d) after the cold converge: %s\n", c.Workload, c.N, c.Workers, memoryBreakdown(c.Memory))
+		if c.Full {
+			fmt.Fprintf(w, "memory (%s, N=%d, workers %d) after the restart: %s\n", c.Workload, c.N, c.Workers, memoryBreakdown(c.RestartMemory))
+		}
+	}
+	for _, c := range r.Cases {
 		if rc := c.ReadCost; rc != nil {
 			fmt.Fprintf(w, "read cost (%s run), CPU ms per read of a missing Deployment (%d, 4 at a time), API server + etcd: from storage %.2f + %.2f, from the watch cache %.2f + %.2f\n",
 				c.Workload, rc.Reads, rc.StorageAPIServerMs, rc.StorageEtcdMs, rc.CacheAPIServerMs, rc.CacheEtcdMs)
@@ -155,10 +167,12 @@ func WriteTable(w io.Writer, r *Results) {
 	if m := r.Memory; m != nil {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "memory (%s)\tN\toperator heap in use / live MiB\toperator RSS MiB\tinformer floor heap in use / live MiB\tfloor RSS MiB\twatching floor heap in use / live MiB\t\n", m.Workload)
+		fmt.Fprintf(tw, "memory (%s)\tN\toperator heap in use / live MiB\toperator RSS / peak MiB\tinformer floor heap in use / live MiB\tfloor RSS / peak MiB\twatching floor heap in use / live MiB\twatching floor RSS / peak MiB\t\n", m.Workload)
 		row := func(label string, n int, op, floor, watching memory) {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f / %.1f\t%.1f\t%.1f / %.1f\t%.1f\t%.1f / %.1f\t\n", label, n, mib(op.HeapInuse), mib(op.HeapAlloc), mib(op.RSS),
-				mib(floor.HeapInuse), mib(floor.HeapAlloc), mib(floor.RSS), mib(watching.HeapInuse), mib(watching.HeapAlloc))
+			fmt.Fprintf(tw, "%s\t%d\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t\n", label, n,
+				mib(op.HeapInuse), mib(op.HeapAlloc), mib(op.RSS), mib(op.PeakRSS),
+				mib(floor.HeapInuse), mib(floor.HeapAlloc), mib(floor.RSS), mib(floor.PeakRSS),
+				mib(watching.HeapInuse), mib(watching.HeapAlloc), mib(watching.RSS), mib(watching.PeakRSS))
 		}
 		for _, p := range m.Points {
 			row("", p.N, p.Operator, p.Floor, p.WatchingFloor)
@@ -171,7 +185,15 @@ func WriteTable(w io.Writer, r *Results) {
 			m.SlopeKiB, m.FloorSlopeKiB, m.SlopeKiB/m.FloorSlopeKiB, m.WatchingFloorSlopeKiB, m.SlopeKiB/m.WatchingFloorSlopeKiB,
 			m.LiveSlopeKiB, m.FloorLiveSlopeKiB, m.LiveSlopeKiB/m.FloorLiveSlopeKiB, m.WatchingFloorLiveSlopeKiB, m.LiveSlopeKiB/m.WatchingFloorLiveSlopeKiB,
 			m.RSSSlopeKiB, m.UnrelatedIncrease)
-		fmt.Fprintln(w, "informer floor: informers only, started over the converged applications; watching floor: the same, running beside the operator from N=0.")
+		if len(m.Points) > 0 {
+			last := m.Points[len(m.Points)-1]
+			fmt.Fprintf(w, "operator memory at N=%d: %s\n", last.N, memoryBreakdown(last.Operator))
+			fmt.Fprintf(w, "informer floor memory at N=%d: %s\n", last.N, memoryBreakdown(last.Floor))
+		}
+		fmt.Fprintln(w, "informer floor: informers only, started over the converged applications; watching floor: the same, running beside the operator from N=0. Peak: the largest RSS since the process started (VmHWM).")
+	}
+	if len(r.Config.OperatorEnv) > 0 {
+		fmt.Fprintf(w, "operator environment: %s\n", strings.Join(r.Config.OperatorEnv, " "))
 	}
 	fmt.Fprintf(w, "machine: %d CPUs, %.1f GiB, %s, %s; load %s before, %s after\n", r.Machine.CPUs, float64(r.Machine.MemoryKiB)/(1<<20),
 		r.Machine.GoVersion, r.Machine.Kubernetes, r.Machine.LoadBefore, r.Machine.LoadAfter)
@@ -243,29 +265,31 @@ func writePlot(path string, r *Results) error {
 	mem.X.Label.Text = "applications (N)"
 	mem.Y.Label.Text = "MiB"
 	if m := r.Memory; m != nil {
-		var heap, live, rssXY, floor, floorLive, watching plotter.XYs
+		var heap, live, rssXY, peakXY, floor, floorLive, watching plotter.XYs
 		for _, p := range m.Points {
 			heap = append(heap, plotter.XY{X: float64(p.N), Y: mib(p.Operator.HeapInuse)})
 			live = append(live, plotter.XY{X: float64(p.N), Y: mib(p.Operator.HeapAlloc)})
 			rssXY = append(rssXY, plotter.XY{X: float64(p.N), Y: mib(p.Operator.RSS)})
+			peakXY = append(peakXY, plotter.XY{X: float64(p.N), Y: mib(p.Operator.PeakRSS)})
 			floor = append(floor, plotter.XY{X: float64(p.N), Y: mib(p.Floor.HeapInuse)})
 			floorLive = append(floorLive, plotter.XY{X: float64(p.N), Y: mib(p.Floor.HeapAlloc)})
 			watching = append(watching, plotter.XY{X: float64(p.N), Y: mib(p.WatchingFloor.HeapInuse)})
 		}
-		if err := plotutil.AddLinePoints(mem, "operator heap in use", heap, "operator live heap", live, "operator RSS", rssXY,
+		if err := plotutil.AddLinePoints(mem, "operator heap in use", heap, "operator live heap", live, "operator RSS", rssXY, "operator peak RSS", peakXY,
 			"informer floor heap in use", floor, "informer floor live heap", floorLive, "watching floor heap in use", watching); err != nil {
 			return err
 		}
 		mem.Title.Text = fmt.Sprintf("Memory after GC (%s): %.1f KiB/app heap in use, %.1f live", m.Workload, m.SlopeKiB, m.LiveSlopeKiB)
 	} else {
-		var heap, rssXY plotter.XYs
+		var heap, rssXY, peakXY plotter.XYs
 		for _, c := range r.Cases {
 			if c.Workers == r.Config.Workers {
 				heap = append(heap, plotter.XY{X: float64(c.N), Y: mib(c.Memory.HeapInuse)})
 				rssXY = append(rssXY, plotter.XY{X: float64(c.N), Y: mib(c.Memory.RSS)})
+				peakXY = append(peakXY, plotter.XY{X: float64(c.N), Y: mib(c.Memory.PeakRSS)})
 			}
 		}
-		if err := plotutil.AddLinePoints(mem, "operator heap in use", heap, "operator RSS", rssXY); err != nil {
+		if err := plotutil.AddLinePoints(mem, "operator heap in use", heap, "operator RSS", rssXY, "operator peak RSS", peakXY); err != nil {
 			return err
 		}
 	}
@@ -286,4 +310,10 @@ func writePlot(path string, r *Results) error {
 		return err
 	}
 	return f.Close()
+}
+
+// memoryBreakdown says in one line where a process's RSS goes.
+func memoryBreakdown(m memory) string {
+	return fmt.Sprintf("RSS %.1f MiB (peak %.1f) = file-backed %.1f + anonymous %.1f; Go runtime: heap in use %.1f, heap free %.1f (released to the kernel %.1f), stacks %.1f, GC metadata %.1f, other runtime %.1f",
+		mib(m.RSS), mib(m.PeakRSS), mib(m.RSSFile), mib(m.RSSAnon), mib(m.HeapInuse), mib(m.HeapFree), mib(m.HeapReleased), mib(m.Stacks), mib(m.GCMetadata), mib(m.RuntimeOther))
 }

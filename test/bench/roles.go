@@ -30,6 +30,7 @@ import (
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/internal/controller"
 )
 
@@ -194,25 +195,23 @@ func writeReady(ctx context.Context, c client.Client, obj client.Object, writes 
 // cache options. Started once the objects exist, it lists them into a fresh
 // heap: its heap is the least an informer-based operator can hold.
 func floor(ctx context.Context) (memory, error) {
-	var m memory
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := startInformers(ctx); err != nil {
-		return m, err
+		return memory{}, err
 	}
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	m.HeapInuse, m.HeapAlloc = int64(ms.HeapInuse), int64(ms.HeapAlloc)
-	var err error
-	if m.RSS, err = rss(os.Getpid()); err != nil {
+	m := memoryFrom(&ms)
+	if err := readRSS(os.Getpid(), &m); err != nil {
 		return m, err
 	}
 	if path := os.Getenv("BENCH_HEAP_PROFILE"); path != "" {
-		err = writeHeapProfile(path)
+		return m, writeHeapProfile(path)
 	}
-	return m, err
+	return m, nil
 }
 
 // watchingFloor runs the floor's informers from before the first
@@ -278,6 +277,8 @@ func newList(w workload) client.ObjectList {
 		return &customv1.MicroServiceDeployList{}
 	case "memcacheds":
 		return &cachev1alpha1.MemcachedList{}
+	case "mywebs":
+		return &operatorv1.MyWebList{}
 	default:
 		return &appv1.AppServiceList{}
 	}

@@ -10,11 +10,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -300,6 +304,91 @@ func TestChartFlagsExistInTheManager(t *testing.T) {
 		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 		if !strings.Contains(string(help), "  -"+name+" ") && !strings.Contains(string(help), "  -"+name+"\n") {
 			t.Errorf("the chart passes --%s, which the manager does not define", name)
+		}
+	}
+}
+
+// managerEnv returns the environment of the manager container of the
+// rendered objects, by name, and its memory limit.
+func managerEnv(t *testing.T, objs []*unstructured.Unstructured) (map[string]string, *resource.Quantity) {
+	t.Helper()
+	dep := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(bySuffix(t, objs, "Deployment", "controller-manager").Object, dep); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		if c.Name != "manager" {
+			continue
+		}
+		env := map[string]string{}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil {
+				t.Errorf("env %s comes from elsewhere; want a value", e.Name)
+			}
+			env[e.Name] = e.Value
+		}
+		var limit *resource.Quantity
+		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+			limit = &q
+		}
+		return env, limit
+	}
+	t.Fatal("no manager container")
+	return nil, nil
+}
+
+// goMemLimitBytes reads a GOMEMLIMIT value in whole MiB, as both renders
+// write it.
+func goMemLimitBytes(t *testing.T, v string) int64 {
+	t.Helper()
+	mib, err := strconv.ParseInt(strings.TrimSuffix(v, "MiB"), 10, 64)
+	if err != nil || !strings.HasSuffix(v, "MiB") {
+		t.Fatalf("GOMEMLIMIT %q: want a whole number of MiB", v)
+	}
+	return mib << 20
+}
+
+// TestGoRuntimeEnvironment checks that both renders give the manager the
+// same GOGC and a GOMEMLIMIT a tenth below its memory limit, and that the
+// chart follows its values.
+func TestGoRuntimeEnvironment(t *testing.T) {
+	kEnv, kLimit := managerEnv(t, kustomize(t))
+	hEnv, hLimit := managerEnv(t, helm(t))
+	if diff := cmp.Diff(kEnv, hEnv); diff != "" {
+		t.Errorf("manager environment (-kustomize +helm):\n%s", diff)
+	}
+	if kEnv["GOGC"] != "30" {
+		t.Errorf("GOGC %q, want 30", kEnv["GOGC"])
+	}
+	for name, r := range map[string]struct {
+		env   map[string]string
+		limit *resource.Quantity
+	}{"kustomize": {kEnv, kLimit}, "helm": {hEnv, hLimit}} {
+		if r.limit == nil {
+			t.Fatalf("%s: no memory limit", name)
+		}
+		got, want := goMemLimitBytes(t, r.env["GOMEMLIMIT"]), r.limit.Value()*9/10
+		// Whole MiB, rounded down.
+		if got > want || got <= want-(1<<20) {
+			t.Errorf("%s: GOMEMLIMIT %s for a memory limit of %s, want 90 %% of it (%d bytes) in whole MiB", name, r.env["GOMEMLIMIT"], r.limit, want)
+		}
+	}
+
+	for _, tc := range []struct {
+		set                 []string
+		wantGOGC, wantLimit string // "" for absent
+	}{
+		{[]string{"resources.limits.memory=1Gi"}, "30", "921MiB"},
+		{[]string{"resources.limits.memory=500M"}, "30", "429MiB"},
+		{[]string{"resources.limits.memory=268435456"}, "30", "230MiB"},
+		{[]string{"resources.limits.memory=1Gi", "goRuntime.memoryLimitPercent=75"}, "30", "768MiB"},
+		{[]string{"resources.limits.memory=null"}, "30", ""},
+		{[]string{"goRuntime.memoryLimitPercent=0"}, "30", ""},
+		{[]string{"goRuntime.gcPercent=100"}, "100", "230MiB"},
+	} {
+		env, _ := managerEnv(t, helm(t, tc.set...))
+		if env["GOGC"] != tc.wantGOGC || env["GOMEMLIMIT"] != tc.wantLimit {
+			t.Errorf("--set %v: GOGC %q, GOMEMLIMIT %q; want %q, %q", tc.set, env["GOGC"], env["GOMEMLIMIT"], tc.wantGOGC, tc.wantLimit)
 		}
 	}
 }

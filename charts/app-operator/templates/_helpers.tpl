@@ -55,3 +55,33 @@ MicroServiceDeploy pods).
 {{- end }}
 {{- toYaml $out }}
 {{- end -}}
+
+{{/*
+GOMEMLIMIT: goRuntime.memoryLimitPercent of resources.limits.memory, in
+whole MiB; empty without a memory limit or with a percentage of 0. The
+limit is a Kubernetes quantity: a number of bytes, with or without a
+binary (Ki, Mi, Gi, Ti) or decimal (k, M, G, T) suffix.
+*/}}
+{{- define "app-operator.goMemLimit" -}}
+{{- $raw := ((.Values.resources).limits).memory | default "" -}}
+{{- $limit := toString $raw -}}
+{{- if kindIs "float64" $raw -}}
+{{- $limit = printf "%.0f" $raw -}}
+{{- end -}}
+{{- $percent := float64 (.Values.goRuntime.memoryLimitPercent | default 0) -}}
+{{- if and $limit (gt $percent 0.0) -}}
+{{- $units := dict "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "k" 1000.0 "M" 1000000.0 "G" 1000000000.0 "T" 1000000000000.0 -}}
+{{- $number := $limit -}}
+{{- $unit := 1.0 -}}
+{{- range $suffix, $bytes := $units -}}
+{{- if hasSuffix $suffix $limit -}}
+{{- $number = trimSuffix $suffix $limit -}}
+{{- $unit = $bytes -}}
+{{- end -}}
+{{- end -}}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?$" $number) -}}
+{{- fail (printf "resources.limits.memory %q: want a number of bytes with an optional suffix Ki, Mi, Gi, Ti, k, M, G or T" $limit) -}}
+{{- end -}}
+{{- printf "%dMiB" (int64 (floor (divf (mulf (float64 $number) $unit $percent) 104857600.0))) -}}
+{{- end -}}
+{{- end -}}
