@@ -28,6 +28,7 @@ func TestAppServiceAdmission(t *testing.T) {
 		{"should reject a negative size", func(a *appv1.AppService) { a.Spec.Size = ptr.To[int32](-1) }, "spec.size"},
 		{"should reject a missing size", func(a *appv1.AppService) { a.Spec.Size = nil }, "spec.size"},
 		{"should reject an empty image", func(a *appv1.AppService) { a.Spec.Image = "" }, "spec.image"},
+		{"should reject no ports", func(a *appv1.AppService) { a.Spec.Ports = nil }, "spec.ports: Required value"},
 		{"should reject port 0", func(a *appv1.AppService) { a.Spec.Ports[0].Port = 0 }, "spec.ports[0].port"},
 		{"should reject port 70000", func(a *appv1.AppService) { a.Spec.Ports[0].Port = 70000 }, "spec.ports[0].port"},
 		{"should reject a nodePort above 65535", func(a *appv1.AppService) { a.Spec.Ports[0].NodePort = 65536 }, "spec.ports[0].nodePort"},
@@ -37,6 +38,12 @@ func TestAppServiceAdmission(t *testing.T) {
 		{"should reject a targetPort out of range", func(a *appv1.AppService) {
 			a.Spec.Ports[0].TargetPort = ptr.To(intstr.FromInt32(0))
 		}, "spec.ports[].targetPort must be a number between 1 and 65535"},
+		{"should accept an appProtocol that is a qualified name", func(a *appv1.AppService) {
+			a.Spec.Ports[0].AppProtocol = ptr.To("kubernetes.io/h2c")
+		}, ""},
+		{"should reject an appProtocol a Service refuses", func(a *appv1.AppService) {
+			a.Spec.Ports[0].AppProtocol = ptr.To("h2c over tls")
+		}, "spec.ports[].appProtocol must be a qualified name"},
 		{"should reject duplicate port numbers", func(a *appv1.AppService) {
 			a.Spec.Ports = []appv1.ServicePort{{Name: "a", Port: 80}, {Name: "b", Port: 80}}
 		}, "spec.ports[1]: Duplicate value"},

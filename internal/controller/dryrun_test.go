@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 	"github.com/app-operator/app-operator/test/fuzzspec"
@@ -163,52 +165,57 @@ func knownGap(obj client.Object) string {
 }
 
 // dryRunInputs returns each kind's seed corpus and pseudo-random sample as
-// resources in namespace ns.
+// resources in namespace ns, made as the fuzz targets make them
+// (fuzzspec.Decode and fuzzspec.Fill).
 func dryRunInputs(t *testing.T, ns string) []sampleInput {
 	t.Helper()
-	corpus := func(kindDir string) string {
-		return filepath.Join(repoRoot, "internal", "resources", kindDir, "testdata", "fuzz", "FuzzBuild")
-	}
 	var out []sampleInput
 	add := func(name string, obj client.Object, opts controller.Options) {
 		out = append(out, sampleInput{name: fmt.Sprintf("%s %s", obj.GetObjectKind().GroupVersionKind().Kind, name), obj: obj, opts: opts})
 	}
-	msdOptions := func(in fuzzspec.MicroServiceDeployInput) controller.Options {
-		base, class, auth := in.Exposure()
+	msdOptions := func(expose uint8) controller.Options {
+		base, class, auth := fuzzspec.Exposure(expose)
 		return controller.Options{MicroServiceDeploy: microservicedeploy.Options{BaseDomain: base, IngressClassName: class, AuthURL: auth}}
 	}
 
-	apps, err := fuzzspec.ReadCorpus[fuzzspec.AppServiceInput](corpus("appservice"))
-	must(t, err)
-	for name, in := range apps {
-		add("corpus "+name, in.AppService(ns), controller.Options{})
-		add("corpus "+name, in.WebService(ns), controller.Options{})
+	// Each entry's first argument is the input the target fills its
+	// resource from; the MicroServiceDeploy target's second selects the
+	// operator's options.
+	corpus := func(kindDir string, kinds ...func() client.Object) {
+		entries, err := fuzzspec.ReadCorpus(filepath.Join(repoRoot, "internal", "resources", kindDir, "testdata", "fuzz", "FuzzBuild"))
+		must(t, err)
+		if len(entries) == 0 {
+			t.Fatalf("no seed corpus for %s", kindDir)
+		}
+		for name, args := range entries {
+			for _, kind := range kinds {
+				obj := kind()
+				fuzzspec.Decode(args[0].([]byte), ns, obj)
+				opts := controller.Options{}
+				if _, ok := obj.(*customv1.MicroServiceDeploy); ok {
+					opts = msdOptions(args[1].(uint8))
+				}
+				add("corpus "+name, obj, opts)
+			}
+		}
 	}
-	caches, err := fuzzspec.ReadCorpus[fuzzspec.MemcachedInput](corpus("memcached"))
-	must(t, err)
-	for name, in := range caches {
-		add("corpus "+name, in.Memcached(ns), controller.Options{})
-	}
-	webs, err := fuzzspec.ReadCorpus[fuzzspec.MyWebInput](corpus("myweb"))
-	must(t, err)
-	for name, in := range webs {
-		add("corpus "+name, in.MyWeb(ns), controller.Options{})
-	}
-	msds, err := fuzzspec.ReadCorpus[fuzzspec.MicroServiceDeployInput](corpus("microservicedeploy"))
-	must(t, err)
-	for name, in := range msds {
-		add("corpus "+name, in.MicroServiceDeploy(ns), msdOptions(in))
-	}
+	corpus("appservice", func() client.Object { return &appv1.AppService{} }, func() client.Object { return &appv1.WebService{} })
+	corpus("memcached", func() client.Object { return &cachev1alpha1.Memcached{} })
+	corpus("myweb", func() client.Object { return &operatorv1.MyWeb{} })
+	corpus("microservicedeploy", func() client.Object { return &customv1.MicroServiceDeploy{} })
 
-	g := fuzzspec.NewRandom(dryRunSeed)
+	f := fuzzspec.NewSeededFiller(dryRunSeed)
 	for i := range dryRunSample {
 		name := fmt.Sprintf("sample %d", i)
-		add(name, g.AppService().AppService(ns), controller.Options{})
-		add(name, g.AppService().WebService(ns), controller.Options{})
-		add(name, g.Memcached().Memcached(ns), controller.Options{})
-		add(name, g.MyWeb().MyWeb(ns), controller.Options{})
-		msd := g.MicroServiceDeploy()
-		add(name, msd.MicroServiceDeploy(ns), msdOptions(msd))
+		for _, obj := range []client.Object{&appv1.AppService{}, &appv1.WebService{}, &cachev1alpha1.Memcached{}, &operatorv1.MyWeb{}} {
+			fuzzspec.Fill(f, ns, obj)
+			add(name, obj, controller.Options{})
+		}
+		msd := &customv1.MicroServiceDeploy{}
+		fuzzspec.Fill(f, ns, msd)
+		var expose uint8
+		f.Fill(&expose)
+		add(name, msd, msdOptions(expose))
 	}
 	return out
 }

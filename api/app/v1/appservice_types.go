@@ -35,12 +35,13 @@ type AppServiceSpec struct {
 	// +kubebuilder:validation:MaxItems=256
 	Envs []corev1.EnvVar `json:"envs,omitempty"`
 
-	// Ports are the Service's ports. Each opens its targetPort (or, when unset,
-	// its port) on the container.
-	// +optional
+	// Ports are the Service's ports; a Service needs at least one. Each
+	// opens its targetPort (or, when unset, its port) on the container.
+	// +required
 	// +listType=map
 	// +listMapKey=port
 	// +listMapKey=protocol
+	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.name) || self.exists_one(q, has(q.name) && q.name == p.name))",message="spec.ports[].name must be unique"
 	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.all(p, has(p.name))",message="spec.ports[].name is required when there is more than one port"
@@ -89,8 +90,11 @@ type ServicePort struct {
 	// +kubebuilder:validation:Enum=TCP;UDP;SCTP
 	Protocol corev1.Protocol `json:"protocol,omitempty"`
 
-	// AppProtocol is the application protocol of the port.
+	// AppProtocol is the application protocol of the port: a label key
+	// such as kubernetes.io/h2c, as a Service requires.
 	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="spec.ports[].appProtocol must be a qualified name: an optional DNS subdomain and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	AppProtocol *string `json:"appProtocol,omitempty"`
 
 	// Port is the port the Service listens on.

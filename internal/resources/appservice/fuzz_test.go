@@ -8,21 +8,17 @@ import (
 	"github.com/app-operator/app-operator/test/fuzzspec"
 )
 
-// FuzzBuild builds the children of AppServices and WebServices from fuzzed
-// specs: the builder never panics, and the children hold the invariants of
-// fuzzspec.CheckChildren whatever the spec. The seed corpus is in
-// testdata/fuzz/FuzzBuild; the controller suite also applies it, with a
-// server-side dry run, to the real API server.
+// FuzzBuild builds the children of AppServices and WebServices whose specs
+// are filled from the fuzz input (see fuzzspec.Decode): the builder never
+// panics, and the children hold the invariants of fuzzspec.CheckChildren
+// whatever the spec. The seed corpus is in testdata/fuzz/FuzzBuild; the
+// controller suite also applies it, with a server-side dry run, to the
+// real API server.
 func FuzzBuild(f *testing.F) {
-	f.Fuzz(func(t *testing.T, name string, size int32, image string, port, targetPort, nodePort int32, protocol, serviceType uint8,
-		portName string, secondPort bool, envName, envValue, labelKey, labelValue string, cpuMilli, memoryMi int64, profile uint8) {
-		in := fuzzspec.AppServiceInput{
-			Name: name, Size: size, Image: image, Port: port, TargetPort: targetPort, NodePort: nodePort,
-			Protocol: protocol, ServiceType: serviceType, PortName: portName, SecondPort: secondPort,
-			EnvName: envName, EnvValue: envValue, LabelKey: labelKey, LabelValue: labelValue,
-			CPUMilli: cpuMilli, MemoryMi: memoryMi, Profile: profile,
-		}
-		app, web := in.AppService("ns"), in.WebService("ns")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		app, web := &appv1.AppService{}, &appv1.WebService{}
+		fuzzspec.Decode(data, "ns", app)
+		fuzzspec.Decode(data, "ns", web)
 		app.UID, web.UID = "uid-app", "uid-web"
 		checkBuild(t, resources.OwnerOf(app, appv1.GroupVersion.WithKind("AppService")), "appservice", &app.Spec)
 		checkBuild(t, resources.OwnerOf(web, appv1.GroupVersion.WithKind("WebService")), "webservice", &web.Spec)
@@ -33,7 +29,7 @@ func checkBuild(t *testing.T, owner resources.Owner, kindName string, spec *appv
 	t.Helper()
 	objs := Build(owner, spec, resources.Defaults{}).Objects()
 	if err := fuzzspec.CheckChildren(owner, kindName, objs); err != nil {
-		t.Fatalf("%s %s: %v", owner.GVK.Kind, owner.Name, err)
+		t.Fatalf("%s %s: %v\nspec: %+v", owner.GVK.Kind, owner.Name, err, spec)
 	}
 	if err := fuzzspec.Same(objs, Build(owner, spec, resources.Defaults{}).Objects()); err != nil {
 		t.Fatal(err)

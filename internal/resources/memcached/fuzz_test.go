@@ -10,25 +10,23 @@ import (
 	"github.com/app-operator/app-operator/test/fuzzspec"
 )
 
-// FuzzBuild builds the children of Memcacheds from fuzzed specs: the
-// builder never panics, the children hold the invariants of
-// fuzzspec.CheckChildren, there is a PodDisruptionBudget exactly when there
-// is more than one pod, and memcached's cache size, when set, is positive.
+// FuzzBuild builds the children of Memcacheds whose specs are filled from
+// the fuzz input (see fuzzspec.Decode): the builder never panics, the
+// children hold the invariants of fuzzspec.CheckChildren, there is a
+// PodDisruptionBudget exactly when there is more than one pod, and
+// memcached's cache size, when set, is positive.
 // The seed corpus is in testdata/fuzz/FuzzBuild; the controller suite also
 // applies it to the real API server with a server-side dry run.
 func FuzzBuild(f *testing.F) {
-	f.Fuzz(func(t *testing.T, name string, size int32, image string, withResources bool, cpuMilli, memoryMi, memoryLimMi int64, profile uint8, ownPodUserID int64) {
-		in := fuzzspec.MemcachedInput{
-			Name: name, Size: size, Image: image, Resources: withResources,
-			CPUMilli: cpuMilli, MemoryMi: memoryMi, MemoryLimMi: memoryLimMi, Profile: profile, OwnPodUserID: ownPodUserID,
-		}
-		m := in.Memcached("ns")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m := &cachev1alpha1.Memcached{}
+		fuzzspec.Decode(data, "ns", m)
 		m.UID = "uid-1"
 		owner := resources.OwnerOf(m, cachev1alpha1.GroupVersion.WithKind("Memcached"))
 		children := Build(owner, &m.Spec, resources.Defaults{})
 		objs := children.Objects()
 		if err := fuzzspec.CheckChildren(owner, KindName, objs); err != nil {
-			t.Fatalf("%+v: %v", in, err)
+			t.Fatalf("%+v: %v", m.Spec, err)
 		}
 		if err := fuzzspec.Same(objs, Build(owner, &m.Spec, resources.Defaults{}).Objects()); err != nil {
 			t.Fatal(err)

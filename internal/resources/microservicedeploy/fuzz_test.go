@@ -1,6 +1,7 @@
 package microservicedeploy
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,24 +12,15 @@ import (
 	"github.com/app-operator/app-operator/test/fuzzspec"
 )
 
-func fuzzInput(name, msName, version, path, image string, replicas int32, autoscaling, needAuth, idle bool, config string,
-	maxReplicas, targetCPU int32, cpuMilli, memoryMi, memoryLimMi int64, secretName string, port int32, profile uint8,
-	creationMillis int64, expose uint8, holder string) fuzzspec.MicroServiceDeployInput {
-	return fuzzspec.MicroServiceDeployInput{
-		Name: name, MsName: msName, Version: version, Path: path, Image: image, Replicas: replicas,
-		Autoscaling: autoscaling, NeedAuth: needAuth, Idle: idle, Config: config, MaxReplicas: maxReplicas,
-		TargetCPU: targetCPU, CPUMilli: cpuMilli, MemoryMi: memoryMi, MemoryLimMi: memoryLimMi,
-		SecretName: secretName, Port: port, Profile: profile, CreationMillis: creationMillis, Expose: expose, Holder: holder,
-	}
-}
-
-func optionsOf(in fuzzspec.MicroServiceDeployInput) Options {
-	base, class, auth := in.Exposure()
+func optionsOf(expose uint8) Options {
+	base, class, auth := fuzzspec.Exposure(expose)
 	return Options{BaseDomain: base, IngressClassName: class, AuthURL: auth}
 }
 
-// FuzzBuild builds the children of MicroServiceDeploys from fuzzed specs and
-// operator options: the builder never panics, the children hold the
+// FuzzBuild builds the children of MicroServiceDeploys whose specs are
+// filled from the fuzz input (see fuzzspec.Decode), with the operator
+// options expose selects (see fuzzspec.Exposure) and with holder, when not
+// empty, holding the host: the builder never panics, the children hold the
 // invariants of fuzzspec.CheckChildren, the pods carry the PriorityClass
 // the quota is scoped to, the replica count is the HPA's alone while
 // autoscaling, an idle instance runs no pods, an instance that needs
@@ -37,18 +29,15 @@ func optionsOf(in fuzzspec.MicroServiceDeployInput) Options {
 // is in testdata/fuzz/FuzzBuild; the controller suite also applies it to
 // the real API server with a server-side dry run.
 func FuzzBuild(f *testing.F) {
-	f.Fuzz(func(t *testing.T, name, msName, version, path, image string, replicas int32, autoscaling, needAuth, idle bool, config string,
-		maxReplicas, targetCPU int32, cpuMilli, memoryMi, memoryLimMi int64, secretName string, port int32, profile uint8,
-		creationMillis int64, expose uint8, holder string) {
-		in := fuzzInput(name, msName, version, path, image, replicas, autoscaling, needAuth, idle, config,
-			maxReplicas, targetCPU, cpuMilli, memoryMi, memoryLimMi, secretName, port, profile, creationMillis, expose, holder)
-		m := in.MicroServiceDeploy("ns")
+	f.Fuzz(func(t *testing.T, data []byte, expose uint8, holder string) {
+		m := &customv1.MicroServiceDeploy{}
+		fuzzspec.Decode(data, "ns", m)
 		m.UID = "uid-1"
 		owner := resources.OwnerOf(m, customv1.GroupVersion.WithKind("MicroServiceDeploy"))
-		opts := optionsOf(in)
+		opts := optionsOf(expose)
 		c := Build(owner, &m.Spec, opts, resources.Defaults{}, holder)
 		if err := fuzzspec.CheckChildren(owner, KindName, c.Objects()); err != nil {
-			t.Fatalf("%+v: %v", in, err)
+			t.Fatalf("%+v: %v", m.Spec, err)
 		}
 		if err := fuzzspec.Same(c.Objects(), Build(owner, &m.Spec, opts, resources.Defaults{}, holder).Objects()); err != nil {
 			t.Fatal(err)
@@ -96,18 +85,22 @@ func FuzzBuild(f *testing.F) {
 	})
 }
 
-// FuzzQuota builds the namespace's ResourceQuota for two fuzzed instances:
-// it never panics, it is scoped to the instances' PriorityClass and has no
+// FuzzQuota builds the namespace's ResourceQuota for two instances whose
+// specs are filled from the fuzz inputs a and b (see fuzzspec.Decode): it
+// never panics, it is scoped to the instances' PriorityClass and has no
 // owner references, every amount is non-negative, the quota of both is the
 // sum of each one's, and it leaves room for each of them.
 func FuzzQuota(f *testing.F) {
-	f.Fuzz(func(t *testing.T, replicas, maxReplicas int32, autoscaling, idle bool, cpuMilli, memoryMi, memoryLimMi int64,
-		replicas2 int32, autoscaling2, idle2 bool, cpuMilli2, memoryMi2 int64) {
-		a := fuzzInput("a", "ms", "1", "v1", "img", replicas, autoscaling, false, idle, "", maxReplicas, 0,
-			cpuMilli, memoryMi, memoryLimMi, "", 0, 0, -1, 0, "").MicroServiceDeploy("ns")
-		b := fuzzInput("b", "ms", "1", "v1", "img", replicas2, autoscaling2, false, idle2, "", 0, 0,
-			cpuMilli2, memoryMi2, memoryLimMi, "", 0, 0, -1, 0, "").MicroServiceDeploy("ns")
+	f.Fuzz(func(t *testing.T, dataA, dataB []byte) {
+		a, b := &customv1.MicroServiceDeploy{}, &customv1.MicroServiceDeploy{}
+		fuzzspec.Decode(dataA, "ns", a)
+		fuzzspec.Decode(dataB, "ns", b)
 		specs := []*customv1.MicroServiceDeploySpec{&a.Spec, &b.Spec}
+		for _, spec := range specs {
+			if why := refused(spec); why != "" {
+				t.Skipf("the API server refuses %s: the quota never counts such an instance", why)
+			}
+		}
 
 		q := Quota("ns", specs)
 		if *q.Name != QuotaName || *q.Namespace != "ns" || q.Labels[resources.LabelManagedBy] != resources.ManagedBy {
@@ -146,6 +139,26 @@ func FuzzQuota(f *testing.F) {
 			t.Fatalf("quota hard %v, want %v", q.Spec.Hard, both)
 		}
 	})
+}
+
+// refused names what in spec the schema refuses among the fields the quota
+// reads (see the markers of MicroServiceDeploySpec), or returns "".
+func refused(spec *customv1.MicroServiceDeploySpec) string {
+	if r := spec.Replicas; r != nil && (*r < 0 || *r > 1000) {
+		return fmt.Sprintf("replicas %d", *r)
+	}
+	if r := spec.AutoscalingMaxReplicas; r != nil && (*r < 1 || *r > 1000) {
+		return fmt.Sprintf("autoscalingMaxReplicas %d", *r)
+	}
+	rr := spec.ResourceRequirements
+	for _, l := range []corev1.ResourceList{rr.Requests, rr.Limits} {
+		for name, q := range l {
+			if q.Sign() < 0 {
+				return fmt.Sprintf("a negative %s", name)
+			}
+		}
+	}
+	return ""
 }
 
 func quantityOf(l corev1.ResourceList, name corev1.ResourceName) string {

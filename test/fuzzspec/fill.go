@@ -1,0 +1,370 @@
+package fuzzspec
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/randfill"
+
+	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
+	"github.com/app-operator/app-operator/api/podsecurity"
+)
+
+// Funcs are the fill functions of the fillers: one per type whose values
+// need a shape (a string a user would write, a port, a quantity), and one
+// per API struct with a field whose shape its type does not tell (a node
+// port). Each fills every field it does not shape with the filler, so that
+// a new field is filled too.
+//
+// A fill function for a type T also fills every *T, which it would never
+// leave nil: each has a twin for **T (see optional) that leaves an optional
+// field unset one time in eight.
+func Funcs() []any {
+	return []any{
+		fillString, optional[string],
+		fillInt32, optional[int32],
+		fillInt64, optional[int64],
+		fillIntOrString, optional[intstr.IntOrString],
+		fillQuantity, optional[resource.Quantity],
+		fillResourceList,
+		fillResourceRequirements, optional[corev1.ResourceRequirements],
+		fillCustomResourceRequirements,
+		fillEnvVar,
+		fillPodSecurityContext, optional[corev1.PodSecurityContext],
+		fillSecurityContext, optional[corev1.SecurityContext],
+		fillSeccompProfile, optional[corev1.SeccompProfile],
+		fillCapability,
+		fillProfile, fillServiceType, fillProtocol,
+		fillAppServiceSpec, fillServicePort, fillMyWebSpec, fillMicroServiceDeploySpec,
+	}
+}
+
+// optional fills the optional field *p: unset one time in eight, else a
+// new T filled by T's own fill function.
+func optional[T any](p **T, c randfill.Continue) {
+	if c.Intn(8) == 0 {
+		*p = nil
+		return
+	}
+	*p = new(T)
+	c.Fill(*p)
+}
+
+// pick returns one of choices.
+func pick[T any](c randfill.Continue, choices ...T) T { return choices[c.Intn(len(choices))] }
+
+// labelChars are the characters after a DNS label's first, letters twice
+// as often as the others.
+const labelChars = "abcdefghijklmnopqrstuvwxyz" + "abcdefghijklmnopqrstuvwxyz" + "0123456789-"
+
+// label returns a DNS label of n characters at most.
+func label(c randfill.Continue, n int) string {
+	var b strings.Builder
+	b.WriteByte(labelChars[c.Intn(26)])
+	for range c.Intn(n) {
+		b.WriteByte(labelChars[c.Intn(len(labelChars))])
+	}
+	return strings.TrimRight(b.String(), "-")
+}
+
+// fillString fills a string: mostly a DNS label (a name, an image, a
+// version, a label key), which every field of a string type admits; one
+// time in sixteen empty, only digits, one character longer than a DNS
+// label may be, or any characters.
+func fillString(s *string, c randfill.Continue) {
+	switch c.Intn(64) {
+	case 0:
+		*s = ""
+	case 1:
+		*s = strconv.Itoa(c.Intn(100000))
+	case 2:
+		*s = strings.Repeat("a", 64)
+	case 3:
+		*s = c.String(0)
+	default:
+		*s = label(c, 20)
+	}
+}
+
+// int32Edges are limits of the schema and of int32.
+var int32Edges = []int32{-1, 0, 1, 80, 256, 257, 1000, 1001, 65535, 65536, math.MaxInt32, math.MinInt32}
+
+// fillInt32 fills a count or a port: mostly a small count, sometimes zero,
+// any port number or a limit.
+func fillInt32(n *int32, c randfill.Continue) {
+	switch c.Intn(32) {
+	case 0:
+		*n = pick(c, int32Edges...)
+	case 1:
+		*n = 1 + c.Int31n(65535)
+	case 2, 3:
+		*n = 0
+	default:
+		*n = 1 + c.Int31n(8)
+	}
+}
+
+// fillInt64 fills a user or group ID, never a negative one: the schemas
+// admit it, and the API server refuses it only in the pod. That gap is
+// known; drawing such IDs would only report it again.
+func fillInt64(n *int64, c randfill.Continue) {
+	if c.Intn(4) == 0 {
+		*n = pick[int64](c, 0, 1000, 65534, math.MaxInt32)
+		return
+	}
+	*n = c.Int63n(65536)
+}
+
+// fillIntOrString fills a target port: mostly a port number, sometimes a
+// limit, and sometimes a port name (the schema refuses one, the builders
+// cannot open a container port for it).
+func fillIntOrString(v *intstr.IntOrString, c randfill.Continue) {
+	switch c.Intn(32) {
+	case 0:
+		*v = intstr.FromString(label(c, 15))
+	case 1:
+		*v = intstr.FromInt32(pick(c, int32Edges...))
+	default:
+		*v = intstr.FromInt32(1 + c.Int31n(65535))
+	}
+}
+
+// fillQuantity fills a quantity: a count of thousandths, zero one time in
+// eight, never negative (see quantityOf).
+func fillQuantity(q *resource.Quantity, c randfill.Continue) {
+	if c.Intn(8) == 0 {
+		*q = resource.MustParse("0")
+		return
+	}
+	*q = *resource.NewMilliQuantity(1+c.Int63n(4000), resource.DecimalSI)
+}
+
+// quantityOf returns a quantity for the resource name: CPU in
+// thousandths of a core, memory and storage in MiB; zero one time in eight.
+// It is never negative: the MicroServiceDeploy schema refuses a negative
+// request or limit, and those of AppService and Memcached admit it though
+// the API server refuses it in the pod, a known gap.
+func quantityOf(name corev1.ResourceName, c randfill.Continue) resource.Quantity {
+	if c.Intn(8) == 0 {
+		return resource.MustParse("0")
+	}
+	if name == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(1+c.Int63n(4000), resource.DecimalSI)
+	}
+	return *resource.NewQuantity((1+c.Int63n(8192))<<20, resource.BinarySI)
+}
+
+// fillResourceList fills requests or limits: unset one time in four, else
+// some of CPU, memory and ephemeral storage, the resources every spec may
+// name.
+func fillResourceList(l *corev1.ResourceList, c randfill.Continue) {
+	if c.Intn(4) == 0 {
+		*l = nil
+		return
+	}
+	*l = corev1.ResourceList{}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		if c.Bool() {
+			(*l)[name] = quantityOf(name, c)
+		}
+	}
+}
+
+// withinLimits lowers, seven times in eight, each request above its limit
+// to the limit: the schema refuses a request above its limit.
+func withinLimits(requests, limits corev1.ResourceList, c randfill.Continue) {
+	if c.Intn(8) == 0 {
+		return
+	}
+	for name, req := range requests {
+		if lim, ok := limits[name]; ok && req.Cmp(lim) > 0 {
+			requests[name] = lim.DeepCopy()
+		}
+	}
+}
+
+// fillResourceRequirements fills a container's resources. Claims stay
+// empty: a container may only claim what its pod's spec.resourceClaims
+// declares, which no spec here can, so the API server refuses a pod with
+// any claim; the schemas admit them, a known gap.
+func fillResourceRequirements(r *corev1.ResourceRequirements, c randfill.Continue) {
+	c.FillNoCustom(r)
+	r.Claims = nil
+	withinLimits(r.Requests, r.Limits, c)
+}
+
+func fillCustomResourceRequirements(r *customv1.ResourceRequirements, c randfill.Continue) {
+	c.FillNoCustom(r)
+	withinLimits(r.Requests, r.Limits, c)
+}
+
+// fillEnvVar fills an environment variable: a value, or, one time in
+// four, a reference to one source the API server admits in a pod (one
+// source, no value beside it, names that are names).
+func fillEnvVar(e *corev1.EnvVar, c randfill.Continue) {
+	c.FillNoCustom(e)
+	e.ValueFrom = nil
+	if c.Intn(4) != 0 {
+		return
+	}
+	e.Value = ""
+	opt := pick(c, (*bool)(nil), new(bool))
+	switch c.Intn(4) {
+	case 0:
+		e.ValueFrom = &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: label(c, 20)}, Key: label(c, 20), Optional: opt}}
+	case 1:
+		e.ValueFrom = &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: label(c, 20)}, Key: label(c, 20), Optional: opt}}
+	case 2:
+		e.ValueFrom = &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			FieldPath: pick(c, "metadata.name", "metadata.namespace", "status.podIP", "spec.nodeName")}}
+	default:
+		e.ValueFrom = &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+			Resource: pick(c, "limits.cpu", "limits.memory", "requests.cpu", "requests.memory")}}
+	}
+}
+
+// fillPodSecurityContext fills a pod's security context with the fields a
+// user sets to run an image as a given user, each optional. The other
+// fields (SELinux, Windows, sysctls, AppArmor, policies) stay unset: the
+// schemas take any value there and the pods' own validation decides.
+func fillPodSecurityContext(s *corev1.PodSecurityContext, c randfill.Continue) {
+	*s = corev1.PodSecurityContext{}
+	c.Fill(&s.RunAsUser)
+	c.Fill(&s.RunAsGroup)
+	c.Fill(&s.RunAsNonRoot)
+	c.Fill(&s.FSGroup)
+	c.Fill(&s.SupplementalGroups)
+	c.Fill(&s.SeccompProfile)
+}
+
+// fillSecurityContext fills a container's security context likewise. It
+// never sets privileged nor adds a capability: beside
+// allowPrivilegeEscalation=false, the API server refuses privileged and
+// CAP_SYS_ADMIN.
+func fillSecurityContext(s *corev1.SecurityContext, c randfill.Continue) {
+	*s = corev1.SecurityContext{}
+	c.Fill(&s.RunAsUser)
+	c.Fill(&s.RunAsGroup)
+	c.Fill(&s.RunAsNonRoot)
+	c.Fill(&s.ReadOnlyRootFilesystem)
+	c.Fill(&s.AllowPrivilegeEscalation)
+	c.Fill(&s.SeccompProfile)
+	if c.Bool() {
+		s.Capabilities = &corev1.Capabilities{}
+		c.Fill(&s.Capabilities.Drop)
+	}
+}
+
+func fillSeccompProfile(p *corev1.SeccompProfile, c randfill.Continue) {
+	*p = corev1.SeccompProfile{Type: pick(c, corev1.SeccompProfileTypeRuntimeDefault, corev1.SeccompProfileTypeUnconfined)}
+}
+
+func fillCapability(v *corev1.Capability, c randfill.Continue) {
+	*v = pick[corev1.Capability](c, "ALL", "NET_RAW", "CHOWN", "SETUID")
+}
+
+// fillProfile, fillServiceType and fillProtocol fill an enum: unset or one
+// of its values, and one time in 32 any string (the schema refuses it).
+func fillProfile(p *podsecurity.Profile, c randfill.Continue) {
+	*p = enum(c, "", podsecurity.Baseline, podsecurity.Restricted)
+}
+
+func fillServiceType(t *corev1.ServiceType, c randfill.Continue) {
+	*t = enum(c, "", corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer)
+}
+
+func fillProtocol(p *corev1.Protocol, c randfill.Continue) {
+	*p = enum(c, "", corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)
+}
+
+func enum[T ~string](c randfill.Continue, values ...T) T {
+	if c.Intn(32) == 0 {
+		var s string
+		fillString(&s, c)
+		return T(s)
+	}
+	return pick(c, values...)
+}
+
+// nodePort returns a node port: unset, or mostly one in the node port
+// range of the test clusters (30000-32767), which the schema cannot know,
+// or any number.
+func nodePort(c randfill.Continue) int32 {
+	switch c.Intn(8) {
+	case 0:
+		return 0
+	case 1:
+		var n int32
+		fillInt32(&n, c)
+		return n
+	default:
+		return 30000 + c.Int31n(2768)
+	}
+}
+
+// fillAppServiceSpec follows, seven times in eight, the schema's rules
+// across fields: at least one port, and no node port on a ClusterIP
+// Service.
+func fillAppServiceSpec(s *appv1.AppServiceSpec, c randfill.Continue) {
+	c.FillNoCustom(s)
+	if c.Intn(8) == 0 {
+		return
+	}
+	if len(s.Ports) == 0 {
+		s.Ports = make([]appv1.ServicePort, 1)
+		c.Fill(&s.Ports[0])
+	}
+	if s.ServiceType == corev1.ServiceTypeClusterIP {
+		for i := range s.Ports {
+			s.Ports[i].NodePort = 0
+		}
+	}
+}
+
+func fillServicePort(p *appv1.ServicePort, c randfill.Continue) {
+	c.FillNoCustom(p)
+	p.NodePort = nodePort(c)
+}
+
+func fillMyWebSpec(s *operatorv1.MyWebSpec, c randfill.Continue) {
+	c.FillNoCustom(s)
+	s.NodePortNumber = nodePort(c)
+}
+
+// fillMicroServiceDeploySpec gives spec.creationTimestamp its shape
+// (milliseconds since the Unix epoch, unset, or any string) and, seven
+// times in eight, follows the schema's rules across fields: the HPA's
+// maximum is at least replicas, and an autoscaling instance requests CPU.
+func fillMicroServiceDeploySpec(s *customv1.MicroServiceDeploySpec, c randfill.Continue) {
+	c.FillNoCustom(s)
+	switch c.Intn(8) {
+	case 0:
+		s.CreationTimestamp = ""
+	case 1:
+	default:
+		s.CreationTimestamp = strconv.FormatInt(c.Int63n(2_000_000_000_000), 10)
+	}
+	if c.Intn(8) == 0 {
+		return
+	}
+	if s.Replicas != nil && s.AutoscalingMaxReplicas != nil && *s.AutoscalingMaxReplicas < *s.Replicas {
+		*s.AutoscalingMaxReplicas = *s.Replicas
+	}
+	rr := &s.ResourceRequirements
+	_, request := rr.Requests[corev1.ResourceCPU]
+	_, limit := rr.Limits[corev1.ResourceCPU]
+	if s.Autoscaling && !request && !limit {
+		if rr.Requests == nil {
+			rr.Requests = corev1.ResourceList{}
+		}
+		rr.Requests[corev1.ResourceCPU] = quantityOf(corev1.ResourceCPU, c)
+	}
+}
