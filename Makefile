@@ -56,8 +56,9 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRDs and RBAC from the markers in t
 	cp config/rbac/role.yaml internal/permissions/role.yaml
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.
+generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types, and the apply schema of the cached types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+	go run ./hack/applyschema
 
 .PHONY: fmt
 fmt: ## Run go fmt.

@@ -8,7 +8,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	"github.com/app-operator/app-operator/internal/applyschema"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
@@ -47,7 +47,7 @@ func setupNamespaceQuota(mgr ctrl.Manager) error {
 	r := &namespaceQuotaReconciler{
 		client:     mgr.GetClient(),
 		apiReader:  mgr.GetAPIReader(),
-		types:      applyconfigurations.NewTypeConverter(mgr.GetScheme()),
+		types:      applyschema.TypeConverter(mgr.GetScheme()),
 		fieldOwner: FieldOwner(namespaceQuotaName),
 	}
 	toQuota := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
