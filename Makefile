@@ -56,8 +56,9 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRDs and RBAC from the markers in t
 	cp config/rbac/role.yaml internal/permissions/role.yaml
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.
+generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types, and the apply schema of the cached types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+	go run ./hack/applyschema
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -129,9 +130,14 @@ image: ## Build the container image as an OCI archive in dist/ without a contain
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/manager ./cmd/app-operator
 	go run ./hack/image --binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/manager --arch=$(IMAGE_ARCH) --tag=$(IMG) --output=dist/app-operator-$(IMAGE_ARCH).oci.tar
 
+# The Go runtime settings (GOGC, GOMEMLIMIT) the manager's Deployment gives
+# it in config/manager/manager.yaml, as NAME=value: `make run` runs the
+# manager as it is deployed.
+MANAGER_ENV = $(shell awk '$$1 == "-" && $$2 == "name:" && $$3 ~ /^GO/ {name = $$3; next} name != "" && $$1 == "value:" {gsub(/"/, "", $$2); printf "%s=%s ", name, $$2} {name = ""}' config/manager/manager.yaml)
+
 .PHONY: run
-run: ## Run the operator against the cluster of the current kubeconfig.
-	go run ./cmd/app-operator --health-probe-bind-address=:8081
+run: build ## Run the operator against the cluster of the current kubeconfig, with the Deployment's Go runtime settings.
+	env $(MANAGER_ENV) $(LOCALBIN)/app-operator --health-probe-bind-address=:8081
 
 .PHONY: install
 install: controlplane ## Install the CRDs into the cluster of the current kubeconfig.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/app-operator/app-operator/test/bench"
+	"github.com/app-operator/app-operator/test/cluster"
 )
 
 func main() {
@@ -66,7 +67,7 @@ func main() {
 	if op, err = filepath.Abs(op); err != nil {
 		fail(err)
 	}
-	env, err := bench.DeployedEnv()
+	env, err := cluster.ManagerEnv()
 	if err != nil {
 		fail(err)
 	}

@@ -325,6 +325,11 @@ func (o *operatorProcess) stop() {
 // startOperator runs the manager as its own process against the cluster and
 // waits for its readiness probe.
 func startOperator(ctx context.Context, bin string, c *cluster.Cluster) (*operatorProcess, error) {
+	// The Go runtime settings of the manager's Deployment.
+	env, err := cluster.ManagerEnv()
+	if err != nil {
+		return nil, err
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -336,6 +341,7 @@ func startOperator(ctx context.Context, bin string, c *cluster.Cluster) (*operat
 		return nil, err
 	}
 	cmd := exec.Command(bin, "--kubeconfig="+c.Kubeconfig, "--health-probe-bind-address="+probe, "--metrics-bind-address=0")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

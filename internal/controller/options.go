@@ -5,9 +5,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/utils/clock"
 
+	"github.com/app-operator/app-operator/internal/applyschema"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
@@ -56,13 +56,13 @@ func (o Options) withDefaults() Options {
 }
 
 // engine is what the controllers of every kind share: the options with
-// their defaults, and one converter of objects to typed field sets (built
-// from the built-in types' schemas once, not once per kind).
+// their defaults, and the converter of objects to typed field sets that
+// apply comparisons use (internal/applyschema).
 type engine struct {
 	opts  Options
 	types managedfields.TypeConverter
 }
 
 func newEngine(scheme *runtime.Scheme, opts Options) *engine {
-	return &engine{opts: opts.withDefaults(), types: applyconfigurations.NewTypeConverter(scheme)}
+	return &engine{opts: opts.withDefaults(), types: applyschema.TypeConverter(scheme)}
 }

@@ -65,7 +65,7 @@ type Config struct {
 	// Operator is the operator binary (`make build`).
 	Operator string
 	// OperatorEnv is added to the operator's environment, as NAME=value
-	// (see DeployedEnv).
+	// (cluster.ManagerEnv gives the manager Deployment's).
 	OperatorEnv []string
 	// Self is an executable that runs the bare client and the informer
 	// floor when RoleEnv is set (see RunRole).

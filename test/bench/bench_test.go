@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/app-operator/app-operator/test/cluster"
 )
 
 func TestMain(m *testing.M) {
@@ -34,7 +36,7 @@ func TestBenchSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := DeployedEnv()
+	env, err := cluster.ManagerEnv()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,9 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
 
 	"github.com/app-operator/app-operator/test/cluster"
 )
@@ -417,43 +415,6 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// DeployedEnv returns the environment variables config/manager/manager.yaml
-// gives the manager's container a value in (the Go runtime's GOGC and
-// GOMEMLIMIT), as NAME=value: the benchmark runs the operator as it is
-// deployed.
-func DeployedEnv() ([]string, error) {
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(filepath.Join(root, "config", "manager", "manager.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var d appsv1.Deployment
-		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
-			return nil, fmt.Errorf("config/manager/manager.yaml: %w", err)
-		}
-		if d.Kind != "Deployment" {
-			continue
-		}
-		for _, c := range d.Spec.Template.Spec.Containers {
-			if c.Name != "manager" {
-				continue
-			}
-			var env []string
-			for _, e := range c.Env {
-				if e.ValueFrom == nil {
-					env = append(env, e.Name+"="+e.Value)
-				}
-			}
-			return env, nil
-		}
-	}
-	return nil, fmt.Errorf("config/manager/manager.yaml: no Deployment with a manager container")
 }
 
 // BuildOperator builds the operator binary from the repository into dir

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -389,6 +390,40 @@ func TestGoRuntimeEnvironment(t *testing.T) {
 		env, _ := managerEnv(t, helm(t, tc.set...))
 		if env["GOGC"] != tc.wantGOGC || env["GOMEMLIMIT"] != tc.wantLimit {
 			t.Errorf("--set %v: GOGC %q, GOMEMLIMIT %q; want %q, %q", tc.set, env["GOGC"], env["GOMEMLIMIT"], tc.wantGOGC, tc.wantLimit)
+		}
+	}
+}
+
+// TestMakeRunUsesTheManagerEnvironment checks that `make run` gives the
+// manager the Go runtime settings of its Deployment.
+func TestMakeRunUsesTheManagerEnvironment(t *testing.T) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := cluster.ManagerEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", "-n", "run")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make -n run: %v", err)
+	}
+	var runLine string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "app-operator --") {
+			runLine = l
+		}
+	}
+	fields := strings.Fields(runLine)
+	if len(fields) == 0 || fields[0] != "env" {
+		t.Fatalf("make run runs %q: want env NAME=value... bin/app-operator", runLine)
+	}
+	for _, e := range env {
+		if !slices.Contains(fields, e) {
+			t.Errorf("make run runs %q, without %s", runLine, e)
 		}
 	}
 }
