@@ -26,6 +26,9 @@ type pki struct {
 	servingKey string
 	saKey      string
 	saPub      string
+	// The API server's client certificate towards kubelets.
+	kubeletClientCrt string
+	kubeletClientKey string
 }
 
 // writePKI generates fresh key material into dir. Nothing is reused between
@@ -73,6 +76,27 @@ func writePKI(dir string) (*pki, error) {
 		return nil, err
 	}
 
+	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	clientTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(3),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, caCert, &clientKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	clientKeyDER, err := x509.MarshalECPrivateKey(clientKey)
+	if err != nil {
+		return nil, err
+	}
+
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, err
@@ -84,6 +108,9 @@ func writePKI(dir string) (*pki, error) {
 		servingKey: filepath.Join(dir, "apiserver.key"),
 		saKey:      filepath.Join(dir, "sa.key"),
 		saPub:      filepath.Join(dir, "sa.pub"),
+
+		kubeletClientCrt: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		kubeletClientKey: filepath.Join(dir, "apiserver-kubelet-client.key"),
 	}
 	p.caCertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
@@ -100,6 +127,9 @@ func writePKI(dir string) (*pki, error) {
 		p.servingKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: srvKeyDER}),
 		p.saKey:      pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)}),
 		p.saPub:      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+
+		p.kubeletClientCrt: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: clientDER}),
+		p.kubeletClientKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: clientKeyDER}),
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
