@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -177,7 +178,7 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, ports realNo
 		var old realNodeRecordData
 		if json.Unmarshal(data, &old) == nil {
 			fmt.Fprintln(progress, "Removing what a previous real-node run left behind in", old.Dir)
-			_ = cleanupRealNode(old)
+			_ = cleanupRealNode(old, false)
 		}
 	}
 	n.rec = realNodeRecordData{Dir: n.dir, BinDir: binDir, Sysctls: map[string]string{}}
@@ -358,9 +359,11 @@ func pushImages(ctx context.Context, dir, addr string) error {
 
 func (n *realNode) startContainerd(ctx context.Context, registry string) error {
 	certs := filepath.Join(n.dir, "containerd", "certs.d")
-	// Every registry the samples name is served by the local one; the
-	// server line keeps pulls from ever leaving the machine.
-	for _, host := range []string{"docker.io", "registry.k8s.io", "quay.io"} {
+	// Every registry is served by the local one: the samples' (docker.io),
+	// the sandbox image's (registry.k8s.io), quay.io, and through _default
+	// any other, so that a pull never leaves the machine; an image the
+	// local registry lacks fails to pull, as a missing image does anywhere.
+	for _, host := range []string{"docker.io", "registry.k8s.io", "quay.io", "_default"} {
 		if err := os.MkdirAll(filepath.Join(certs, host), 0o755); err != nil {
 			return err
 		}
@@ -635,15 +638,23 @@ func (n *realNode) stop() error {
 		}
 	}
 	stopNamed("kubelet")
+	// kube-proxy's cleanup takes seconds: it runs while the runtime
+	// removes the pods.
+	proxyDone := make(chan error, 1)
+	go func() {
+		stopNamed("kube-proxy")
+		proxyDone <- kubeProxyCleanup(n.binDir)
+	}()
 	if err := removeSandboxes(); err != nil {
 		errs = append(errs, err)
 	}
-	stopNamed("kube-proxy")
+	proxyErr := <-proxyDone
+	errs = append(errs, proxyErr)
 	stopNamed("containerd")
 	stopNamed("registry")
 	n.procs = nil
 	if n.rec.Dir != "" {
-		errs = append(errs, cleanupRealNode(n.rec))
+		errs = append(errs, cleanupRealNode(n.rec, proxyErr == nil))
 	}
 	if n.lock != nil {
 		_ = n.lock.Close()
@@ -671,16 +682,20 @@ func removeSandboxes() error {
 		// containerd is not running: the sweep that follows kills what is left.
 		return nil
 	}
-	var errs []error
-	for _, sb := range list.Items {
-		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-			errs = append(errs, fmt.Errorf("stop pod sandbox %s: %w", sb.Id, err))
-			continue
-		}
-		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-			errs = append(errs, fmt.Errorf("remove pod sandbox %s: %w", sb.Id, err))
-		}
+	errs := make([]error, len(list.Items))
+	var wg sync.WaitGroup
+	for i, sb := range list.Items {
+		wg.Go(func() {
+			if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+				errs[i] = fmt.Errorf("stop pod sandbox %s: %w", sb.Id, err)
+				return
+			}
+			if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+				errs[i] = fmt.Errorf("remove pod sandbox %s: %w", sb.Id, err)
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -688,15 +703,15 @@ func removeSandboxes() error {
 // stopped cleanly or was killed. It touches only what the node created: the
 // processes in its own cgroup tree, the shims of its own containerd, mounts
 // under its own folders, its iptables chains, its bridge.
-func cleanupRealNode(rec realNodeRecordData) error {
+func cleanupRealNode(rec realNodeRecordData, proxyCleaned bool) error {
 	var errs []error
 	killCgroupProcesses()
 	killShims()
 	for _, dir := range []string{realNodeState, rec.Dir} {
 		errs = append(errs, unmountUnder(dir))
 	}
-	if out, err := exec.Command(filepath.Join(rec.BinDir, "kube-proxy"), "--cleanup").CombinedOutput(); err != nil {
-		errs = append(errs, fmt.Errorf("kube-proxy --cleanup: %v: %s", err, lastLines(string(out), 5)))
+	if !proxyCleaned {
+		errs = append(errs, kubeProxyCleanup(rec.BinDir))
 	}
 	errs = append(errs, removeKubeletChains())
 	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
@@ -724,6 +739,14 @@ func cleanupRealNode(rec realNodeRecordData) error {
 	}
 	errs = append(errs, os.RemoveAll(realNodeState))
 	return errors.Join(errs...)
+}
+
+// kubeProxyCleanup removes kube-proxy's rules and chains.
+func kubeProxyCleanup(binDir string) error {
+	if out, err := exec.Command(filepath.Join(binDir, "kube-proxy"), "--cleanup").CombinedOutput(); err != nil {
+		return fmt.Errorf("kube-proxy --cleanup: %v: %s", err, lastLines(string(out), 5))
+	}
+	return nil
 }
 
 // cgroupHierarchies are the mounted cgroup hierarchies (v1 controllers,
