@@ -2,7 +2,8 @@
 # Builds the node of the local cluster's real-node profile into OUT_DIR:
 # kubelet and kube-proxy (from the Kubernetes module pinned in
 # hack/controlplane/go.mod), containerd with its runc shim and ctr, runc and
-# the image registry (pinned in this folder's go.mod), and the images the
+# the image registry (pinned in this folder's go.mod), metrics-server (pinned
+# in metrics-server/go.mod), and the images the
 # cluster's registry serves (hack/nodeimages). What is already there is
 # reused; the images are rebuilt when hack/nodeimages changes.
 #
@@ -50,6 +51,7 @@ tools=(
   "ctr|$here|0|no_btrfs no_devmapper no_zfs|-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd|github.com/containerd/containerd/v2/cmd/ctr"
   "runc|$here|1|seccomp|-s -w|github.com/opencontainers/runc"
   "registry|$here|0||-s -w|github.com/distribution/distribution/v3/cmd/registry"
+  "metrics-server|$here/metrics-server|0||-s -w|sigs.k8s.io/metrics-server/cmd/metrics-server"
 )
 n=$((${#tools[@]} + 1))
 i=0

@@ -166,12 +166,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("generate key material: %w", err)
 	}
 	cl.caPEM = keys.caCertPEM
-	ports, err := freePorts(11)
+	ports, err := freePorts(12)
 	if err != nil {
 		return nil, err
 	}
 	etcdClient, etcdPeer, apiPort, kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
-	nodePorts := realNodePorts{registry: ports[6], kubelet: ports[7], kubeletHealthz: ports[8], proxyHealthz: ports[9], proxyMetrics: ports[10]}
+	nodePorts := realNodePorts{registry: ports[6], kubelet: ports[7], kubeletHealthz: ports[8], proxyHealthz: ports[9], proxyMetrics: ports[10], metricsServer: ports[11]}
 	cl.host = "https://127.0.0.1:" + strconv.Itoa(apiPort)
 
 	fmt.Fprintf(progress, "Starting etcd on 127.0.0.1:%d\n", etcdClient)
@@ -194,15 +194,16 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	// Static tokens: the admin (system:masters) and the identities of the
 	// other components. Tests mint ServiceAccount tokens through the API.
 	cmToken, schedToken, kwokToken := randomToken(), randomToken(), randomToken()
-	kubeletToken, proxyToken := randomToken(), randomToken()
+	nodeTokens := realNodeTokens{kubelet: randomToken(), proxy: randomToken(), metricsServer: randomToken()}
 	tokens := strings.Join([]string{
 		cl.adminToken + "," + adminUser + ",local-admin-uid,system:masters",
 		cmToken + ",system:kube-controller-manager,kcm-uid,system:masters",
 		schedToken + ",system:kube-scheduler,sched-uid,system:masters",
 		kwokToken + ",kwok,kwok-uid,system:masters",
 		// The real node's kubelet and kube-proxy (RealPods profile).
-		kubeletToken + ",system:node:" + RealNodeName + ",kubelet-uid,\"system:nodes,system:masters\"",
-		proxyToken + ",system:kube-proxy,kube-proxy-uid,system:node-proxier",
+		nodeTokens.kubelet + ",system:node:" + RealNodeName + ",kubelet-uid,\"system:nodes,system:masters\"",
+		nodeTokens.proxy + ",system:kube-proxy,kube-proxy-uid,system:node-proxier",
+		nodeTokens.metricsServer + ",metrics-server,metrics-server-uid,system:masters",
 	}, "\n") + "\n"
 	tokenFile := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
@@ -217,7 +218,17 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		auditArgs = append(auditArgs,
 			"--kubelet-client-certificate="+keys.kubeletClientCrt,
 			"--kubelet-client-key="+keys.kubeletClientKey,
-			"--kubelet-preferred-address-types=InternalIP")
+			"--kubelet-preferred-address-types=InternalIP",
+			// metrics-server is an aggregated API server, reached at its
+			// endpoint (a process on the node's address, not a pod).
+			"--requestheader-client-ca-file="+keys.caCert,
+			"--requestheader-allowed-names="+frontProxyClientName,
+			"--requestheader-username-headers=X-Remote-User",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--proxy-client-cert-file="+keys.frontProxyClientCrt,
+			"--proxy-client-key-file="+keys.frontProxyClientKey,
+			"--enable-aggregator-routing=true")
 	}
 	if opts.AuditPolicy != "" {
 		policy := filepath.Join(dir, "audit-policy.yaml")
@@ -321,7 +332,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if opts.Profile == RealPods {
-		if err := cl.startRealNode(ctx, realNodeBinDir, nodePorts, kubeletToken, proxyToken, keys, progress); err != nil {
+		if err := cl.startRealNode(ctx, realNodeBinDir, nodePorts, nodeTokens, keys, progress); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(progress, "Cluster ready (node %s Ready, pods run for real)\n", RealNodeName)

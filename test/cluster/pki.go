@@ -16,6 +16,10 @@ import (
 	"time"
 )
 
+// frontProxyClientName is the name in the API server's client certificate
+// towards aggregated API servers.
+const frontProxyClientName = "front-proxy-client"
+
 // pki holds the paths of the key material a local cluster needs: a CA, a
 // serving certificate for the kube-apiserver signed by it, and the key pair
 // that signs and verifies ServiceAccount tokens.
@@ -26,9 +30,12 @@ type pki struct {
 	servingKey string
 	saKey      string
 	saPub      string
-	// The API server's client certificate towards kubelets.
-	kubeletClientCrt string
-	kubeletClientKey string
+	// The API server's client certificates towards kubelets and towards
+	// aggregated API servers (the front proxy).
+	kubeletClientCrt    string
+	kubeletClientKey    string
+	frontProxyClientCrt string
+	frontProxyClientKey string
 }
 
 // writePKI generates fresh key material into dir. Nothing is reused between
@@ -76,23 +83,30 @@ func writePKI(dir string) (*pki, error) {
 		return nil, err
 	}
 
-	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	clientCert := func(serial int64, subject pkix.Name) (certDER, keyDER []byte, err error) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, nil, err
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial),
+			Subject:      subject,
+			NotBefore:    now.Add(-time.Hour),
+			NotAfter:     now.Add(7 * 24 * time.Hour),
+			KeyUsage:     x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}
+		if certDER, err = x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey); err != nil {
+			return nil, nil, err
+		}
+		keyDER, err = x509.MarshalECPrivateKey(key)
+		return certDER, keyDER, err
+	}
+	clientDER, clientKeyDER, err := clientCert(3, pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}})
 	if err != nil {
 		return nil, err
 	}
-	clientTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(3),
-		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, caCert, &clientKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	clientKeyDER, err := x509.MarshalECPrivateKey(clientKey)
+	proxyDER, proxyKeyDER, err := clientCert(4, pkix.Name{CommonName: frontProxyClientName})
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +125,9 @@ func writePKI(dir string) (*pki, error) {
 
 		kubeletClientCrt: filepath.Join(dir, "apiserver-kubelet-client.crt"),
 		kubeletClientKey: filepath.Join(dir, "apiserver-kubelet-client.key"),
+
+		frontProxyClientCrt: filepath.Join(dir, "front-proxy-client.crt"),
+		frontProxyClientKey: filepath.Join(dir, "front-proxy-client.key"),
 	}
 	p.caCertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
@@ -130,6 +147,9 @@ func writePKI(dir string) (*pki, error) {
 
 		p.kubeletClientCrt: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: clientDER}),
 		p.kubeletClientKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: clientKeyDER}),
+
+		p.frontProxyClientCrt: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: proxyDER}),
+		p.frontProxyClientKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: proxyKeyDER}),
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, data, 0o600); err != nil {

@@ -22,10 +22,16 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 )
 
 // The real node: one per machine at a time (kube-proxy's iptables chains and
@@ -91,7 +97,7 @@ type realNode struct {
 }
 
 // DefaultRealNodeBinDir is the folder `make realnode` builds into:
-// bin/realnode/k8s-<v>_containerd-<v>_runc-<v>_registry-<v>, with the
+// bin/realnode/k8s-<v>_containerd-<v>_runc-<v>_registry-<v>_metrics-server-<v>, with the
 // versions read from the go.mod files that pin them.
 func DefaultRealNodeBinDir() (string, error) {
 	if dir := os.Getenv(RealNodeBinDirEnv); dir != "" {
@@ -106,17 +112,21 @@ func DefaultRealNodeBinDir() (string, error) {
 		return "", err
 	}
 	pins := filepath.Join(root, "hack/realnode/go.mod")
-	var v [3]string
+	var v [4]string
 	for i, m := range []string{"github.com/containerd/containerd/v2", "github.com/opencontainers/runc", "github.com/distribution/distribution/v3"} {
 		if v[i], err = pinnedVersion(pins, m); err != nil {
 			return "", err
 		}
 	}
-	return filepath.Join(root, "bin", "realnode", fmt.Sprintf("k8s-%s_containerd-%s_runc-%s_registry-%s", k8s, v[0], v[1], v[2])), nil
+	if v[3], err = pinnedVersion(filepath.Join(root, "hack/realnode/metrics-server/go.mod"), "sigs.k8s.io/metrics-server"); err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "bin", "realnode",
+		fmt.Sprintf("k8s-%s_containerd-%s_runc-%s_registry-%s_metrics-server-%s", k8s, v[0], v[1], v[2], v[3])), nil
 }
 
 // realNodeBinaries are the files `make realnode` leaves in its folder.
-var realNodeBinaries = []string{"kubelet", "kube-proxy", "containerd", containerdPrefix, "runc", "registry", "images/index.json"}
+var realNodeBinaries = []string{"kubelet", "kube-proxy", "containerd", containerdPrefix, "runc", "registry", "metrics-server", "images/index.json"}
 
 // RealPodsSupported tells whether this machine can run the RealPods
 // profile: nil if it can, else the reason it cannot.
@@ -159,13 +169,18 @@ func checkRealNodeBinaries(dir string) error {
 
 // realNodePorts are the loopback ports of the node's components.
 type realNodePorts struct {
-	registry, kubelet, kubeletHealthz, proxyHealthz, proxyMetrics int
+	registry, kubelet, kubeletHealthz, proxyHealthz, proxyMetrics, metricsServer int
+}
+
+// realNodeTokens are the node components' API credentials.
+type realNodeTokens struct {
+	kubelet, proxy, metricsServer string
 }
 
 // startRealNode starts the node on top of the running control plane and
 // returns once the node is Ready. On failure the caller's Stop undoes what
 // was done: c.node is set as soon as the machine-wide lock is held.
-func (c *Cluster) startRealNode(ctx context.Context, binDir string, ports realNodePorts, kubeletToken, proxyToken string, keys *pki, progress io.Writer) error {
+func (c *Cluster) startRealNode(ctx context.Context, binDir string, ports realNodePorts, tokens realNodeTokens, keys *pki, progress io.Writer) error {
 	lock, err := lockRealNode(ctx, progress)
 	if err != nil {
 		return err
@@ -225,10 +240,10 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, ports realNo
 	fmt.Fprintf(progress, "Starting the kubelet (node %s, port %d) and kube-proxy\n", RealNodeName, ports.kubelet)
 	kubeletConfig := filepath.Join(n.dir, "kubelet.kubeconfig")
 	proxyConfig := filepath.Join(n.dir, "kube-proxy.kubeconfig")
-	if err := c.writeKubeconfig(kubeletConfig, "system:node:"+RealNodeName, kubeletToken); err != nil {
+	if err := c.writeKubeconfig(kubeletConfig, "system:node:"+RealNodeName, tokens.kubelet); err != nil {
 		return err
 	}
-	if err := c.writeKubeconfig(proxyConfig, "system:kube-proxy", proxyToken); err != nil {
+	if err := c.writeKubeconfig(proxyConfig, "system:kube-proxy", tokens.proxy); err != nil {
 		return err
 	}
 	if err := n.startKubelet(kubeletConfig, keys.caCert, ports); err != nil {
@@ -237,7 +252,106 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, ports realNo
 	if err := n.startKubeProxy(proxyConfig, ports); err != nil {
 		return err
 	}
-	return c.waitRealNodeReady(ctx)
+	if err := c.waitRealNodeReady(ctx); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(progress, "Starting metrics-server on %s:%d\n", bridgeIP, ports.metricsServer)
+	msConfig := filepath.Join(n.dir, "metrics-server.kubeconfig")
+	if err := c.writeKubeconfig(msConfig, "metrics-server", tokens.metricsServer); err != nil {
+		return err
+	}
+	return c.startMetricsServer(ctx, msConfig, keys.caCert, ports.metricsServer)
+}
+
+// startMetricsServer runs metrics-server as a process on the node's address
+// and registers it as the metrics.k8s.io API: a Service without selector
+// whose one endpoint is that address, and an APIService. The kubelet's
+// serving certificate is self-signed, and so is metrics-server's.
+func (c *Cluster) startMetricsServer(ctx context.Context, kubeconfig, caCert string, port int) error {
+	n := c.node
+	if err := n.run("metrics-server", nil,
+		"--secure-port="+strconv.Itoa(port),
+		"--bind-address="+bridgeIP,
+		"--cert-dir="+filepath.Join(n.dir, "metrics-server-certs"),
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
+		"--requestheader-client-ca-file="+caCert,
+		"--kubelet-insecure-tls",
+		// The kubelet's port is the one its Node reports, not 10250.
+		"--kubelet-use-node-status-port",
+		"--kubelet-preferred-address-types=InternalIP",
+		"--metric-resolution=15s",
+		"--kubelet-request-timeout=5s",
+		"--v=1",
+	); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(c.Config())
+	if err != nil {
+		return err
+	}
+	const name, ns = "metrics-server", metav1.NamespaceSystem
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
+			Name: "https", Port: 443, TargetPort: intstr.FromInt32(int32(port)), Protocol: corev1.ProtocolTCP,
+		}}},
+	}
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create Service %s/%s: %w", ns, name, err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: ns,
+			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "app-operator-local-cluster"},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{bridgeIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	if _, err := cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create EndpointSlice %s/%s: %w", ns, name, err)
+	}
+	dyn, err := dynamic.NewForConfig(c.Config())
+	if err != nil {
+		return err
+	}
+	apiServices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+	apiService := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1",
+		"kind":       "APIService",
+		"metadata":   map[string]any{"name": "v1beta1.metrics.k8s.io"},
+		"spec": map[string]any{
+			"group":                 "metrics.k8s.io",
+			"version":               "v1beta1",
+			"service":               map[string]any{"namespace": ns, "name": name, "port": int64(443)},
+			"insecureSkipTLSVerify": true,
+			"groupPriorityMinimum":  int64(100),
+			"versionPriority":       int64(100),
+		},
+	}}
+	if _, err := apiServices.Create(ctx, apiService, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create APIService v1beta1.metrics.k8s.io: %w", err)
+	}
+	return n.poll(ctx, time.Minute, "APIService v1beta1.metrics.k8s.io", func() error {
+		got, err := apiServices.Get(ctx, "v1beta1.metrics.k8s.io", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, cond := range conds {
+			m, _ := cond.(map[string]any)
+			if m["type"] == "Available" {
+				if m["status"] == "True" {
+					return nil
+				}
+				return fmt.Errorf("Available=%v: %v", m["status"], m["message"])
+			}
+		}
+		return errors.New("no Available condition yet")
+	})
 }
 
 // lockRealNode takes the machine-wide lock of the real node, waiting for
@@ -650,6 +764,7 @@ func (n *realNode) stop() error {
 	}
 	proxyErr := <-proxyDone
 	errs = append(errs, proxyErr)
+	stopNamed("metrics-server")
 	stopNamed("containerd")
 	stopNamed("registry")
 	n.procs = nil

@@ -14,6 +14,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/app-operator/app-operator/test/cluster"
 )
 
@@ -30,6 +33,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// The tests' own clients log nothing; the operators they start log
+	// through testenv.
+	ctrllog.SetLogger(logr.Discard())
 	if os.Getenv(SkipEnv) == "0" {
 		skipReason = SkipEnv + "=0"
 	} else if err := cluster.RealPodsSupported(); err != nil {

@@ -15,9 +15,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -208,4 +212,108 @@ func loadSample(t *testing.T, file string, obj client.Object, ns string) {
 		t.Fatalf("decode %s: %v", file, err)
 	}
 	obj.SetNamespace(ns)
+}
+
+// metrics-server runs with the node: an HPA reads the real CPU use of an
+// nginx Deployment, and load on its NodePort scales it out.
+func TestHPASeesRealCPUAndScalesOutUnderLoad(t *testing.T) {
+	needCluster(t)
+	ctx, cs := context.Background(), clientset(t)
+	ns := newNamespace(t, cs)
+	labels := map[string]string{"app": "busy"}
+	_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "busy"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "nginx", Image: "nginx:1.7.9",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
+				}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "busy"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: labels,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "busy"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "busy"},
+			MinReplicas:    ptr.To[int32](1),
+			MaxReplicas:    3,
+			Metrics: []autoscalingv2.MetricSpec{{
+				Type: autoscalingv2.ResourceMetricSourceType,
+				Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{
+					Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50),
+				}},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hpa := func() *autoscalingv2.HorizontalPodAutoscaler {
+		h, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "busy", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	cpu := func(h *autoscalingv2.HorizontalPodAutoscaler) *int32 {
+		for _, m := range h.Status.CurrentMetrics {
+			if m.Resource != nil && m.Resource.Name == corev1.ResourceCPU {
+				return m.Resource.Current.AverageUtilization
+			}
+		}
+		return nil
+	}
+	start := time.Now()
+	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
+		h := hpa()
+		return cpu(h) != nil, fmt.Sprintf("HPA status %+v", h.Status)
+	})
+	t.Logf("the HPA read the pods' CPU use %.0f s after it was created", time.Since(start).Seconds())
+
+	// Load from four clients on loopback, bounded by the scale-out or two
+	// minutes, whichever comes first.
+	url := "http://127.0.0.1:" + strconv.Itoa(int(svc.Spec.Ports[0].NodePort)) + "/"
+	loadCtx, stopLoad := context.WithTimeout(ctx, 2*time.Minute)
+	defer stopLoad()
+	requests := make(chan int, 4)
+	for range 4 {
+		go func() {
+			hc, n := &http.Client{Timeout: 2 * time.Second}, 0
+			for loadCtx.Err() == nil {
+				if resp, err := hc.Get(url); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					n++
+				}
+			}
+			requests <- n
+		}()
+	}
+	loadStart := time.Now()
+	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
+		h := hpa()
+		return h.Status.DesiredReplicas > 1, fmt.Sprintf("desired %d, CPU %v%%", h.Status.DesiredReplicas, ptr.Deref(cpu(h), -1))
+	})
+	h := hpa()
+	stopLoad()
+	total := 0
+	for range 4 {
+		total += <-requests
+	}
+	t.Logf("under load (%d requests) the HPA read %d%% CPU and asked for %d replicas after %.0f s",
+		total, ptr.Deref(cpu(h), -1), h.Status.DesiredReplicas, time.Since(loadStart).Seconds())
 }
