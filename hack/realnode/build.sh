@@ -76,6 +76,8 @@ if [[ -f "$out/images/.source" && $(cat "$out/images/.source") == "$sum" ]]; the
 else
   echo "[$n/$n] images: building from Debian packages (apt-get download) and the pause program"
   start=$SECONDS
+  # apt-get download needs the package lists, which a fresh machine may lack.
+  apt-cache show nginx memcached >/dev/null 2>&1 || apt-get update -qq
   (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out/pause" ./hack/nodeimages/pause)
   (cd "$repo" && go run ./hack/nodeimages --debs="$out/debs" --pause="$out/pause" --output="$out/images")
   echo "$sum" >"$out/images/.source"
