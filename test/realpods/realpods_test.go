@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/internal/controller"
@@ -39,6 +40,7 @@ import (
 // the node port through a rollout of real pods.
 func TestMyWebSampleServesItsPageOnTheNodePort(t *testing.T) {
 	needCluster(t)
+	t.Parallel()
 	c, cs := operatorClient(t), clientset(t)
 	ns := newNamespace(t, cs)
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
@@ -81,6 +83,7 @@ func TestMyWebSampleServesItsPageOnTheNodePort(t *testing.T) {
 // pod answers memcached's text protocol on 11211 at its pod IP.
 func TestMemcachedSampleAnswersOnEveryPod(t *testing.T) {
 	needCluster(t)
+	t.Parallel()
 	c, cs := operatorClient(t), clientset(t)
 	ns := newNamespace(t, cs)
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
@@ -116,6 +119,44 @@ func TestMemcachedSampleAnswersOnEveryPod(t *testing.T) {
 		if err != nil || !strings.HasPrefix(line, "VERSION ") {
 			t.Errorf("pod %s at %s answered %q (%v), want VERSION ...", p.Name, addr, line, err)
 		}
+	}
+}
+
+// The AppService sample (two replicas of nginx:1.7.9, node port 30002):
+// the image's own default page is served on the node port and by each pod.
+func TestAppServiceSampleServesNginxOnItsNodePort(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	c, cs := operatorClient(t), clientset(t)
+	ns := newNamespace(t, cs)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	app := &appv1.AppService{}
+	loadSample(t, "app_v1_appservice.yaml", app, ns)
+	if err := c.Create(context.Background(), app); err != nil {
+		t.Fatal(err)
+	}
+	page := func(url string) (bool, string) {
+		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return err == nil && resp.StatusCode == http.StatusOK && strings.Contains(string(body), "<h1>Welcome to nginx!</h1>"),
+			fmt.Sprintf("%s: %d %q (%v)", url, resp.StatusCode, body, err)
+	}
+	nodePort := "http://127.0.0.1:" + strconv.Itoa(int(app.Spec.Ports[0].NodePort)) + "/"
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) { return page(nodePort) })
+	var pods *corev1.PodList
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		var err error
+		pods, err = cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "status.phase=Running"})
+		return err == nil && len(pods.Items) == int(ptr.Deref(app.Spec.Size, 0)), fmt.Sprintf("running pods %s (%v)", podSummary(pods), err)
+	})
+	for _, p := range pods.Items {
+		testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+			return page("http://" + net.JoinHostPort(p.Status.PodIP, "80") + "/")
+		})
 	}
 }
 
@@ -218,6 +259,7 @@ func loadSample(t *testing.T, file string, obj client.Object, ns string) {
 // nginx Deployment, and load on its NodePort scales it out.
 func TestHPASeesRealCPUAndScalesOutUnderLoad(t *testing.T) {
 	needCluster(t)
+	t.Parallel()
 	ctx, cs := context.Background(), clientset(t)
 	ns := newNamespace(t, cs)
 	labels := map[string]string{"app": "busy"}
