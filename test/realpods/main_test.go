@@ -18,6 +18,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/app-operator/app-operator/test/cluster"
+	"github.com/app-operator/app-operator/test/testenv"
 )
 
 // SkipEnv, set to 0, skips the tests even where they can run.
@@ -42,7 +43,9 @@ func run(m *testing.M) int {
 		skipReason = err.Error()
 	}
 	if skipReason != "" {
-		fmt.Fprintln(os.Stderr, "real-pods tests skipped:", skipReason)
+		// In the summary that `make test` prints at its end, since go test
+		// shows a passing package's output only with -v.
+		testenv.PrintSummaryLines("real-pods tests skipped: " + skipReason + "\n")
 		return m.Run()
 	}
 	root, err := cluster.RepoRoot()
