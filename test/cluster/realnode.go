@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,18 +47,18 @@ const (
 	// images are read from.
 	RealNodeBinDirEnv = "APP_OPERATOR_REALNODE"
 
-	realNodeLock     = "/run/app-operator-realnode.lock"
-	realNodeState    = "/run/app-operator-realnode"
-	realNodeRecord   = realNodeState + "/cluster.json"
-	realNodeSocket   = realNodeState + "/containerd.sock"
-	realNodeCgroup   = "app-operator-realnode"
-	bridgeName       = "appop-cni0"
-	podSubnet        = "10.88.0.0/24"
-	bridgeIP         = "10.88.0.1"
-	cniNetworkName   = "app-operator"
-	cniPluginDir     = "/usr/lib/cni"
-	cniCacheDir      = "/var/lib/cni"
-	containerdPrefix = "containerd-shim-runc-v2"
+	realNodeLock   = "/run/app-operator-realnode.lock"
+	realNodeState  = "/run/app-operator-realnode"
+	realNodeRecord = realNodeState + "/cluster.json"
+	realNodeSocket = realNodeState + "/containerd.sock"
+	realNodeCgroup = "app-operator-realnode"
+	bridgeName     = "appop-cni0"
+	podSubnet      = "10.88.0.0/24"
+	bridgeIP       = "10.88.0.1"
+	cniNetworkName = "app-operator"
+	cniPluginDir   = "/usr/lib/cni"
+	cniCacheDir    = "/var/lib/cni"
+	shimBinary     = "containerd-shim-runc-v2"
 )
 
 // The kernel settings the kubelet, kube-proxy and the CNI bridge plugin may
@@ -126,7 +127,7 @@ func DefaultRealNodeBinDir() (string, error) {
 }
 
 // realNodeBinaries are the files `make realnode` leaves in its folder.
-var realNodeBinaries = []string{"kubelet", "kube-proxy", "containerd", containerdPrefix, "runc", "registry", "metrics-server", "images/index.json"}
+var realNodeBinaries = []string{"kubelet", "kube-proxy", "containerd", shimBinary, "runc", "registry", "metrics-server", "images/index.json"}
 
 // RealPodsSupported tells whether this machine can run the RealPods
 // profile: nil if it can, else the reason it cannot.
@@ -954,10 +955,10 @@ func killShims() {
 			continue
 		}
 		args := strings.Split(string(data), "\x00")
-		if len(args) == 0 || filepath.Base(args[0]) != containerdPrefix {
+		if len(args) == 0 || filepath.Base(args[0]) != shimBinary {
 			continue
 		}
-		if !strings.Contains(string(data), "\x00"+realNodeSocket+"\x00") && !strings.HasSuffix(string(data), realNodeSocket+"\x00") {
+		if !slices.Contains(args, realNodeSocket) {
 			continue
 		}
 		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
