@@ -13,6 +13,15 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/control
 KWOK_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kwok" {print $$2}' hack/controlplane/kwok/go.mod)
 CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
 KUBECTL := $(CONTROLPLANE)/kubectl
+# The real-node profile's node components: versions pinned in
+# hack/realnode/go.mod (containerd, runc, the registry),
+# hack/realnode/metrics-server/go.mod and, for the kubelet and kube-proxy,
+# hack/controlplane/go.mod.
+CONTAINERD_VERSION := $(shell awk '$$1 == "github.com/containerd/containerd/v2" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
+RUNC_VERSION := $(shell awk '$$1 == "github.com/opencontainers/runc" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
+REGISTRY_VERSION := $(shell awk '$$1 == "github.com/distribution/distribution/v3" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
+METRICS_SERVER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/metrics-server" && $$2 ~ /^v/ {print $$2}' hack/realnode/metrics-server/go.mod)
+REALNODE := $(LOCALBIN)/realnode/k8s-$(K8S_VERSION)_containerd-$(CONTAINERD_VERSION)_runc-$(RUNC_VERSION)_registry-$(REGISTRY_VERSION)_metrics-server-$(METRICS_SERVER_VERSION)
 
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
 
@@ -74,12 +83,14 @@ verify: manifests generate ## Fail when generated files, formatting or go.mod ar
 	go mod tidy -diff
 	cd hack/controlplane && go mod tidy -diff
 	cd hack/controlplane/kwok && go mod tidy -diff
+	cd hack/realnode && go mod tidy -diff
+	cd hack/realnode/metrics-server && go mod tidy -diff
 	@git diff --exit-code -- api config internal charts || { echo "Generated files are stale: run 'make manifests generate' and commit the result."; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 	go vet ./...
 
 .PHONY: test
-test: controlplane $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster.
+test: controlplane realnode $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster.
 	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
 	@# file too, printed at the end: go test shows a passing package's output
 	@# only with -v.
@@ -152,6 +163,10 @@ uninstall: controlplane ## Remove the CRDs (and every custom resource) from the 
 .PHONY: controlplane
 controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from source (cached).
 	@hack/controlplane/build.sh $(CONTROLPLANE)
+
+.PHONY: realnode
+realnode: ## Build the real-node profile's kubelet, kube-proxy, containerd, runc, registry, metrics-server and images (cached; root only).
+	@hack/realnode/build.sh $(REALNODE)
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)

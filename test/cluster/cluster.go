@@ -1,7 +1,8 @@
 // Package cluster starts and stops a real, local Kubernetes control plane
 // built from source: etcd and kube-apiserver (the APIOnly profile), plus
 // kube-controller-manager, kube-scheduler and kwok with one fake Ready node
-// (the Full profile). Tests, the demo and the benchmarks all use it.
+// (the Full profile), or a real node instead of kwok's (the RealPods profile,
+// realnode.go). Tests, the demo and the benchmarks all use it.
 //
 // Every cluster gets free loopback ports, its own key material and a run
 // folder holding a kubeconfig and the logs of every component. Every process
@@ -46,6 +47,11 @@ const (
 	// Full adds kube-controller-manager, kube-scheduler and kwok with one fake
 	// node: rollouts, pods that turn Running, garbage collection, quotas, HPAs.
 	Full Profile = "full"
+	// RealPods is Full with a real node instead of kwok's: a kubelet,
+	// containerd, runc, CNI bridge networking, kube-proxy and a local image
+	// registry, so that pods really run. Root only, one per machine at a
+	// time; see RealPodsSupported and docs/real-pods.md.
+	RealPods Profile = "real-pods"
 )
 
 // FakeNodeName is the name of the kwok-managed node of the Full profile.
@@ -80,6 +86,9 @@ type Options struct {
 	// ControllerManagerArgs are further flags for kube-controller-manager
 	// (Full profile), after the defaults, so that they override them.
 	ControllerManagerArgs []string
+	// RealNodeBinDir holds the RealPods profile's node binaries and images.
+	// Empty means the folder that `make realnode` fills.
+	RealNodeBinDir string
 }
 
 // AuditLogPath is where kube-apiserver writes its audit log when
@@ -98,6 +107,7 @@ type Cluster struct {
 	caPEM      []byte
 	adminToken string
 	procs      []*process
+	node       *realNode
 }
 
 // Start builds nothing: it runs the binaries found in BinDir and returns once
@@ -118,6 +128,20 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	if err := checkBinaries(binDir, opts.Profile); err != nil {
 		return nil, err
+	}
+	realNodeBinDir := opts.RealNodeBinDir
+	if opts.Profile == RealPods {
+		if err := RealPodsSupported(); err != nil {
+			return nil, err
+		}
+		if realNodeBinDir == "" {
+			if realNodeBinDir, err = DefaultRealNodeBinDir(); err != nil {
+				return nil, err
+			}
+		}
+		if err := checkRealNodeBinaries(realNodeBinDir); err != nil {
+			return nil, err
+		}
 	}
 	dir := opts.Dir
 	if dir == "" {
@@ -142,11 +166,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("generate key material: %w", err)
 	}
 	cl.caPEM = keys.caCertPEM
-	ports, err := freePorts(6)
+	ports, err := freePorts(12)
 	if err != nil {
 		return nil, err
 	}
 	etcdClient, etcdPeer, apiPort, kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
+	nodePorts := realNodePorts{registry: ports[6], kubelet: ports[7], kubeletHealthz: ports[8], proxyHealthz: ports[9], proxyMetrics: ports[10], metricsServer: ports[11]}
 	cl.host = "https://127.0.0.1:" + strconv.Itoa(apiPort)
 
 	fmt.Fprintf(progress, "Starting etcd on 127.0.0.1:%d\n", etcdClient)
@@ -169,11 +194,16 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	// Static tokens: the admin (system:masters) and the identities of the
 	// other components. Tests mint ServiceAccount tokens through the API.
 	cmToken, schedToken, kwokToken := randomToken(), randomToken(), randomToken()
+	nodeTokens := realNodeTokens{kubelet: randomToken(), proxy: randomToken(), metricsServer: randomToken()}
 	tokens := strings.Join([]string{
 		cl.adminToken + "," + adminUser + ",local-admin-uid,system:masters",
 		cmToken + ",system:kube-controller-manager,kcm-uid,system:masters",
 		schedToken + ",system:kube-scheduler,sched-uid,system:masters",
 		kwokToken + ",kwok,kwok-uid,system:masters",
+		// The real node's kubelet and kube-proxy (RealPods profile).
+		nodeTokens.kubelet + ",system:node:" + RealNodeName + ",kubelet-uid,\"system:nodes,system:masters\"",
+		nodeTokens.proxy + ",system:kube-proxy,kube-proxy-uid,system:node-proxier",
+		nodeTokens.metricsServer + ",metrics-server,metrics-server-uid,system:masters",
 	}, "\n") + "\n"
 	tokenFile := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
@@ -181,18 +211,36 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 
 	var auditArgs []string
+	if opts.Profile == RealPods {
+		// The API server's identity towards the kubelet (logs, exec,
+		// port-forward); the kubelet's own serving certificate is
+		// self-signed, so it is not verified.
+		auditArgs = append(auditArgs,
+			"--kubelet-client-certificate="+keys.kubeletClientCrt,
+			"--kubelet-client-key="+keys.kubeletClientKey,
+			"--kubelet-preferred-address-types=InternalIP",
+			// metrics-server is an aggregated API server, reached at its
+			// endpoint (a process on the node's address, not a pod).
+			"--requestheader-client-ca-file="+keys.caCert,
+			"--requestheader-allowed-names="+frontProxyClientName,
+			"--requestheader-username-headers=X-Remote-User",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--proxy-client-cert-file="+keys.frontProxyClientCrt,
+			"--proxy-client-key-file="+keys.frontProxyClientKey,
+			"--enable-aggregator-routing=true")
+	}
 	if opts.AuditPolicy != "" {
 		policy := filepath.Join(dir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte(opts.AuditPolicy), 0o600); err != nil {
 			return nil, err
 		}
-		auditArgs = []string{
-			"--audit-policy-file=" + policy,
-			"--audit-log-path=" + cl.AuditLogPath(),
+		auditArgs = append(auditArgs,
+			"--audit-policy-file="+policy,
+			"--audit-log-path="+cl.AuditLogPath(),
 			"--audit-log-format=json",
 			"--audit-log-mode=blocking",
-			"--audit-log-maxsize=0",
-		}
+			"--audit-log-maxsize=0")
 	}
 
 	fmt.Fprintf(progress, "Starting kube-apiserver on %s\n", cl.host)
@@ -245,7 +293,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		}
 	}
 
-	fmt.Fprintln(progress, "Starting kube-controller-manager, kube-scheduler and kwok")
+	if opts.Profile == RealPods {
+		fmt.Fprintln(progress, "Starting kube-controller-manager and kube-scheduler")
+	} else {
+		fmt.Fprintln(progress, "Starting kube-controller-manager, kube-scheduler and kwok")
+	}
 	if err := cl.run("kube-controller-manager", append([]string{
 		"--kubeconfig=" + kcmConfig,
 		"--authentication-kubeconfig=" + kcmConfig,
@@ -278,6 +330,13 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--v=1",
 	); err != nil {
 		return nil, err
+	}
+	if opts.Profile == RealPods {
+		if err := cl.startRealNode(ctx, realNodeBinDir, nodePorts, nodeTokens, keys, progress); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "Cluster ready (node %s Ready, pods run for real)\n", RealNodeName)
+		return cl, nil
 	}
 	if err := cl.run("kwok",
 		"--kubeconfig="+kwokConfig,
@@ -337,6 +396,11 @@ func (c *Cluster) Pids() map[string]int {
 	for _, p := range c.procs {
 		pids[p.name] = p.cmd.Process.Pid
 	}
+	if c.node != nil {
+		for _, p := range c.node.procs {
+			pids[p.name] = p.cmd.Process.Pid
+		}
+	}
 	return pids
 }
 
@@ -347,6 +411,11 @@ func (c *Cluster) BinDir() string { return c.binDir }
 // run folder with its logs stays; RemoveDir deletes it.
 func (c *Cluster) Stop() error {
 	var errs []error
+	// The node first, while the API server still answers.
+	if c.node != nil {
+		errs = append(errs, c.node.stop())
+		c.node = nil
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		if err := c.procs[i].stop(10 * time.Second); err != nil {
 			errs = append(errs, err)
@@ -494,8 +563,11 @@ func (c *Cluster) writeKubeconfig(path, user, token string) error {
 
 func checkBinaries(binDir string, profile Profile) error {
 	names := []string{"etcd", "kube-apiserver", "kubectl"}
-	if profile == Full {
+	switch profile {
+	case Full:
 		names = append(names, "kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml")
+	case RealPods:
+		names = append(names, "kube-controller-manager", "kube-scheduler")
 	}
 	for _, n := range names {
 		if _, err := os.Stat(filepath.Join(binDir, n)); err != nil {

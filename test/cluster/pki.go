@@ -16,6 +16,10 @@ import (
 	"time"
 )
 
+// frontProxyClientName is the name in the API server's client certificate
+// towards aggregated API servers.
+const frontProxyClientName = "front-proxy-client"
+
 // pki holds the paths of the key material a local cluster needs: a CA, a
 // serving certificate for the kube-apiserver signed by it, and the key pair
 // that signs and verifies ServiceAccount tokens.
@@ -26,6 +30,12 @@ type pki struct {
 	servingKey string
 	saKey      string
 	saPub      string
+	// The API server's client certificates towards kubelets and towards
+	// aggregated API servers (the front proxy).
+	kubeletClientCrt    string
+	kubeletClientKey    string
+	frontProxyClientCrt string
+	frontProxyClientKey string
 }
 
 // writePKI generates fresh key material into dir. Nothing is reused between
@@ -73,6 +83,34 @@ func writePKI(dir string) (*pki, error) {
 		return nil, err
 	}
 
+	clientCert := func(serial int64, subject pkix.Name) (certDER, keyDER []byte, err error) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, nil, err
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial),
+			Subject:      subject,
+			NotBefore:    now.Add(-time.Hour),
+			NotAfter:     now.Add(7 * 24 * time.Hour),
+			KeyUsage:     x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}
+		if certDER, err = x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey); err != nil {
+			return nil, nil, err
+		}
+		keyDER, err = x509.MarshalECPrivateKey(key)
+		return certDER, keyDER, err
+	}
+	clientDER, clientKeyDER, err := clientCert(3, pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}})
+	if err != nil {
+		return nil, err
+	}
+	proxyDER, proxyKeyDER, err := clientCert(4, pkix.Name{CommonName: frontProxyClientName})
+	if err != nil {
+		return nil, err
+	}
+
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, err
@@ -84,6 +122,12 @@ func writePKI(dir string) (*pki, error) {
 		servingKey: filepath.Join(dir, "apiserver.key"),
 		saKey:      filepath.Join(dir, "sa.key"),
 		saPub:      filepath.Join(dir, "sa.pub"),
+
+		kubeletClientCrt: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		kubeletClientKey: filepath.Join(dir, "apiserver-kubelet-client.key"),
+
+		frontProxyClientCrt: filepath.Join(dir, "front-proxy-client.crt"),
+		frontProxyClientKey: filepath.Join(dir, "front-proxy-client.key"),
 	}
 	p.caCertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
@@ -100,6 +144,12 @@ func writePKI(dir string) (*pki, error) {
 		p.servingKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: srvKeyDER}),
 		p.saKey:      pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)}),
 		p.saPub:      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+
+		p.kubeletClientCrt: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: clientDER}),
+		p.kubeletClientKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: clientKeyDER}),
+
+		p.frontProxyClientCrt: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: proxyDER}),
+		p.frontProxyClientKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: proxyKeyDER}),
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, data, 0o600); err != nil {

@@ -21,6 +21,12 @@ type process struct {
 }
 
 func startProcess(bin string, args []string, logPath string) (*process, error) {
+	return startProcessEnv(bin, args, logPath, nil)
+}
+
+// startProcessEnv is startProcess with the environment env (nil: this
+// process's own).
+func startProcessEnv(bin string, args []string, logPath string, env []string) (*process, error) {
 	// Appended to: a component restarted in a running cluster keeps the
 	// log of its previous run above the new one.
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -28,6 +34,7 @@ func startProcess(bin string, args []string, logPath string) (*process, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{

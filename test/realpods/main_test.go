@@ -1,0 +1,72 @@
+// Package realpods runs the operator against the local cluster's RealPods
+// profile, where pods really run (kubelet, containerd, runc, CNI bridge,
+// kube-proxy, local image registry): the pages MyWeb serves are fetched over
+// TCP, through the NodePort on 127.0.0.1 and at the pod IPs.
+//
+// The tests skip, saying why, on a machine that cannot run the profile (not
+// root, no cgroups, `make realnode` not run); set APP_OPERATOR_REALPODS=0
+// to skip them anyway.
+package realpods
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/app-operator/app-operator/test/cluster"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// SkipEnv, set to 0, skips the tests even where they can run.
+const SkipEnv = "APP_OPERATOR_REALPODS"
+
+var (
+	testCluster *cluster.Cluster
+	skipReason  string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// The tests' own clients log nothing; the operators they start log
+	// through testenv.
+	ctrllog.SetLogger(logr.Discard())
+	if os.Getenv(SkipEnv) == "0" {
+		skipReason = SkipEnv + "=0"
+	} else if err := cluster.RealPodsSupported(); err != nil {
+		skipReason = err.Error()
+	}
+	if skipReason != "" {
+		// In the summary that `make test` prints at its end, since go test
+		// shows a passing package's output only with -v.
+		testenv.PrintSummaryLines("real-pods tests skipped: " + skipReason + "\n")
+		return m.Run()
+	}
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return cluster.RunTests(cluster.Options{
+		Profile:  cluster.RealPods,
+		Progress: os.Stderr,
+		CRDDir:   filepath.Join(root, "config", "crd", "bases"),
+	}, func(c *cluster.Cluster) int {
+		testCluster = c
+		return m.Run()
+	})
+}
+
+// needCluster skips the test where the profile cannot run.
+func needCluster(t *testing.T) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip("the real-node profile cannot run here: " + skipReason)
+	}
+}
