@@ -42,6 +42,20 @@ var lastNodePort atomic.Int32
 // nobody chose from the top first and the bottom 86 (30000-30085) last, so
 // a port chosen there does not meet one a Service got by chance. The
 // samples' 30002 stays clear.
+// createAvailableAppService creates an AppService in ns and answers for the
+// Deployment controller at once, as it does on a cluster that is not
+// overloaded, until the AppService is Ready.
+func createAvailableAppService(t *testing.T, ns string) *appv1.AppService {
+	t.Helper()
+	app := newAppService(t, ns)
+	create(t, app)
+	dep, _ := children(ns, app.Name)
+	waitForObject(t, dep)
+	markAvailable(t, ns, app.Name)
+	waitForCondition(t, app, conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable)
+	return app
+}
+
 func nextNodePort() int32 {
 	n := 30020 + lastNodePort.Add(1)
 	if n > 30085 {

@@ -25,12 +25,7 @@ func TestAppServiceReportsPodsThatCannotRun(t *testing.T) {
 	ctx := context.Background()
 	ns, op := startOperator(t)
 	ensureServiceAccount(t, ns)
-	app := newAppService(t, ns)
-	create(t, app)
-	dep, _ := children(ns, app.Name)
-	waitForObject(t, dep)
-	markAvailable(t, ns, app.Name)
-	waitForCondition(t, app, conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable)
+	app := createAvailableAppService(t, ns)
 
 	owner := resources.OwnerOf(app, appv1.GroupVersion.WithKind("AppService"))
 	pod := &corev1.Pod{

@@ -38,14 +38,8 @@ func writesTo(muts []string, name string) (status, other, events []string) {
 
 func TestAppServiceStatusIsWrittenOnceItsDeploymentIsObserved(t *testing.T) {
 	ns, op := startOperator(t)
-	app := newAppService(t, ns)
-	create(t, app)
+	app := createAvailableAppService(t, ns)
 	dep, _ := children(ns, app.Name)
-	waitForObject(t, dep)
-	// The Deployment controller answers at once, as it does on a cluster
-	// that is not overloaded.
-	markAvailable(t, ns, app.Name)
-	waitForCondition(t, app, conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable)
 	op.Mutations.WaitQuiet(t, ns, time.Second, 20*time.Second)
 	status, other, events := writesTo(op.Mutations.In(ns), app.Name)
 	// Ready from its first status on: no event either.

@@ -28,18 +28,7 @@ import (
 var testCluster *cluster.Cluster
 
 func TestMain(m *testing.M) {
-	c, err := cluster.Start(context.Background(), cluster.Options{Profile: cluster.APIOnly})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start the local cluster:", err)
-		os.Exit(1)
-	}
-	testCluster = c
-	code := m.Run()
-	_ = c.Stop()
-	if code == 0 {
-		_ = c.RemoveDir()
-	}
-	os.Exit(code)
+	cluster.Run(m, cluster.Options{Profile: cluster.APIOnly}, func(c *cluster.Cluster) { testCluster = c })
 }
 
 // fixture is a metrics endpoint behind the filter, run as a ServiceAccount

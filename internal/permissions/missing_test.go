@@ -2,8 +2,6 @@ package permissions
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"sort"
 	"testing"
 	"time"
@@ -20,18 +18,7 @@ import (
 var testCluster *cluster.Cluster
 
 func TestMain(m *testing.M) {
-	c, err := cluster.Start(context.Background(), cluster.Options{Profile: cluster.APIOnly})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start the local cluster:", err)
-		os.Exit(1)
-	}
-	testCluster = c
-	code := m.Run()
-	_ = c.Stop()
-	if code == 0 {
-		_ = c.RemoveDir()
-	}
-	os.Exit(code)
+	cluster.Run(m, cluster.Options{Profile: cluster.APIOnly}, func(c *cluster.Cluster) { testCluster = c })
 }
 
 // TestMissingNamesExactlyTheRuleNotGranted binds a ServiceAccount to the
