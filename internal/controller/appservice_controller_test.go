@@ -30,7 +30,7 @@ import (
 func newAppService(t *testing.T, ns string) *appv1.AppService {
 	t.Helper()
 	app := &appv1.AppService{}
-	loadSample(t, "app_v1_appservice.yaml", app, ns)
+	testenv.LoadSample(t, "app_v1_appservice.yaml", app, ns)
 	app.Spec.Ports[0].NodePort = nextNodePort()
 	return app
 }
@@ -104,7 +104,7 @@ func children(ns, name string) (*appsv1.Deployment, *corev1.Service) {
 func TestAppServiceSampleCreatesOwnedDeploymentAndService(t *testing.T) {
 	ns, _ := startOperator(t)
 	app := &appv1.AppService{}
-	loadSample(t, "app_v1_appservice.yaml", app, ns)
+	testenv.LoadSample(t, "app_v1_appservice.yaml", app, ns)
 	create(t, app)
 	dep, svc := children(ns, "nginx-app")
 	deleteAfterTest(t, app, svc)
@@ -156,7 +156,7 @@ func TestAppServiceSampleCreatesOwnedDeploymentAndService(t *testing.T) {
 func TestWebServiceSampleCreatesChildren(t *testing.T) {
 	ns, _ := startOperator(t)
 	web := &appv1.WebService{}
-	loadSample(t, "app_v1_webservice.yaml", web, ns)
+	testenv.LoadSample(t, "app_v1_webservice.yaml", web, ns)
 	create(t, web)
 	dep, svc := children(ns, "nginx-app")
 	deleteAfterTest(t, web, svc)
@@ -336,7 +336,7 @@ func TestWebServiceAndAppServiceOfOneNameDoNotFight(t *testing.T) {
 	depRV, svcRV := dep.ResourceVersion, svc.ResourceVersion
 
 	web := &appv1.WebService{}
-	loadSample(t, "app_v1_webservice.yaml", web, ns)
+	testenv.LoadSample(t, "app_v1_webservice.yaml", web, ns)
 	web.Spec.Ports[0].NodePort = nextNodePort()
 	create(t, web)
 	cond := waitForCondition(t, web, conditions.Ready, metav1.ConditionFalse, conditions.ReasonChildConflict)

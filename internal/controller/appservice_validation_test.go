@@ -68,7 +68,7 @@ func TestAppServiceAdmission(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			app := &appv1.AppService{}
-			loadSample(t, "app_v1_appservice.yaml", app, ns)
+			testenv.LoadSample(t, "app_v1_appservice.yaml", app, ns)
 			tt.mutate(app)
 			expectAdmission(t, k8s.Create(context.Background(), app, client.DryRunAll), tt.wantErr)
 		})
@@ -80,7 +80,7 @@ func TestAppServiceAdmission(t *testing.T) {
 func TestWebServiceAdmissionSharesTheRules(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	web := &appv1.WebService{}
-	loadSample(t, "app_v1_webservice.yaml", web, ns)
+	testenv.LoadSample(t, "app_v1_webservice.yaml", web, ns)
 	web.Spec.Ports[0].TargetPort = ptr.To(intstr.FromString("http"))
 	if err := k8s.Create(context.Background(), web, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "targetPort must be a number") {
 		t.Fatalf("want a targetPort rejection, got %v", err)

@@ -187,7 +187,7 @@ func TestBadInputIsRefused(t *testing.T) {
 	for _, tt := range badInputs() {
 		passed := t.Run(tt.name, func(t *testing.T) {
 			obj := &unstructured.Unstructured{}
-			loadSample(t, tt.sample, obj, ns)
+			testenv.LoadSample(t, tt.sample, obj, ns)
 			opts := []client.CreateOption{client.DryRunAll}
 			if tt.strict {
 				opts = append(opts, client.FieldValidation("Strict"))

@@ -93,7 +93,7 @@ func TestChildrenAreFoundThroughTheirControllerIndex(t *testing.T) {
 func TestCacheDropsTheManagedFieldsOfStatuses(t *testing.T) {
 	ns, op := startOperator(t)
 	app := &appv1.AppService{}
-	loadSample(t, "app_v1_appservice.yaml", app, ns)
+	testenv.LoadSample(t, "app_v1_appservice.yaml", app, ns)
 	create(t, app)
 	dep, _ := children(ns, "nginx-app")
 	waitForObject(t, dep)

@@ -29,7 +29,7 @@ const memcachedSample = "cache_v1alpha1_memcached.yaml"
 func newMemcached(t *testing.T, ns string) *cachev1alpha1.Memcached {
 	t.Helper()
 	m := &cachev1alpha1.Memcached{}
-	loadSample(t, memcachedSample, m, ns)
+	testenv.LoadSample(t, memcachedSample, m, ns)
 	return m
 }
 

@@ -48,7 +48,7 @@ func startMSDOperator(t *testing.T, opts microservicedeploy.Options) (string, *t
 func newMSD(t *testing.T, ns, name string, mutate func(*customv1.MicroServiceDeploy)) *customv1.MicroServiceDeploy {
 	t.Helper()
 	m := &customv1.MicroServiceDeploy{}
-	loadSample(t, msdSample, m, ns)
+	testenv.LoadSample(t, msdSample, m, ns)
 	if name != "" {
 		m.Name, m.Spec.FullName = name, name
 	}

@@ -86,7 +86,7 @@ func TestMicroServiceDeployAdmission(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &customv1.MicroServiceDeploy{}
-			loadSample(t, msdSample, m, ns)
+			testenv.LoadSample(t, msdSample, m, ns)
 			tt.mutate(m)
 			expectAdmission(t, k8s.Create(context.Background(), m, client.DryRunAll), tt.wantErr)
 		})
@@ -97,7 +97,7 @@ func TestMicroServiceDeployAdmission(t *testing.T) {
 func TestMicroServiceDeployNamesAreImmutable(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	m := &customv1.MicroServiceDeploy{}
-	loadSample(t, msdSample, m, ns)
+	testenv.LoadSample(t, msdSample, m, ns)
 	create(t, m)
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), m) })
 	for _, tt := range []struct {

@@ -25,7 +25,7 @@ import (
 func newMyWeb(t *testing.T, ns string) *operatorv1.MyWeb {
 	t.Helper()
 	web := &operatorv1.MyWeb{}
-	loadSample(t, "operator_v1_myweb.yaml", web, ns)
+	testenv.LoadSample(t, "operator_v1_myweb.yaml", web, ns)
 	web.Spec.NodePortNumber = nextNodePort()
 	return web
 }
@@ -58,7 +58,7 @@ func conditionOf(web *operatorv1.MyWeb, condType string) *metav1.Condition {
 func TestMyWebSampleServesThePage(t *testing.T) {
 	ns, _ := startOperator(t)
 	web := &operatorv1.MyWeb{}
-	loadSample(t, "operator_v1_myweb.yaml", web, ns)
+	testenv.LoadSample(t, "operator_v1_myweb.yaml", web, ns)
 	// Only the node port differs from the sample (node ports are cluster-wide).
 	web.Spec.NodePortNumber = nextNodePort()
 	create(t, web)

@@ -48,7 +48,7 @@ func TestMyWebAdmission(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			web := &operatorv1.MyWeb{}
-			loadSample(t, "operator_v1_myweb.yaml", web, ns)
+			testenv.LoadSample(t, "operator_v1_myweb.yaml", web, ns)
 			tt.mutate(web)
 			expectAdmission(t, k8s.Create(context.Background(), web, client.DryRunAll), tt.wantErr)
 		})
@@ -62,7 +62,7 @@ func TestMyWebAdmissionRequiresTheSeedFields(t *testing.T) {
 	for _, field := range []string{"image", "nodePortNumber", "pageContentHtml"} {
 		t.Run("should require spec."+field, func(t *testing.T) {
 			u := &unstructured.Unstructured{}
-			loadSample(t, "operator_v1_myweb.yaml", u, ns)
+			testenv.LoadSample(t, "operator_v1_myweb.yaml", u, ns)
 			unstructured.RemoveNestedField(u.Object, "spec", field)
 			err := k8s.Create(context.Background(), u, client.DryRunAll)
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec."+field+": Required value") {

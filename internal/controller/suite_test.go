@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,19 +77,6 @@ func startOperator(t *testing.T) (string, *testenv.Operator) {
 	t.Helper()
 	ns := testenv.NewNamespace(t, k8s)
 	return ns, testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
-}
-
-// loadSample reads a sample CR from config/samples, unchanged, into obj.
-func loadSample(t *testing.T, file string, obj client.Object, ns string) {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, obj); err != nil {
-		t.Fatalf("decode %s: %v", file, err)
-	}
-	obj.SetNamespace(ns)
 }
 
 func get(t *testing.T, obj client.Object) {

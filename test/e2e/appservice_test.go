@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,12 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	"github.com/app-operator/app-operator/api/conditions"
-	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/test/cluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -39,7 +36,7 @@ func TestSeedSamplesBecomeReadyAndAreCollected(t *testing.T) {
 			ns := newNamespace(t, clientset(t), nil)
 			testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 			obj := tc.obj
-			loadSample(t, tc.file, obj, ns)
+			testenv.LoadSample(t, tc.file, obj, ns)
 			if err := c.Create(context.Background(), obj); err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +53,7 @@ func TestSeedSamplesBecomeReadyAndAreCollected(t *testing.T) {
 				}
 			}
 			if running != 2 {
-				t.Fatalf("%d Running pods, want 2: %v", running, podSummary(&corev1.PodList{Items: pods.Items}))
+				t.Fatalf("%d Running pods, want 2: %v", running, testenv.PodSummary(&corev1.PodList{Items: pods.Items}))
 			}
 
 			if err := c.Delete(context.Background(), obj); err != nil {
@@ -80,31 +77,6 @@ type conditioned interface {
 	GetConditions() []metav1.Condition
 }
 
-func operatorClient(t *testing.T) client.Client {
-	t.Helper()
-	c, err := client.New(testCluster.Config(), client.Options{Scheme: controller.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func loadSample(t *testing.T, file string, obj client.Object, ns string) {
-	t.Helper()
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(root, "config", "samples", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, obj); err != nil {
-		t.Fatalf("decode %s: %v", file, err)
-	}
-	obj.SetNamespace(ns)
-}
-
 // waitReady waits for Ready=True for the object's current generation.
 func waitReady(t *testing.T, c client.Client, obj conditioned, timeout time.Duration) {
 	t.Helper()
@@ -121,3 +93,7 @@ func waitReady(t *testing.T, c client.Client, obj conditioned, timeout time.Dura
 	})
 	testenv.CheckStatusInvariants(t, obj)
 }
+
+func operatorClient(t *testing.T) client.Client { return testenv.Client(t, testCluster.Config()) }
+
+func clientset(t *testing.T) *kubernetes.Clientset { return testenv.Clientset(t, testCluster.Config()) }

@@ -33,7 +33,7 @@ func TestMemcachedNodesFollowScaleAndPodReplacement(t *testing.T) {
 	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 
 	m := &cachev1alpha1.Memcached{}
-	loadSample(t, "cache_v1alpha1_memcached.yaml", m, ns)
+	testenv.LoadSample(t, "cache_v1alpha1_memcached.yaml", m, ns)
 	if err := c.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}

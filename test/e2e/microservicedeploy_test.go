@@ -34,7 +34,7 @@ func TestMicroServiceDeploySampleRunsAutoscaledAndIdles(t *testing.T) {
 	ns := newNamespace(t, clientset(t), nil)
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 	m := &customv1.MicroServiceDeploy{}
-	loadSample(t, msdSample, m, ns)
+	testenv.LoadSample(t, msdSample, m, ns)
 	if err := c.Create(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestMicroServiceDeployInstancesShareAQuotaAndRollOnConfig(t *testing.T) {
 	ns := newNamespace(t, clientset(t), nil)
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 	a := &customv1.MicroServiceDeploy{}
-	loadSample(t, msdSample, a, ns)
+	testenv.LoadSample(t, msdSample, a, ns)
 	b := a.DeepCopy()
 	b.Name, b.Spec.FullName = "ms-sample-v1s1", "ms-sample-v1s1"
 	b.Spec.Autoscaling, b.Spec.Replicas = false, ptr.To[int32](2)
@@ -236,7 +236,7 @@ func msdExpectPods(t *testing.T, c client.Client, ns, instance string, n int, ha
 				running++
 			}
 		}
-		return running == n && len(pods.Items) == n, fmt.Sprintf("%d of %d pods Running as wanted, want %d: %v", running, len(pods.Items), n, podSummary(pods))
+		return running == n && len(pods.Items) == n, fmt.Sprintf("%d of %d pods Running as wanted, want %d: %v", running, len(pods.Items), n, testenv.PodSummary(pods))
 	})
 }
 

@@ -38,7 +38,7 @@ func TestMyWebSeedSampleServesThePage(t *testing.T) {
 	ns := newNamespace(t, clientset(t), nil)
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 	web := &operatorv1.MyWeb{}
-	loadSample(t, "operator_v1_myweb.yaml", web, ns)
+	testenv.LoadSample(t, "operator_v1_myweb.yaml", web, ns)
 	if web.Spec.NodePortNumber != sampleNodePort {
 		t.Fatalf("the sample asks for node port %d, this test expects %d", web.Spec.NodePortNumber, sampleNodePort)
 	}
@@ -97,7 +97,7 @@ func TestMyWebSecondOnTheSameNodePortReportsTheConflict(t *testing.T) {
 	ns := newNamespace(t, clientset(t), nil)
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 	first := &operatorv1.MyWeb{}
-	loadSample(t, "operator_v1_myweb.yaml", first, ns)
+	testenv.LoadSample(t, "operator_v1_myweb.yaml", first, ns)
 	first.Name = "first"
 	first.Spec.NodePortNumber = contestedNodePort
 	if err := c.Create(context.Background(), first); err != nil {
@@ -115,7 +115,7 @@ func TestMyWebSecondOnTheSameNodePortReportsTheConflict(t *testing.T) {
 	svcRV, cmRV, depGen := svc.ResourceVersion, cm.ResourceVersion, dep.Generation
 
 	second := &operatorv1.MyWeb{}
-	loadSample(t, "operator_v1_myweb.yaml", second, ns)
+	testenv.LoadSample(t, "operator_v1_myweb.yaml", second, ns)
 	second.Name = "second"
 	second.Spec.NodePortNumber = contestedNodePort
 	if err := c.Create(context.Background(), second); err != nil {
@@ -197,7 +197,7 @@ func servingPod(t *testing.T, c client.Client, ns, page string) *corev1.Pod {
 			return false, err.Error()
 		}
 		if len(pods.Items) != 1 {
-			return false, fmt.Sprintf("%d pods, want 1: %v", len(pods.Items), podSummary(&pods))
+			return false, fmt.Sprintf("%d pods, want 1: %v", len(pods.Items), testenv.PodSummary(&pods))
 		}
 		p := pods.Items[0]
 		return p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == cluster.FakeNodeName &&

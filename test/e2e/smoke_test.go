@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/app-operator/app-operator/test/cluster"
+	"github.com/app-operator/app-operator/test/testenv"
 )
 
 // The smoke tests prove that the local cluster behaves like a real one in the
@@ -53,7 +54,7 @@ func TestSmokeDeploymentGetsRunningPodsWithIPs(t *testing.T) {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("want 3 Running pods with IPs: %v (pods: %v)", err, podSummary(pods))
+		t.Fatalf("want 3 Running pods with IPs: %v (pods: %v)", err, testenv.PodSummary(pods))
 	}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName != cluster.FakeNodeName {
@@ -113,15 +114,6 @@ func TestSmokeRestrictedNamespaceRejectsPrivilegedPod(t *testing.T) {
 	}
 }
 
-func clientset(t *testing.T) *kubernetes.Clientset {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(testCluster.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
 // newNamespace creates a namespace for one test and deletes it afterwards.
 func newNamespace(t *testing.T, cs kubernetes.Interface, labels map[string]string) string {
 	t.Helper()
@@ -135,15 +127,4 @@ func newNamespace(t *testing.T, cs kubernetes.Interface, labels map[string]strin
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
 	return ns.Name
-}
-
-func podSummary(pods *corev1.PodList) []string {
-	if pods == nil {
-		return nil
-	}
-	var out []string
-	for _, p := range pods.Items {
-		out = append(out, p.Name+"="+string(p.Status.Phase)+"/"+p.Status.PodIP)
-	}
-	return out
 }

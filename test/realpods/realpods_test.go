@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,13 +21,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
-	"github.com/app-operator/app-operator/internal/controller"
-	"github.com/app-operator/app-operator/test/cluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -42,10 +37,10 @@ func TestMyWebSampleServesItsPageOnTheNodePort(t *testing.T) {
 	needCluster(t)
 	t.Parallel()
 	c, cs := operatorClient(t), clientset(t)
-	ns := newNamespace(t, cs)
+	ns := testenv.NewNamespace(t, operatorClient(t))
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 	web := &operatorv1.MyWeb{}
-	loadSample(t, "operator_v1_myweb.yaml", web, ns)
+	testenv.LoadSample(t, "operator_v1_myweb.yaml", web, ns)
 
 	created := time.Now()
 	if err := c.Create(context.Background(), web); err != nil {
@@ -85,10 +80,10 @@ func TestMemcachedSampleAnswersOnEveryPod(t *testing.T) {
 	needCluster(t)
 	t.Parallel()
 	c, cs := operatorClient(t), clientset(t)
-	ns := newNamespace(t, cs)
+	ns := testenv.NewNamespace(t, operatorClient(t))
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 	m := &cachev1alpha1.Memcached{}
-	loadSample(t, "cache_v1alpha1_memcached.yaml", m, ns)
+	testenv.LoadSample(t, "cache_v1alpha1_memcached.yaml", m, ns)
 	if err := c.Create(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +96,7 @@ func TestMemcachedSampleAnswersOnEveryPod(t *testing.T) {
 		var err error
 		pods, err = cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil && d.Status.ReadyReplicas == m.Spec.Size && len(pods.Items) == int(m.Spec.Size),
-			fmt.Sprintf("%d/%d ready, pods %s (%v)", d.Status.ReadyReplicas, m.Spec.Size, podSummary(pods), err)
+			fmt.Sprintf("%d/%d ready, pods %s (%v)", d.Status.ReadyReplicas, m.Spec.Size, testenv.PodSummary(pods), err)
 	})
 	for _, p := range pods.Items {
 		addr := net.JoinHostPort(p.Status.PodIP, "11211")
@@ -128,10 +123,10 @@ func TestAppServiceSampleServesNginxOnItsNodePort(t *testing.T) {
 	needCluster(t)
 	t.Parallel()
 	c, cs := operatorClient(t), clientset(t)
-	ns := newNamespace(t, cs)
+	ns := testenv.NewNamespace(t, operatorClient(t))
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 	app := &appv1.AppService{}
-	loadSample(t, "app_v1_appservice.yaml", app, ns)
+	testenv.LoadSample(t, "app_v1_appservice.yaml", app, ns)
 	if err := c.Create(context.Background(), app); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +146,7 @@ func TestAppServiceSampleServesNginxOnItsNodePort(t *testing.T) {
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
 		var err error
 		pods, err = cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "status.phase=Running"})
-		return err == nil && len(pods.Items) == int(ptr.Deref(app.Spec.Size, 0)), fmt.Sprintf("running pods %s (%v)", podSummary(pods), err)
+		return err == nil && len(pods.Items) == int(ptr.Deref(app.Spec.Size, 0)), fmt.Sprintf("running pods %s (%v)", testenv.PodSummary(pods), err)
 	})
 	for _, p := range pods.Items {
 		testenv.Eventually(t, 30*time.Second, func() (bool, string) {
@@ -190,69 +185,9 @@ func runningPod(t *testing.T, cs kubernetes.Interface, ns, selector string) core
 				return true, ""
 			}
 		}
-		return false, fmt.Sprint(podSummary(pods))
+		return false, fmt.Sprint(testenv.PodSummary(pods))
 	})
 	return pod
-}
-
-func podSummary(pods *corev1.PodList) []string {
-	if pods == nil {
-		return nil
-	}
-	var out []string
-	for _, p := range pods.Items {
-		out = append(out, p.Name+"="+string(p.Status.Phase)+"/"+p.Status.PodIP)
-	}
-	return out
-}
-
-func operatorClient(t *testing.T) client.Client {
-	t.Helper()
-	c, err := client.New(testCluster.Config(), client.Options{Scheme: controller.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func clientset(t *testing.T) *kubernetes.Clientset {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(testCluster.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
-// newNamespace creates a namespace for one test and deletes it afterwards.
-func newNamespace(t *testing.T, cs kubernetes.Interface) string {
-	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "realpods-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-	})
-	return ns.Name
-}
-
-func loadSample(t *testing.T, file string, obj client.Object, ns string) {
-	t.Helper()
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(root, "config", "samples", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, obj); err != nil {
-		t.Fatalf("decode %s: %v", file, err)
-	}
-	obj.SetNamespace(ns)
 }
 
 // metrics-server runs with the node: an HPA reads the real CPU use of an
@@ -261,7 +196,7 @@ func TestHPASeesRealCPUAndScalesOutUnderLoad(t *testing.T) {
 	needCluster(t)
 	t.Parallel()
 	ctx, cs := context.Background(), clientset(t)
-	ns := newNamespace(t, cs)
+	ns := testenv.NewNamespace(t, operatorClient(t))
 	labels := map[string]string{"app": "busy"}
 	_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "busy"},
@@ -359,3 +294,7 @@ func TestHPASeesRealCPUAndScalesOutUnderLoad(t *testing.T) {
 	t.Logf("under load (%d requests) the HPA read %d%% CPU and asked for %d replicas after %.0f s",
 		total, ptr.Deref(cpu(h), -1), h.Status.DesiredReplicas, time.Since(loadStart).Seconds())
 }
+
+func operatorClient(t *testing.T) client.Client { return testenv.Client(t, testCluster.Config()) }
+
+func clientset(t *testing.T) *kubernetes.Clientset { return testenv.Clientset(t, testCluster.Config()) }
