@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -215,7 +214,7 @@ func (r *reconciler[T]) applyIfChanged(ctx context.Context, d desiredChild, h *d
 		// Unchanged since a previous pass found or made it as desired, or
 		// holding every field as desired.
 		m, owns := matchOf(live, d, r.fieldOwner)
-		same := owns && slices.Contains(prev, m)
+		same := owns && matchedBefore(prev, m)
 		if !same {
 			var err error
 			if same, err = upToDate(r.types, live, d, r.fieldOwner); err != nil {
@@ -272,14 +271,14 @@ func (r *reconciler[T]) apply(ctx context.Context, d desiredChild, manager strin
 	return applied, nil
 }
 
-// prune deletes the children of the owned types that obj controls but that
+// prune deletes the children of the pruned types that obj controls but that
 // are no longer desired (an optional child whose feature was turned off).
 func (r *reconciler[T]) prune(ctx context.Context, obj T, desired []desiredChild) error {
 	want := map[string]bool{}
 	for _, d := range desired {
 		want[d.key()] = true
 	}
-	for _, owned := range r.kind.owns {
+	for _, owned := range r.kind.prunes {
 		gvk, err := apiutil.GVKForObject(owned, r.scheme)
 		if err != nil {
 			return err

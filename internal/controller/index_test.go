@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,7 @@ import (
 // The cache's List finds, through the index of children by controller,
 // exactly the children of one resource within its namespace, as prune
 // asks: not another owner's children, nor its own in another namespace.
+// PodDisruptionBudgets, since only the types some kind prunes are indexed.
 // The cache watches every namespace, as the operator does by default.
 func TestChildrenAreFoundThroughTheirControllerIndex(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -45,8 +47,11 @@ func TestChildrenAreFoundThroughTheirControllerIndex(t *testing.T) {
 	ns, other := testenv.NewNamespace(t, k8s), testenv.NewNamespace(t, k8s)
 	labels := map[string]string{resources.LabelManagedBy: resources.ManagedBy, "app": "child"}
 	child := func(namespace, name string, owner *corev1.ConfigMap) {
-		d := plainDeployment(namespace, name, labels, "nginx")
-		d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
+		d := &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}},
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}},
+		}
 		if err := k8s.Create(ctx, d); err != nil {
 			t.Fatal(err)
 		}
@@ -64,11 +69,11 @@ func TestChildrenAreFoundThroughTheirControllerIndex(t *testing.T) {
 	child(other, "child-0-a", owners[0])
 
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: other, Name: "child-0-a"}, &appsv1.Deployment{}); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: other, Name: "child-0-a"}, &policyv1.PodDisruptionBudget{}); err != nil {
 			return false, fmt.Sprintf("the cache has no %s/child-0-a yet: %v", other, err)
 		}
 		for i, owner := range owners {
-			var list appsv1.DeploymentList
+			var list policyv1.PodDisruptionBudgetList
 			if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{controller.ControllerUIDField: string(owner.UID)}); err != nil {
 				return false, err.Error()
 			}

@@ -30,9 +30,13 @@ type kind[T object] struct {
 	name      string
 	gvk       schema.GroupVersionKind
 	newObject func() T
-	// owns lists the child types. The controller watches them, and deletes a
-	// child of these types that it controls but no longer wants.
+	// owns lists the child types. The controller watches them.
 	owns []client.Object
+	// prunes lists the owned types of the children the kind may stop
+	// wanting (an HPA once autoscaling is off): a pass deletes a child of
+	// these types that the resource controls but no longer wants. The
+	// other children always exist while their resource does.
+	prunes []client.Object
 	// lookup reads from the cache, into in, the objects other than obj that
 	// decide which children obj has (the MicroServiceDeploy holding the host
 	// obj wants, say); nil when obj alone decides. The engine calls it once
@@ -125,13 +129,13 @@ func (o observed) Service(name string) *corev1.Service {
 // registered is a kind of any type, as SetupWithManager and Build see it.
 type registered interface {
 	setup(mgr ctrl.Manager, env *engine) error
-	// ownedTypes returns the child types the kind's controller owns.
-	ownedTypes() []client.Object
+	// prunedTypes returns the child types the kind's controller prunes.
+	prunedTypes() []client.Object
 	// buildAny builds obj's children if obj is of this kind.
 	buildAny(obj runtime.Object) ([]runtime.ApplyConfiguration, bool, error)
 }
 
-func (k kind[T]) ownedTypes() []client.Object { return k.owns }
+func (k kind[T]) prunedTypes() []client.Object { return k.prunes }
 
 func (k kind[T]) buildAny(obj runtime.Object) ([]runtime.ApplyConfiguration, bool, error) {
 	t, ok := obj.(T)

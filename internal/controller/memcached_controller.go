@@ -47,6 +47,8 @@ func memcachedKind(opts Options) kind[*cachev1alpha1.Memcached] {
 		gvk:       gvk,
 		newObject: func() *cachev1alpha1.Memcached { return &cachev1alpha1.Memcached{} },
 		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}},
+		// A single pod needs no PodDisruptionBudget.
+		prunes: []client.Object{&policyv1.PodDisruptionBudget{}},
 		build: func(o *cachev1alpha1.Memcached, _ observed) ([]runtime.ApplyConfiguration, error) {
 			return memcached.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},

@@ -61,6 +61,8 @@ func microServiceDeployKind(all Options) kind[*customv1.MicroServiceDeploy] {
 			&corev1.ServiceAccount{}, &corev1.ConfigMap{}, &corev1.Service{}, &appsv1.Deployment{},
 			&autoscalingv2.HorizontalPodAutoscaler{}, &networkingv1.Ingress{},
 		},
+		// The HPA goes with autoscaling, the Ingress with exposure.
+		prunes: []client.Object{&autoscalingv2.HorizontalPodAutoscaler{}, &networkingv1.Ingress{}},
 		lookup: func(ctx context.Context, r client.Reader, o *customv1.MicroServiceDeploy, in observed) error {
 			return lookupHostHolder(ctx, r, o, opts, in)
 		},

@@ -105,11 +105,11 @@ func (k kind[T]) setup(mgr ctrl.Manager, env *engine) error {
 const controllerUIDField = ".metadata.controller.uid"
 
 // indexByController registers controllerUIDField once for every type a
-// kind owns.
+// kind prunes.
 func indexByController(ctx context.Context, indexer client.FieldIndexer, ks []registered) error {
 	indexed := map[reflect.Type]bool{}
 	for _, k := range ks {
-		for _, o := range k.ownedTypes() {
+		for _, o := range k.prunedTypes() {
 			if t := reflect.TypeOf(o); !indexed[t] {
 				indexed[t] = true
 				if err := indexer.IndexField(ctx, o, controllerUIDField, controllerUID); err != nil {
