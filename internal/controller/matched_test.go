@@ -13,7 +13,11 @@ func TestMatchedChildren(t *testing.T) {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
 	}
 	child := func(uid string, entries ...metav1.ManagedFieldsEntry) client.Object {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: types.UID("u-" + uid), ManagedFields: entries}}
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: types.UID("u-" + uid), ResourceVersion: "10", ManagedFields: entries}}
+	}
+	at := func(version string, o client.Object) client.Object {
+		o.SetResourceVersion(version)
+		return o
 	}
 	d := desiredChild{digest: 7}
 	mine := entry("me", `{"f:spec":{"f:image":{}}}`)
@@ -29,6 +33,8 @@ func TestMatchedChildren(t *testing.T) {
 		owns bool
 	}{
 		{"should match the same child, fields and desire", child("1", mine), d, true, true},
+		{"should match a later version of it (a status update)", at("12", child("1", mine)), d, true, true},
+		{"should not match an older copy (a cache behind the last write)", at("9", child("1", mine)), d, false, true},
 		{"should not match a child made again (another uid)", child("2", mine), d, false, true},
 		{"should not match when another writer took a field", child("1", entry("me", `{"f:spec":{}}`)), d, false, true},
 		{"should not match another desire", child("1", mine), desiredChild{digest: 8}, false, true},
@@ -36,7 +42,7 @@ func TestMatchedChildren(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, owns := matchOf(tc.live, tc.d, "me")
-			if owns != tc.owns || (m == base) != tc.same {
+			if owns != tc.owns || matchedBefore([]matchedChild{base}, m) != tc.same {
 				t.Errorf("match %+v (owns %v), base %+v: want same %v, owns %v", m, owns, base, tc.same, tc.owns)
 			}
 		})
