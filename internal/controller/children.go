@@ -200,14 +200,8 @@ func (r *reconciler[T]) applyChanged(ctx context.Context, obj T, desired []desir
 // when the field manager owns fields on it, its match to remember.
 func (r *reconciler[T]) applyIfChanged(ctx context.Context, d desiredChild, h *desiredChild, live client.Object, prev []matchedChild) (client.Object, *matchedChild, outcome) {
 	if h != nil && live != nil {
-		needed, err := handoverNeeded(r.types, live, *h, r.fieldOwner)
-		if err != nil {
-			return nil, nil, apiFailed(fmt.Errorf("compare %s: %w", d, err))
-		}
-		if needed {
-			if _, err := r.applyHandover(ctx, *h); err != nil {
-				return nil, nil, applyFailed(*h, err, ctrl.Result{RequeueAfter: r.recheck})
-			}
+		if out := r.handOverIfNeeded(ctx, d, *h, live); out.stopped() {
+			return nil, nil, out
 		}
 	}
 	if live != nil {
@@ -244,6 +238,21 @@ func (r *reconciler[T]) applyIfChanged(ctx context.Context, d desiredChild, h *d
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applied "+d.gvk.Kind, strings.ToLower(d.gvk.Kind), klog.KObj(applied))
 	return applied, match, outcome{}
+}
+
+// handOverIfNeeded applies the handover h of the live child d when
+// handoverNeeded says so.
+func (r *reconciler[T]) handOverIfNeeded(ctx context.Context, d, h desiredChild, live client.Object) outcome {
+	needed, err := handoverNeeded(r.types, live, h, r.fieldOwner)
+	if err != nil {
+		return apiFailed(fmt.Errorf("compare %s: %w", d, err))
+	}
+	if needed {
+		if _, err := r.applyHandover(ctx, h); err != nil {
+			return applyFailed(h, err, ctrl.Result{RequeueAfter: r.recheck})
+		}
+	}
+	return outcome{}
 }
 
 // applyHandover applies h under the handover field manager. It forces
