@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"context"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -10,14 +8,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	"github.com/app-operator/app-operator/internal/resources"
@@ -58,19 +54,10 @@ func memcachedKind(opts Options) kind[*cachev1alpha1.Memcached] {
 			status.Memcached(&o.Status, o.Generation, selector, children.Deployment(o.Name), podsOf(children), failure, now)
 		},
 		watch: func(_ ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
-			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(memcachedOfPod),
+			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner(memcached.KindName)),
 				builder.WithPredicates(nodeSetChanges())), nil
 		},
 	}
-}
-
-// memcachedOfPod maps a pod to the Memcached it belongs to, by its labels.
-func memcachedOfPod(_ context.Context, pod client.Object) []reconcile.Request {
-	l := pod.GetLabels()
-	if l[resources.LabelName] != memcached.KindName || l[resources.LabelManagedBy] != resources.ManagedBy || l[resources.LabelInstance] == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: l[resources.LabelInstance]}}}
 }
 
 // nodeSetChanges passes the pod events that can change a status.nodes list:
