@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 const modulePath = "github.com/app-operator/app-operator"
@@ -16,22 +17,34 @@ const BinDirEnv = "APP_OPERATOR_CONTROLPLANE"
 // bin/controlplane/k8s-<version>_kwok-<version>, with both versions read from
 // the go.mod files under hack/controlplane that pin them.
 func DefaultBinDir() (string, error) {
-	if dir := os.Getenv(BinDirEnv); dir != "" {
+	return pinnedBinDir(BinDirEnv, "controlplane",
+		pin{"k8s", "hack/controlplane/go.mod", "k8s.io/kubernetes"},
+		pin{"kwok", "hack/controlplane/kwok/go.mod", "sigs.k8s.io/kwok"})
+}
+
+// pin is a module whose pinned version names a folder of built binaries.
+type pin struct{ label, goMod, module string }
+
+// pinnedBinDir is the folder the environment variable env names, else
+// bin/<folder>/<label>-<version>_... of the pins, in order, with each
+// version read from the go.mod (relative to the repository) that pins it.
+func pinnedBinDir(env, folder string, pins ...pin) (string, error) {
+	if dir := os.Getenv(env); dir != "" {
 		return dir, nil
 	}
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	k8s, err := pinnedVersion(filepath.Join(root, "hack/controlplane/go.mod"), "k8s.io/kubernetes")
-	if err != nil {
-		return "", err
+	parts := make([]string, 0, len(pins))
+	for _, p := range pins {
+		v, err := pinnedVersion(filepath.Join(root, p.goMod), p.module)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, p.label+"-"+v)
 	}
-	kwok, err := pinnedVersion(filepath.Join(root, "hack/controlplane/kwok/go.mod"), "sigs.k8s.io/kwok")
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, "bin", "controlplane", "k8s-"+k8s+"_kwok-"+kwok), nil
+	return filepath.Join(root, "bin", folder, strings.Join(parts, "_")), nil
 }
 
 // RepoRoot walks up from the working directory to the folder whose go.mod

@@ -101,29 +101,12 @@ type realNode struct {
 // bin/realnode/k8s-<v>_containerd-<v>_runc-<v>_registry-<v>_metrics-server-<v>, with the
 // versions read from the go.mod files that pin them.
 func DefaultRealNodeBinDir() (string, error) {
-	if dir := os.Getenv(RealNodeBinDirEnv); dir != "" {
-		return dir, nil
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	k8s, err := pinnedVersion(filepath.Join(root, "hack/controlplane/go.mod"), "k8s.io/kubernetes")
-	if err != nil {
-		return "", err
-	}
-	pins := filepath.Join(root, "hack/realnode/go.mod")
-	var v [4]string
-	for i, m := range []string{"github.com/containerd/containerd/v2", "github.com/opencontainers/runc", "github.com/distribution/distribution/v3"} {
-		if v[i], err = pinnedVersion(pins, m); err != nil {
-			return "", err
-		}
-	}
-	if v[3], err = pinnedVersion(filepath.Join(root, "hack/realnode/metrics-server/go.mod"), "sigs.k8s.io/metrics-server"); err != nil {
-		return "", err
-	}
-	return filepath.Join(root, "bin", "realnode",
-		fmt.Sprintf("k8s-%s_containerd-%s_runc-%s_registry-%s_metrics-server-%s", k8s, v[0], v[1], v[2], v[3])), nil
+	return pinnedBinDir(RealNodeBinDirEnv, "realnode",
+		pin{"k8s", "hack/controlplane/go.mod", "k8s.io/kubernetes"},
+		pin{"containerd", "hack/realnode/go.mod", "github.com/containerd/containerd/v2"},
+		pin{"runc", "hack/realnode/go.mod", "github.com/opencontainers/runc"},
+		pin{"registry", "hack/realnode/go.mod", "github.com/distribution/distribution/v3"},
+		pin{"metrics-server", "hack/realnode/metrics-server/go.mod", "sigs.k8s.io/metrics-server"})
 }
 
 // realNodeBinaries are the files `make realnode` leaves in its folder.
