@@ -74,7 +74,7 @@ for entry in "${tools[@]}"; do
 done
 
 # The images, keyed by the sources that define them.
-sum=$(cat "$repo"/hack/nodeimages/main.go "$repo"/hack/nodeimages/pause/main.go | sha256sum | cut -c1-16)
+sum=$(find "$repo/hack/nodeimages" -type f \( -name "*.go" -o -name go.mod -o -name go.sum \) | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
 if [[ -f "$out/images/.source" && $(cat "$out/images/.source") == "$sum" ]]; then
   echo "[$n/$n] images: cached in $out/images"
 else
