@@ -15,13 +15,14 @@ CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
 KUBECTL := $(CONTROLPLANE)/kubectl
 # The real-node profile's node components: versions pinned in
 # hack/realnode/go.mod (containerd, runc, the registry),
-# hack/realnode/metrics-server/go.mod and, for the kubelet and kube-proxy,
-# hack/controlplane/go.mod.
+# hack/realnode/metrics-server/go.mod, hack/realnode/coredns/go.mod and, for
+# the kubelet and kube-proxy, hack/controlplane/go.mod.
 CONTAINERD_VERSION := $(shell awk '$$1 == "github.com/containerd/containerd/v2" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
 RUNC_VERSION := $(shell awk '$$1 == "github.com/opencontainers/runc" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
 REGISTRY_VERSION := $(shell awk '$$1 == "github.com/distribution/distribution/v3" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
 METRICS_SERVER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/metrics-server" && $$2 ~ /^v/ {print $$2}' hack/realnode/metrics-server/go.mod)
-REALNODE := $(LOCALBIN)/realnode/k8s-$(K8S_VERSION)_containerd-$(CONTAINERD_VERSION)_runc-$(RUNC_VERSION)_registry-$(REGISTRY_VERSION)_metrics-server-$(METRICS_SERVER_VERSION)
+COREDNS_VERSION := $(shell awk '$$1 == "require" {$$1 = ""; $$0 = $$0} $$1 == "github.com/coredns/coredns" && $$2 ~ /^v/ {print $$2}' hack/realnode/coredns/go.mod)
+REALNODE := $(LOCALBIN)/realnode/k8s-$(K8S_VERSION)_containerd-$(CONTAINERD_VERSION)_runc-$(RUNC_VERSION)_registry-$(REGISTRY_VERSION)_metrics-server-$(METRICS_SERVER_VERSION)_coredns-$(COREDNS_VERSION)
 
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
 
@@ -165,7 +166,7 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 	@hack/controlplane/build.sh $(CONTROLPLANE)
 
 .PHONY: realnode
-realnode: ## Build the real-node profile's kubelet, kube-proxy, containerd, runc, registry, metrics-server and images (cached; root only).
+realnode: ## Build the real-node profile's kubelet, kube-proxy, containerd, runc, registry, metrics-server, CoreDNS and images (cached; root only).
 	@hack/realnode/build.sh $(REALNODE)
 
 $(CONTROLLER_GEN):

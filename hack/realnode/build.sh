@@ -3,7 +3,7 @@
 # kubelet and kube-proxy (from the Kubernetes module pinned in
 # hack/controlplane/go.mod), containerd with its runc shim and ctr, runc and
 # the image registry (pinned in this folder's go.mod), metrics-server (pinned
-# in metrics-server/go.mod), and the images the
+# in metrics-server/go.mod), CoreDNS (pinned in coredns/go.mod), and the images the
 # cluster's registry serves (hack/nodeimages). What is already there is
 # reused; the images are rebuilt when hack/nodeimages changes.
 #
@@ -56,6 +56,7 @@ tools=(
   "runc|$here|1|seccomp|-s -w|github.com/opencontainers/runc"
   "registry|$here|0||-s -w|github.com/distribution/distribution/v3/cmd/registry"
   "metrics-server|$here/metrics-server|0||-s -w|sigs.k8s.io/metrics-server/cmd/metrics-server"
+  "coredns|$here/coredns|0||-s -w|github.com/app-operator/app-operator/hack/realnode/coredns"
 )
 n=$((${#tools[@]} + 1))
 i=0

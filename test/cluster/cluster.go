@@ -166,12 +166,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("generate key material: %w", err)
 	}
 	cl.caPEM = keys.caCertPEM
-	ports, err := freePorts(12)
+	ports, err := freePorts(13)
 	if err != nil {
 		return nil, err
 	}
 	etcdClient, etcdPeer, apiPort, kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
-	nodePorts := realNodePorts{registry: ports[6], kubelet: ports[7], kubeletHealthz: ports[8], proxyHealthz: ports[9], proxyMetrics: ports[10], metricsServer: ports[11]}
+	nodePorts := realNodePorts{registry: ports[6], kubelet: ports[7], kubeletHealthz: ports[8], proxyHealthz: ports[9], proxyMetrics: ports[10], metricsServer: ports[11], dnsReady: ports[12]}
 	cl.host = "https://127.0.0.1:" + strconv.Itoa(apiPort)
 
 	fmt.Fprintf(progress, "Starting etcd on 127.0.0.1:%d\n", etcdClient)
@@ -194,7 +194,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	// Static tokens: the admin (system:masters) and the identities of the
 	// other components. Tests mint ServiceAccount tokens through the API.
 	cmToken, schedToken, kwokToken := randomToken(), randomToken(), randomToken()
-	nodeTokens := realNodeTokens{kubelet: randomToken(), proxy: randomToken(), metricsServer: randomToken()}
+	nodeTokens := realNodeTokens{kubelet: randomToken(), proxy: randomToken(), metricsServer: randomToken(), dns: randomToken()}
 	tokens := strings.Join([]string{
 		cl.adminToken + "," + adminUser + ",local-admin-uid,system:masters",
 		cmToken + ",system:kube-controller-manager,kcm-uid,system:masters",
@@ -204,6 +204,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		nodeTokens.kubelet + ",system:node:" + RealNodeName + ",kubelet-uid,\"system:nodes,system:masters\"",
 		nodeTokens.proxy + ",system:kube-proxy,kube-proxy-uid,system:node-proxier",
 		nodeTokens.metricsServer + ",metrics-server,metrics-server-uid,system:masters",
+		nodeTokens.dns + "," + dnsUser + ",coredns-uid",
 	}, "\n") + "\n"
 	tokenFile := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {

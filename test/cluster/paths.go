@@ -72,7 +72,7 @@ func pinnedVersion(goMod, module string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(module) + `\s+(v\S+)`).FindSubmatch(data)
+	m := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(module) + `\s+(v\S+)`).FindSubmatch(data)
 	if m == nil {
 		return "", fmt.Errorf("%s does not pin %s", goMod, module)
 	}

@@ -98,7 +98,7 @@ type realNode struct {
 }
 
 // DefaultRealNodeBinDir is the folder `make realnode` builds into:
-// bin/realnode/k8s-<v>_containerd-<v>_runc-<v>_registry-<v>_metrics-server-<v>, with the
+// bin/realnode/k8s-<v>_containerd-<v>_runc-<v>_registry-<v>_metrics-server-<v>_coredns-<v>, with the
 // versions read from the go.mod files that pin them.
 func DefaultRealNodeBinDir() (string, error) {
 	return pinnedBinDir(RealNodeBinDirEnv, "realnode",
@@ -106,11 +106,12 @@ func DefaultRealNodeBinDir() (string, error) {
 		pin{"containerd", "hack/realnode/go.mod", "github.com/containerd/containerd/v2"},
 		pin{"runc", "hack/realnode/go.mod", "github.com/opencontainers/runc"},
 		pin{"registry", "hack/realnode/go.mod", "github.com/distribution/distribution/v3"},
-		pin{"metrics-server", "hack/realnode/metrics-server/go.mod", "sigs.k8s.io/metrics-server"})
+		pin{"metrics-server", "hack/realnode/metrics-server/go.mod", "sigs.k8s.io/metrics-server"},
+		pin{"coredns", "hack/realnode/coredns/go.mod", "github.com/coredns/coredns"})
 }
 
 // realNodeBinaries are the files `make realnode` leaves in its folder.
-var realNodeBinaries = []string{"kubelet", "kube-proxy", "containerd", shimBinary, "runc", "registry", "metrics-server", "images/index.json"}
+var realNodeBinaries = []string{"kubelet", "kube-proxy", "containerd", shimBinary, "runc", "registry", "metrics-server", "coredns", "images/index.json"}
 
 // RealPodsSupported tells whether this machine can run the RealPods
 // profile: nil if it can, else the reason it cannot.
@@ -153,12 +154,12 @@ func checkRealNodeBinaries(dir string) error {
 
 // realNodePorts are the loopback ports of the node's components.
 type realNodePorts struct {
-	registry, kubelet, kubeletHealthz, proxyHealthz, proxyMetrics, metricsServer int
+	registry, kubelet, kubeletHealthz, proxyHealthz, proxyMetrics, metricsServer, dnsReady int
 }
 
 // realNodeTokens are the node components' API credentials.
 type realNodeTokens struct {
-	kubelet, proxy, metricsServer string
+	kubelet, proxy, metricsServer, dns string
 }
 
 // startRealNode starts the node on top of the running control plane and
@@ -214,6 +215,11 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, ports realNo
 	}
 	if err := pushImages(ctx, filepath.Join(binDir, "images"), registry); err != nil {
 		return fmt.Errorf("push the images to the local registry: %w", err)
+	}
+
+	fmt.Fprintf(progress, "Starting the cluster DNS (CoreDNS) on %s:53\n", DNSAddress)
+	if err := c.startDNS(ctx, tokens.dns, ports.dnsReady); err != nil {
+		return err
 	}
 
 	fmt.Fprintln(progress, "Starting containerd")
@@ -623,6 +629,8 @@ failSwapOn: false
 podLogsDir: %s
 volumePluginDir: %s
 resolvConf: ""
+clusterDNS: [%s]
+clusterDomain: %s
 serializeImagePulls: false
 # The disk is shared with other work: no eviction for its use by others.
 evictionHard:
@@ -634,7 +642,7 @@ evictionHard:
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 `, bridgeIP, ports.kubelet, ports.kubeletHealthz, caCert, realNodeSocket, realNodeCgroup,
-		filepath.Join(n.dir, "pod-logs"), filepath.Join(n.dir, "volume-plugins"))
+		filepath.Join(n.dir, "pod-logs"), filepath.Join(n.dir, "volume-plugins"), DNSAddress, ClusterDomain)
 	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		return err
 	}
@@ -749,6 +757,7 @@ func (n *realNode) stop() error {
 	proxyErr := <-proxyDone
 	errs = append(errs, proxyErr)
 	stopNamed("metrics-server")
+	stopNamed("coredns")
 	stopNamed("containerd")
 	stopNamed("registry")
 	n.procs = nil
