@@ -53,6 +53,10 @@ const (
 	// ReasonCrashLoopBackOff: a container keeps exiting, or its liveness
 	// probe keeps failing; the message gives its last exit code and reason.
 	ReasonCrashLoopBackOff = "CrashLoopBackOff"
+	// ReasonReadinessProbeFailed: a container runs but has failed its
+	// readiness probe for longer than the probe allows; the message names
+	// the pod, the container and the probe.
+	ReasonReadinessProbeFailed = "ReadinessProbeFailed"
 	// ReasonStepFailed: a step against the application itself (a member
 	// added, a primary elected) could not be taken or observed; retried.
 	ReasonStepFailed = "StepFailed"

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
@@ -74,4 +75,54 @@ func TestAppServiceReportsPodsThatCannotRun(t *testing.T) {
 	}
 	waitForCondition(t, app, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
 	waitForCondition(t, app, conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable)
+}
+
+// A container that runs but never passes its readiness probe makes the
+// AppService Degraded once the probe's own time is up (initial delay,
+// failure threshold times period, timeout), with no pod update to wake the
+// pass then: the kubelet writes nothing while a probe keeps failing. The
+// container becoming ready clears it.
+func TestAppServiceReportsAContainerThatNeverBecomesReady(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := startOperator(t)
+	ensureServiceAccount(t, ns)
+	app := createAvailableAppService(t, ns)
+
+	owner := resources.OwnerOf(app, appv1.GroupVersion.WithKind("AppService"))
+	probe := &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
+		PeriodSeconds: 1, FailureThreshold: 2, TimeoutSeconds: 1,
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app.Name + "-pod", Labels: resources.Labels(appservice.Selector(owner))},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers:                   []corev1.Container{{Name: "web", Image: "nginx", ReadinessProbe: probe}},
+		},
+	}
+	create(t, pod)
+	// As the API server keeps it: to the second.
+	started := metav1.Now().Rfc3339Copy().Time
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "web", Image: "nginx", Started: ptr.To(true),
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}},
+	}}}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	c := waitForCondition(t, app, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonReadinessProbeFailed)
+	if took := time.Since(started); took < 3*time.Second {
+		t.Errorf("Degraded %.1f s after the container started, before its probe's 3 s were up", took.Seconds())
+	}
+	for _, want := range []string{"Pod " + pod.Name, "container web", "HTTP GET /healthz on port 8080"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("Degraded message %q does not say %q", c.Message, want)
+		}
+	}
+
+	pod.Status.ContainerStatuses[0].Ready = true
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	waitForCondition(t, app, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
 }

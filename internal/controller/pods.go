@@ -74,7 +74,8 @@ func podOwner(kindName string) handler.MapFunc {
 }
 
 // podFailureChanged passes the pod events that change what status.PodFailure
-// says of the pod.
+// says of the pod, or which of its containers run without being ready (what
+// status.ReadinessFailure looks at).
 func podFailureChanged() predicate.Predicate {
 	failure := func(o client.Object) status.Failure {
 		if p, ok := o.(*corev1.Pod); ok {
@@ -84,9 +85,19 @@ func podFailureChanged() predicate.Predicate {
 		}
 		return status.Failure{}
 	}
+	unready := func(o client.Object) []string {
+		if p, ok := o.(*corev1.Pod); ok {
+			return status.UnreadyContainers(p)
+		}
+		return nil
+	}
 	return predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return failure(e.Object) != status.Failure{} },
-		UpdateFunc:  func(e event.UpdateEvent) bool { return failure(e.ObjectOld) != failure(e.ObjectNew) },
+		CreateFunc: func(e event.CreateEvent) bool {
+			return failure(e.Object) != status.Failure{} || len(unready(e.Object)) > 0
+		},
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return failure(e.ObjectOld) != failure(e.ObjectNew) || !slices.Equal(unready(e.ObjectOld), unready(e.ObjectNew))
+		},
 		DeleteFunc:  func(e event.DeleteEvent) bool { return failure(e.Object) != status.Failure{} },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}

@@ -102,6 +102,15 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if pass.failure == nil {
 		pass.failure = status.PodFailure(podsOf(pass.children)...)
 	}
+	if pass.failure == nil {
+		// No event comes when a readiness probe's time is up: the pass
+		// looks again then.
+		var recheck time.Duration
+		pass.failure, recheck = status.ReadinessFailure(r.clock.Now(), podsOf(pass.children)...)
+		if recheck > 0 && (out.result.RequeueAfter == 0 || recheck < out.result.RequeueAfter) {
+			out.result.RequeueAfter = recheck
+		}
+	}
 	return r.writeStatus(ctx, before, obj, pass, out)
 }
 
