@@ -48,12 +48,21 @@ func Selector(owner resources.Owner) map[string]string {
 
 func deployment(owner resources.Owner, spec *appv1.AppServiceSpec, defaults resources.Defaults, selector, labels map[string]string) *appsv1ac.DeploymentApplyConfiguration {
 	podSecurity, containerSecurity := resources.SecurityContexts(spec.Settings, defaults)
+	ports := containerPorts(spec.Ports)
 	container := corev1ac.Container().
 		WithName(owner.Name).
 		WithImage(spec.Image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithPorts(containerPorts(spec.Ports)...).
+		WithPorts(ports...).
+		WithLifecycle(resources.DrainLifecycle()).
 		WithSecurityContext(containerSecurity)
+	if len(ports) > 0 && *ports[0].Protocol == corev1.ProtocolTCP {
+		// Ready once the first port accepts connections, not when the
+		// process starts: a Service sends nothing to a pod before.
+		container.WithReadinessProbe(corev1ac.Probe().
+			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromInt32(*ports[0].ContainerPort))).
+			WithPeriodSeconds(2))
+	}
 	if len(spec.Envs) > 0 {
 		for i := range spec.Envs {
 			container.WithEnv(resources.Convert[corev1ac.EnvVarApplyConfiguration](spec.Envs[i]))

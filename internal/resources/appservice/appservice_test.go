@@ -104,6 +104,14 @@ func TestBuildDeployment(t *testing.T) {
 	if diff := cmp.Diff([]string{"8080/TCP", "8080/UDP"}, ports); diff != "" {
 		t.Errorf("container ports (-want +got):\n%s", diff)
 	}
+	// Ready once the first port accepts connections; the Service sends
+	// nothing before, and a stopping pod keeps serving while it drains.
+	if p := c.ReadinessProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != 8080 {
+		t.Errorf("readiness probe = %+v, want a TCP connect to 8080", p)
+	}
+	if c.Lifecycle == nil || *c.Lifecycle.PreStop.Sleep.Seconds != resources.DrainSeconds {
+		t.Errorf("lifecycle = %+v, want a preStop sleep of %d s", c.Lifecycle, resources.DrainSeconds)
+	}
 	if len(c.Env) != 2 || *c.Env[1].ValueFrom.FieldRef.FieldPath != "metadata.name" {
 		t.Errorf("env not carried over: %+v", c.Env)
 	}

@@ -297,6 +297,7 @@ func deployment(owner resources.Owner, spec *customv1.MicroServiceDeploySpec, de
 		WithImage(spec.Image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)).
+		WithLifecycle(resources.DrainLifecycle()).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("config").WithMountPath(ConfigFile).WithSubPath(ConfigKey).WithReadOnly(true))
 	if rr := spec.ResourceRequirements; len(rr.Limits) > 0 || len(rr.Requests) > 0 {
 		container.WithResources(resources.Convert[corev1ac.ResourceRequirementsApplyConfiguration](

@@ -87,6 +87,7 @@ func deployment(owner resources.Owner, spec *operatorv1.MyWebSpec, defaults reso
 		WithName(owner.Name).
 		WithSecurityContext(containerSecurity).
 		WithImage(spec.Image).
+		WithLifecycle(resources.DrainLifecycle()).
 		WithPorts(corev1ac.ContainerPort().WithName(portName).WithContainerPort(Port).WithProtocol(corev1.ProtocolTCP)).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName(volumeName).WithMountPath(HTMLDir).WithReadOnly(true)).
 		// Available means the page is served, not only that nginx started.
