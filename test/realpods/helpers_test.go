@@ -1,0 +1,153 @@
+package realpods
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// traffic sends GET requests to a URL back to back, as a user's client
+// would during a change, and counts those that fail (an error or a status
+// other than 200) and the answers that hold a given text.
+type traffic struct {
+	url  string
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu       sync.Mutex
+	requests int
+	failures []string
+	// firstWith is when an answer first held the text looked for.
+	firstWith time.Time
+}
+
+// startTraffic sends requests to url until stopped; an answer holding
+// marker is noted.
+func startTraffic(url, marker string) *traffic {
+	ctx, cancel := context.WithCancel(context.Background())
+	tr := &traffic{url: url, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(tr.done)
+		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		for ctx.Err() == nil {
+			body, err := get(hc, url)
+			if ctx.Err() != nil {
+				return
+			}
+			tr.mu.Lock()
+			tr.requests++
+			if err != nil {
+				tr.failures = append(tr.failures, err.Error())
+			} else if tr.firstWith.IsZero() && strings.Contains(body, marker) {
+				tr.firstWith = time.Now()
+			}
+			tr.mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return tr
+}
+
+// Stop ends the traffic and returns the number of requests and the failures.
+func (tr *traffic) Stop() (int, []string) {
+	tr.stop()
+	<-tr.done
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.requests, tr.failures
+}
+
+// SawMarker reports when an answer first held the marker (zero if none has).
+func (tr *traffic) SawMarker() time.Time {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.firstWith
+}
+
+func get(hc *http.Client, url string) (string, error) {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return string(body), fmt.Errorf("%s: %s (server %q, body %.200q)", url, resp.Status, resp.Header.Get("Server"), body)
+	}
+	return string(body), nil
+}
+
+// memcachedCommand sends one command of memcached's text protocol to addr
+// and returns its answer: up to "END" for get and stats, one line
+// otherwise.
+func memcachedCommand(addr, command string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write([]byte(command + "\r\n")); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(conn)
+	multiLine := strings.HasPrefix(command, "get ") || command == "stats"
+	var answer strings.Builder
+	for {
+		line, err := r.ReadString('\n')
+		answer.WriteString(line)
+		if err != nil {
+			return answer.String(), err
+		}
+		if !multiLine || line == "END\r\n" || strings.HasSuffix(line, "ERROR\r\n") {
+			return answer.String(), nil
+		}
+	}
+}
+
+// waitCondition waits until obj's condition of type condType has the given
+// status and reason, and returns it.
+func waitCondition(t *testing.T, c client.Client, obj client.Object, conditionsOf func() []metav1.Condition,
+	condType string, status metav1.ConditionStatus, reason string, timeout time.Duration) metav1.Condition {
+	t.Helper()
+	var got metav1.Condition
+	testenv.Eventually(t, timeout, func() (bool, string) {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false, err.Error()
+		}
+		cond := meta.FindStatusCondition(conditionsOf(), condType)
+		if cond == nil {
+			return false, "no " + condType + " condition"
+		}
+		got = *cond
+		return cond.Status == status && cond.Reason == reason, fmt.Sprintf("%s=%s %s: %s", condType, cond.Status, cond.Reason, cond.Message)
+	})
+	return got
+}
+
+// waitServesContaining waits until GET url answers 200 with a body that
+// holds want.
+func waitServesContaining(t *testing.T, url, want string, timeout time.Duration) {
+	t.Helper()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	testenv.Eventually(t, timeout, func() (bool, string) {
+		body, err := get(hc, url)
+		return err == nil && strings.Contains(body, want), fmt.Sprintf("%s: %q (%v)", url, body, err)
+	})
+}
