@@ -45,7 +45,7 @@ help: ## Show this help.
 # which exits 1 after Ctrl-C whatever the program's own exit status: after a
 # Ctrl-C that stopped everything, make exits 0.
 .PHONY: demo
-demo: controlplane build ## Start the full local cluster, run the operator, apply every sample and show the result (Ctrl-C stops all).
+demo: controlplane realnode build ## Start a local cluster (pods run for real where the machine allows it), run the operator, apply every sample and show the result (Ctrl-C stops all).
 	go build -o $(LOCALBIN)/localcluster ./hack/localcluster
 	$(LOCALBIN)/localcluster demo --operator=$(LOCALBIN)/app-operator
 

@@ -1,12 +1,14 @@
 // Command localcluster starts the local control plane for people.
 //
-//	localcluster up [--profile=full|api-only]
+//	localcluster up [--profile=full|api-only|real-pods]
 //	    start a cluster, print how to reach it, stop it on Ctrl-C
-//	localcluster demo --operator=bin/app-operator [--exit-when-ready]
-//	    start the full cluster, install the CRDs, run the operator, apply
-//	    every sample in config/samples into one namespace through its
-//	    kustomization (as a user does), wait until each is Ready or says
-//	    why not, and show the result and how to look at each sample
+//	localcluster demo --operator=bin/app-operator [--exit-when-ready] [--profile=auto|real-pods|full]
+//	    start a cluster whose pods really run where the machine allows it
+//	    (else the full kwok one, saying why), install the CRDs, run the
+//	    operator, apply every sample in config/samples into one namespace
+//	    through its kustomization (as a user does), wait until each is Ready
+//	    or says why not, and show the result, what the running samples
+//	    serve, and how to look at each sample
 package main
 
 import (
@@ -66,13 +68,13 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: localcluster up [--profile=full|api-only] | demo --operator=PATH [--exit-when-ready]")
+	fmt.Fprintln(os.Stderr, "usage: localcluster up [--profile=full|api-only|real-pods] | demo --operator=PATH [--exit-when-ready] [--profile=auto|real-pods|full]")
 	os.Exit(2)
 }
 
 func up(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ExitOnError)
-	profile := fs.String("profile", string(cluster.Full), "full or api-only")
+	profile := fs.String("profile", string(cluster.Full), "full, api-only or real-pods")
 	_ = fs.Parse(args)
 
 	c, err := cluster.Start(ctx, cluster.Options{Profile: cluster.Profile(*profile), Progress: os.Stdout})
@@ -90,13 +92,18 @@ func demo(ctx context.Context, args []string) error {
 	operator := fs.String("operator", "bin/app-operator", "path of the manager binary")
 	exitWhenReady := fs.Bool("exit-when-ready", false, "stop everything once every sample is Ready instead of waiting for Ctrl-C")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the samples to become Ready")
+	profileFlag := fs.String("profile", "auto", "real-pods, full (kwok's fake node), or auto: real-pods where the machine allows it")
 	_ = fs.Parse(args)
+	profile, err := demoProfile(*profileFlag)
+	if err != nil {
+		return err
+	}
 
 	root, err := cluster.RepoRoot()
 	if err != nil {
 		return err
 	}
-	c, err := cluster.Start(ctx, cluster.Options{Profile: cluster.Full, Progress: os.Stdout})
+	c, err := cluster.Start(ctx, cluster.Options{Profile: profile, Progress: os.Stdout})
 	if err != nil {
 		return err
 	}
@@ -168,11 +175,19 @@ func demo(ctx context.Context, args []string) error {
 	if !settled.ok {
 		return fmt.Errorf("samples not settled within %s (operator log: %s)", timeout, filepath.Join(c.Dir, "logs", "app-operator.log"))
 	}
+	if profile == cluster.RealPods {
+		step("What the running samples serve")
+		showServing(ctx, cl, samples)
+	}
 	if *exitWhenReady {
 		return nil
 	}
 	printAccess(c)
-	fmt.Println("Look at each sample (kwok runs the pods on a fake node without containers, so no port answers):")
+	if profile == cluster.RealPods {
+		fmt.Println("Look at each sample (its pods' output: kubectl -n " + demoNamespace + " logs <pod>):")
+	} else {
+		fmt.Println("Look at each sample (kwok runs the pods on a fake node without containers, so no port answers):")
+	}
 	fmt.Println()
 	for _, smp := range samples {
 		fmt.Printf("  %-20s %s\n", smp.obj.GetKind(), lookCommand(smp))

@@ -18,12 +18,14 @@ import (
 // TestDemoExitsCleanlyOnCtrlC runs the demo as `make demo` does and sends
 // SIGINT to its process group, as Ctrl-C in a terminal does, once at start-up
 // and once when everything is running: the demo exits 0, and no process it
-// started is left. When everything runs, every sample is Ready: the samples
-// share one namespace and one cluster, as config/samples' kustomization
-// applies them.
+// started is left. When everything runs, every sample is Ready (with real
+// pods, every sample that can run, and the MicroServiceDeploy sample says
+// why it cannot, and the demo shows the MyWeb page and a memcached stats
+// line): the samples share one namespace and one cluster, as
+// config/samples' kustomization applies them.
 func TestDemoExitsCleanlyOnCtrlC(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts the full local cluster")
+		t.Skip("starts a local cluster")
 	}
 	root, err := cluster.RepoRoot()
 	if err != nil {
@@ -111,13 +113,25 @@ func TestDemoExitsCleanlyOnCtrlC(t *testing.T) {
 				t.Errorf("the demo exited with %v after SIGINT, want 0:\n%s\n%s", err, strings.Join(out, "\n"), stderr.String())
 			}
 			if tc.wantReady {
+				realPods := hasLine(out, "Cluster ready", "pods run for real")
 				for _, kind := range []string{"AppService", "WebService", "Memcached", "MicroServiceDeploy", "MyWeb"} {
-					if !hasLine(out, kind+" ", ": Ready") {
+					// With real pods, the MicroServiceDeploy sample (an
+					// image name that is no image, 2 CPUs for each of three
+					// pods) cannot run and must say why.
+					if realPods && kind == "MicroServiceDeploy" {
+						if !hasLine(out, kind+" ", ": not Ready, PodUnschedulable: ") && !hasLine(out, kind+" ", ": not Ready, ImagePullFailed: ") {
+							t.Errorf("no line says why the %s sample cannot run:\n%s", kind, strings.Join(out, "\n"))
+						}
+					} else if !hasLine(out, kind+" ", ": Ready") {
 						t.Errorf("no line says the %s sample is Ready:\n%s", kind, strings.Join(out, "\n"))
 					}
 					if !hasLine(out, "  "+kind+" ", "kubectl -n demo ") {
 						t.Errorf("no line says how to look at the %s sample:\n%s", kind, strings.Join(out, "\n"))
 					}
+				}
+				// What the running samples serve, fetched by the demo.
+				if realPods && (!hasLine(out, "        <h1>Hello, World!</h1>", "") || !hasLine(out, "    STAT version ", "")) {
+					t.Errorf("the demo did not show the MyWeb page and a memcached stats line:\n%s", strings.Join(out, "\n"))
 				}
 			}
 			if runDir == "" {
