@@ -17,16 +17,39 @@ tools=(
   "kubectl k8s.io/kubernetes/cmd/kubectl"
 )
 
-flags=(-trimpath -ldflags=-s\ -w)
+# The Kubernetes components report the pinned version (a client such as
+# Helm checks a chart's kubeVersion against it), not v0.0.0-master.
+k8s=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2}' "$here/go.mod")
+minor=${k8s#v1.}
+minor=${minor%%.*}
+k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s -X k8s.io/component-base/version.gitMajor=1"
+k8s_ldflags+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+k8s_ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$k8s -X k8s.io/client-go/pkg/version.gitMajor=1"
+k8s_ldflags+=" -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+
+# cached reports whether the binary name is in $out and, for a Kubernetes
+# component, reports the pinned version (a binary built before the version
+# was set is built again).
+cached() {
+  local name=$1
+  [[ -x "$out/$name" ]] || return 1
+  case $name in
+  kube-*) "$out/$name" --version 2>/dev/null | grep -qF "$k8s" ;;
+  kubectl) "$out/$name" version --client 2>/dev/null | grep -qF "$k8s" ;;
+  esac
+}
+
 i=0
 for entry in "${tools[@]}"; do
   i=$((i + 1))
   name=${entry%% *}
   pkg=${entry#* }
-  if [[ -x "$out/$name" ]]; then
+  if cached "$name"; then
     echo "[$i/6] $name: cached in $out"
     continue
   fi
+  flags=(-trimpath "-ldflags=-s -w")
+  [[ $name == etcd ]] || flags=(-trimpath "-ldflags=$k8s_ldflags")
   echo "[$i/6] $name: building $pkg (the first build of the control plane takes several minutes)"
   start=$SECONDS
   (cd "$here" && CGO_ENABLED=0 go build "${flags[@]}" -o "$out/$name.tmp" "$pkg")
@@ -39,7 +62,7 @@ if [[ -x "$out/kwok" ]]; then
 else
   echo "[6/6] kwok: building sigs.k8s.io/kwok/cmd/kwok"
   start=$SECONDS
-  (cd "$here/kwok" && CGO_ENABLED=0 go build "${flags[@]}" -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok)
+  (cd "$here/kwok" && CGO_ENABLED=0 go build -trimpath "-ldflags=-s -w" -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok)
   mv "$out/kwok.tmp" "$out/kwok"
   echo "[6/6] kwok: built in $((SECONDS - start))s"
 fi
