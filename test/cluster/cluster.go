@@ -212,7 +212,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 
 	var auditArgs []string
+	// Loopback only, but with real pods: they reach the API server through
+	// the kubernetes Service, whose endpoint is the node's bridge address
+	// (see exposeAPIServerToPods).
+	bindAddress := "127.0.0.1"
 	if opts.Profile == RealPods {
+		bindAddress = "0.0.0.0"
 		// The API server's identity towards the kubelet (logs, exec,
 		// port-forward); the kubelet's own serving certificate is
 		// self-signed, so it is not verified.
@@ -247,10 +252,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	fmt.Fprintf(progress, "Starting kube-apiserver on %s\n", cl.host)
 	if err := cl.run("kube-apiserver", append(auditArgs,
 		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1",
+		"--bind-address="+bindAddress,
 		"--advertise-address=127.0.0.1",
-		// Nothing in this cluster reaches the apiserver through the
-		// kubernetes Service, and its endpoint may not be loopback.
+		// The kubernetes Service's endpoint may not be loopback: without
+		// real pods nothing uses it; with them, exposeAPIServerToPods
+		// sets it to the node's bridge address.
 		"--endpoint-reconciler-type=none",
 		"--secure-port="+strconv.Itoa(apiPort),
 		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),

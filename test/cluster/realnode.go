@@ -19,7 +19,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
@@ -94,7 +93,9 @@ type realNode struct {
 	dir    string
 	lock   *os.File
 	rec    realNodeRecordData
-	procs  []*process
+	// registry is the address of the node's image registry.
+	registry string
+	procs    []*process
 }
 
 // DefaultRealNodeBinDir is the folder `make realnode` builds into:
@@ -213,12 +214,17 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, ports realNo
 	if err := n.startRegistry(ctx, registry); err != nil {
 		return err
 	}
+	n.registry = registry
 	if err := pushImages(ctx, filepath.Join(binDir, "images"), registry); err != nil {
 		return fmt.Errorf("push the images to the local registry: %w", err)
 	}
 
 	fmt.Fprintf(progress, "Starting the cluster DNS (CoreDNS) on %s:53\n", DNSAddress)
 	if err := c.startDNS(ctx, tokens.dns, ports.dnsReady); err != nil {
+		return err
+	}
+
+	if err := c.exposeAPIServerToPods(ctx); err != nil {
 		return err
 	}
 
@@ -450,12 +456,8 @@ func pushImages(ctx context.Context, dir, addr string) error {
 		if err != nil {
 			return err
 		}
-		target, err := name.NewTag(addr+"/"+ref.Context().RepositoryStr()+":"+ref.Identifier(), name.Insecure)
-		if err != nil {
+		if err := writeImage(ctx, img, ref, addr); err != nil {
 			return err
-		}
-		if err := remote.Write(target, img, remote.WithContext(ctx)); err != nil {
-			return fmt.Errorf("push %s: %w", target, err)
 		}
 	}
 	return nil
@@ -480,6 +482,8 @@ func (n *realNode) startContainerd(ctx context.Context, registry string) error {
 	if err := os.MkdirAll(cniConf, 0o755); err != nil {
 		return err
 	}
+	// Pods route their subnet on the bridge and the Services' cluster IPs
+	// through the node, where kube-proxy translates them; nothing else.
 	conflist := fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": %q,
@@ -492,11 +496,12 @@ func (n *realNode) startContainerd(ctx context.Context, registry string) error {
     "ipam": {
       "type": "host-local",
       "ranges": [[{"subnet": %q, "gateway": %q}]],
+      "routes": [{"dst": %q}],
       "dataDir": %q
     }
   }]
 }
-`, cniNetworkName, bridgeName, podSubnet, bridgeIP, filepath.Join(n.dir, "cni", "ipam"))
+`, cniNetworkName, bridgeName, podSubnet, bridgeIP, serviceCIDR, filepath.Join(n.dir, "cni", "ipam"))
 	if err := os.WriteFile(filepath.Join(cniConf, "10-app-operator.conflist"), []byte(conflist), 0o644); err != nil {
 		return err
 	}
