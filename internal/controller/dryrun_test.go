@@ -102,7 +102,7 @@ func TestBuiltChildrenPassDryRun(t *testing.T) {
 	// The quota of every admitted instance at once (the largest sums), and
 	// the PriorityClass it is scoped to.
 	if len(quotaSpecs) > 0 {
-		for _, child := range []runtime.ApplyConfiguration{microservicedeploy.Quota(ns, quotaSpecs), microservicedeploy.PriorityClass()} {
+		for _, child := range []runtime.ApplyConfiguration{microservicedeploy.Quota(ns, quotaSpecs, nil), microservicedeploy.PriorityClass()} {
 			err := k8s.Apply(ctx, child, client.FieldOwner(controller.FieldOwner("namespacequota")), client.ForceOwnership, client.DryRunAll)
 			dryRunAccepted.Add(err == nil)
 			if err != nil {

@@ -118,7 +118,11 @@ func (r *namespaceQuotaReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.ensurePriorityClass(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	desired, err := newDesiredChild(microservicedeploy.Quota(req.Namespace, specs))
+	var used corev1.ResourceList
+	if live != nil {
+		used = live.Status.Used
+	}
+	desired, err := newDesiredChild(microservicedeploy.Quota(req.Namespace, specs, used))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

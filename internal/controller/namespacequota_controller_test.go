@@ -176,3 +176,48 @@ func TestQuotaWakesInstancesNotYetReportingOnItBehindNewWork(t *testing.T) {
 		t.Fatalf("woken with priorities %v, want %v", got, want)
 	}
 }
+
+// A spec that asks for less must not strand the pods of the old one: the
+// quota keeps room for what its status says is in use, and shrinks back to
+// the specs' once that use fits them.
+func TestMicroServiceDeployQuotaKeepsRoomForThePodsInUse(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, k8s)
+	createMSDs(t, ns, 1)
+	r := controller.NewNamespaceQuotaReconciler(k8s, k8s)
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: microservicedeploy.QuotaName}}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	quota := msdQuota(ns)
+	get(t, quota)
+	specs := quota.Spec.Hard["requests.cpu"]
+
+	// What kube-controller-manager's quota controller would write with
+	// the pods of an old, larger spec still counted.
+	setUsed := func(cpu string) {
+		t.Helper()
+		get(t, quota)
+		quota.Status.Hard = quota.Spec.Hard
+		quota.Status.Used = corev1.ResourceList{"requests.cpu": resource.MustParse(cpu)}
+		if err := k8s.Status().Update(ctx, quota); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		get(t, quota)
+	}
+	over := specs.DeepCopy()
+	over.Add(resource.MustParse("6"))
+	setUsed(over.String())
+	want := specs.DeepCopy()
+	want.Add(over)
+	if got := quota.Spec.Hard["requests.cpu"]; got.Cmp(want) != 0 {
+		t.Errorf("with %s in use, requests.cpu = %s, want %s (the specs' %s plus the use)", over.String(), got.String(), want.String(), specs.String())
+	}
+	setUsed("1m")
+	if got := quota.Spec.Hard["requests.cpu"]; got.Cmp(specs) != 0 {
+		t.Errorf("once the use fits, requests.cpu = %s, want the specs' %s", got.String(), specs.String())
+	}
+}

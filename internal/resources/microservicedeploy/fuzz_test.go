@@ -102,7 +102,7 @@ func FuzzQuota(f *testing.F) {
 			}
 		}
 
-		q := Quota("ns", specs)
+		q := Quota("ns", specs, nil)
 		if *q.Name != QuotaName || *q.Namespace != "ns" || q.Labels[resources.LabelManagedBy] != resources.ManagedBy {
 			t.Fatalf("quota %s/%s with labels %v is not the operator's", *q.Namespace, *q.Name, q.Labels)
 		}

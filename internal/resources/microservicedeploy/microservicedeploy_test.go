@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -280,7 +281,7 @@ func asStrings(l corev1.ResourceList) map[string]string {
 
 func TestQuotaLimitsOnlyTheInstancesPodsAndHasNoOwners(t *testing.T) {
 	a, b := sample(), sample()
-	q := Quota("ns", []*customv1.MicroServiceDeploySpec{&a, &b})
+	q := Quota("ns", []*customv1.MicroServiceDeploySpec{&a, &b}, nil)
 	if *q.Name != QuotaName || *q.Namespace != "ns" {
 		t.Errorf("quota %s/%s", *q.Namespace, *q.Name)
 	}
@@ -364,7 +365,7 @@ func TestGolden(t *testing.T) {
 			o := owner("ms-sample-v1s0")
 			c := Build(o, &m.spec, m.opts, resources.Defaults{}, "")
 			objs := append(c.Objects(), c.Handovers()...)
-			objs = append(objs, Quota(o.Namespace, []*customv1.MicroServiceDeploySpec{&m.spec}), PriorityClass())
+			objs = append(objs, Quota(o.Namespace, []*customv1.MicroServiceDeploySpec{&m.spec}, nil), PriorityClass())
 			compareGolden(t, filepath.Join("testdata", m.name+".golden.yaml"), objs)
 		})
 	}
@@ -397,5 +398,30 @@ func compareGolden(t *testing.T, golden string, objs []runtime.ApplyConfiguratio
 	}
 	if diff := cmp.Diff(string(want), got.String()); diff != "" {
 		t.Errorf("children differ from %s (-want +got):\n%s", golden, diff)
+	}
+}
+
+func TestRoomForPodsInUse(t *testing.T) {
+	q := resource.MustParse
+	hard := corev1.ResourceList{"requests.cpu": q("70m"), "requests.memory": q("224Mi")}
+	for _, tc := range []struct {
+		name string
+		used corev1.ResourceList
+		want corev1.ResourceList
+	}{
+		{"should keep the specs' quota without a status", nil, hard},
+		{"should keep the specs' quota while the use fits it", corev1.ResourceList{"requests.cpu": q("30m"), "requests.memory": q("224Mi")}, hard},
+		// Three old pods of 2 CPUs each, Pending, after the spec asked for
+		// 10m a pod: room for them and for the new spec's pods.
+		{"should add the use that exceeds the specs' quota", corev1.ResourceList{"requests.cpu": q("6"), "requests.memory": q("96Mi")},
+			corev1.ResourceList{"requests.cpu": q("6070m"), "requests.memory": q("224Mi")}},
+		{"should ignore a use of a resource the quota does not limit", corev1.ResourceList{"limits.cpu": q("6")}, hard},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := RoomForPodsInUse(hard, tc.used)
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("RoomForPodsInUse = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -102,12 +102,31 @@ func canonical(q resource.Quantity) resource.Quantity {
 	return resource.MustParse(q.String())
 }
 
+// RoomForPodsInUse returns hard with, for each resource whose use (the
+// quota's status.used) exceeds it, that use added. When a spec asks for
+// less, its old pods still count until a rollout replaces them, and a quota
+// sized for the new spec alone would refuse the new pods, so that the old
+// ones (unschedulable ones, say) would never go. Once they are gone, the
+// use falls back under the specs' quota, which is then the quota again.
+func RoomForPodsInUse(hard, used corev1.ResourceList) corev1.ResourceList {
+	out := hard.DeepCopy()
+	for name, limit := range hard {
+		if inUse, ok := used[name]; ok && inUse.Cmp(limit) > 0 {
+			sum := limit.DeepCopy()
+			sum.Add(inUse)
+			out[name] = canonical(sum)
+		}
+	}
+	return out
+}
+
 // Quota returns the namespace's ResourceQuota for the instances with the
-// given specs, scoped to the pods of PriorityClassName. It has no owner
-// references: one per instance would grow without bound (an object is
-// capped at about 1.5 MB, near 10,000 references); the operator deletes it
-// with the namespace's last instance.
-func Quota(namespace string, specs []*customv1.MicroServiceDeploySpec) *corev1ac.ResourceQuotaApplyConfiguration {
+// given specs, scoped to the pods of PriorityClassName, with room for the
+// pods in use (used, the live quota's status; see RoomForPodsInUse). It has
+// no owner references: one per instance would grow without bound (an object
+// is capped at about 1.5 MB, near 10,000 references); the operator deletes
+// it with the namespace's last instance.
+func Quota(namespace string, specs []*customv1.MicroServiceDeploySpec, used corev1.ResourceList) *corev1ac.ResourceQuotaApplyConfiguration {
 	spec := corev1ac.ResourceQuotaSpec().
 		WithScopeSelector(corev1ac.ScopeSelector().WithMatchExpressions(
 			corev1ac.ScopedResourceSelectorRequirement().
@@ -117,7 +136,7 @@ func Quota(namespace string, specs []*customv1.MicroServiceDeploySpec) *corev1ac
 	// No limits at all is no hard map: the API server stores an empty one
 	// as none, and an applied empty map would never compare equal to it.
 	if hard := QuotaHard(specs); len(hard) > 0 {
-		spec.WithHard(hard)
+		spec.WithHard(RoomForPodsInUse(hard, used))
 	}
 	return corev1ac.ResourceQuota(QuotaName, namespace).WithLabels(labels()).WithSpec(spec)
 }
