@@ -114,6 +114,23 @@ func DefaultRealNodeBinDir() (string, error) {
 // realNodeBinaries are the files `make realnode` leaves in its folder.
 var realNodeBinaries = []string{"kubelet", "kube-proxy", "containerd", shimBinary, "runc", "registry", "metrics-server", "coredns", "images/index.json"}
 
+// RealPodsSkipEnv, set to 0, makes the tests that need the RealPods
+// profile skip even where it can run.
+const RealPodsSkipEnv = "APP_OPERATOR_REALPODS"
+
+// RealPodsSkipReason is why the tests that need the RealPods profile skip
+// here ("" when they run): RealPodsSkipEnv set to 0, or what
+// RealPodsSupported says.
+func RealPodsSkipReason() string {
+	if os.Getenv(RealPodsSkipEnv) == "0" {
+		return RealPodsSkipEnv + "=0"
+	}
+	if err := RealPodsSupported(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 // RealPodsSupported tells whether this machine can run the RealPods
 // profile: nil if it can, else the reason it cannot.
 func RealPodsSupported() error {

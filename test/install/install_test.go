@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -75,7 +74,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	waitSamples(t, c)
 	// Ready once its pod is; kube-proxy opens the node port moments later.
 	testenv.Eventually(t, 30*time.Second, func() (bool, string) {
-		page, err := get(http.DefaultClient, "http://127.0.0.1:30100/")
+		page, err := testenv.Get(http.DefaultClient, "http://127.0.0.1:30100/")
 		return err == nil && strings.Contains(page, "Hello, World!"), fmt.Sprintf("the MyWeb sample's node port answered %q (%v)", page, err)
 	})
 	// Exactly one replica reconciles: every write to the samples' namespace
@@ -587,18 +586,4 @@ func auditEvents(t *testing.T) []auditEvent {
 			sub: e.ObjectRef.Subresource, ns: e.ObjectRef.Namespace, name: e.ObjectRef.Name}})
 	}
 	return out
-}
-
-// get returns the body of a 200 answer to GET url.
-func get(hc *http.Client, url string) (string, error) {
-	resp, err := hc.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return string(body), err
 }

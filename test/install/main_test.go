@@ -46,12 +46,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctrllog.SetLogger(logr.Discard())
-	if os.Getenv("APP_OPERATOR_REALPODS") == "0" {
-		skipReason = "APP_OPERATOR_REALPODS=0"
-	} else if err := cluster.RealPodsSupported(); err != nil {
-		skipReason = err.Error()
-	}
-	if skipReason != "" {
+	if skipReason = cluster.RealPodsSkipReason(); skipReason != "" {
 		testenv.PrintSummaryLines("install tests skipped: " + skipReason + "\n")
 		return m.Run()
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -43,7 +42,7 @@ func startTraffic(url, marker string) *traffic {
 		defer close(tr.done)
 		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 		for ctx.Err() == nil {
-			body, err := get(hc, url)
+			body, err := testenv.Get(hc, url)
 			if ctx.Err() != nil {
 				return
 			}
@@ -75,22 +74,6 @@ func (tr *traffic) SawMarker() time.Time {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.firstWith
-}
-
-func get(hc *http.Client, url string) (string, error) {
-	resp, err := hc.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return string(body), fmt.Errorf("%s: %s (server %q, body %.200q)", url, resp.Status, resp.Header.Get("Server"), body)
-	}
-	return string(body), nil
 }
 
 // memcachedCommand sends one command of memcached's text protocol to addr
@@ -147,7 +130,7 @@ func waitServesContaining(t *testing.T, url, want string, timeout time.Duration)
 	t.Helper()
 	hc := &http.Client{Timeout: 2 * time.Second}
 	testenv.Eventually(t, timeout, func() (bool, string) {
-		body, err := get(hc, url)
+		body, err := testenv.Get(hc, url)
 		return err == nil && strings.Contains(body, want), fmt.Sprintf("%s: %q (%v)", url, body, err)
 	})
 }

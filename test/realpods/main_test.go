@@ -21,9 +21,6 @@ import (
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
-// SkipEnv, set to 0, skips the tests even where they can run.
-const SkipEnv = "APP_OPERATOR_REALPODS"
-
 var (
 	testCluster *cluster.Cluster
 	skipReason  string
@@ -37,12 +34,7 @@ func run(m *testing.M) int {
 	// The tests' own clients log nothing; the operators they start log
 	// through testenv.
 	ctrllog.SetLogger(logr.Discard())
-	if os.Getenv(SkipEnv) == "0" {
-		skipReason = SkipEnv + "=0"
-	} else if err := cluster.RealPodsSupported(); err != nil {
-		skipReason = err.Error()
-	}
-	if skipReason != "" {
+	if skipReason = cluster.RealPodsSkipReason(); skipReason != "" {
 		// In the summary that `make test` prints at its end, since go test
 		// shows a passing package's output only with -v.
 		testenv.PrintSummaryLines("real-pods tests skipped: " + skipReason + "\n")

@@ -237,7 +237,7 @@ func TestMicroServiceDeploySampleSaysWhyItCannotRunAndARealOneServes(t *testing.
 		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(pods.Items) == 0, fmt.Sprintf("pods while idle: %v (%v)", testenv.PodSummary(pods), err)
 	})
-	if _, err := get(&http.Client{Timeout: 2 * time.Second}, url); err == nil {
+	if _, err := testenv.Get(&http.Client{Timeout: 2 * time.Second}, url); err == nil {
 		t.Errorf("%s still answers with the instance idle", url)
 	}
 }
