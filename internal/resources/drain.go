@@ -9,7 +9,7 @@ import (
 // any load balancer) to stop sending it new connections once its endpoint
 // is marked terminating. Without it, a rolling update refuses the
 // connections that still reach a pod whose server has closed its socket.
-const DrainSeconds = 5
+const DrainSeconds = 10
 
 // DrainLifecycle is the preStop hook that waits DrainSeconds, with the
 // kubelet's own sleep action: the image needs no shell.

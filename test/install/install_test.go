@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -129,6 +130,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	// An upgrade to a new tag of the image rolls the manager and rewrites
 	// no child: the new leader finds every child as it wants it.
 	pushImage(t, ctx, imageTag+"-2")
+	readySince := readyTransitions(t, c)
 	upgraded := time.Now()
 	helm(t, "upgrade", release, "charts/app-operator", "--namespace", namespace, "--reuse-values",
 		"--set", "image.tag="+imageTag+"-2", "--wait", "--timeout", "3m")
@@ -140,6 +142,10 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	}
 	newLeader := leaderPod(t, cs)
 	waitSamples(t, c)
+	// Every sample stayed as it was: its Ready condition never changed.
+	if after := readyTransitions(t, c); !maps.Equal(after, readySince) {
+		t.Errorf("Ready conditions changed across the upgrade: before %v, after %v", readySince, after)
+	}
 	// The new leader has looked at every sample once it holds the Lease
 	// and its caches are in sync; a few seconds more for its passes.
 	time.Sleep(10 * time.Second)
@@ -297,20 +303,24 @@ func applySamples(t *testing.T, cs kubernetes.Interface) {
 	kubectl(t, "apply", "-n", samplesNS, "-k", "config/samples")
 }
 
+// samples are the resources `kubectl apply -k config/samples` creates, and
+// whether each can become Ready on the local node.
+var samples = []struct {
+	group, version, kind, name string
+	ready                      bool
+}{
+	{"app.example.com", "v1", "AppService", "nginx-app", true},
+	{"app.example.com", "v1", "WebService", "nginx-web", true},
+	{"cache.example.com", "v1alpha1", "Memcached", "example-memcached", true},
+	{"operator.k8s-summit.org", "v1", "MyWeb", "myweb", true},
+	{"custom.ops", "v1", "MicroServiceDeploy", "ms-sample-v1s0", false},
+}
+
 // waitSamples waits until every sample that can run is Ready and the
 // MicroServiceDeploy sample says why it cannot.
 func waitSamples(t *testing.T, c client.Client) {
 	t.Helper()
-	for _, s := range []struct {
-		group, version, kind, name string
-		ready                      bool
-	}{
-		{"app.example.com", "v1", "AppService", "nginx-app", true},
-		{"app.example.com", "v1", "WebService", "nginx-web", true},
-		{"cache.example.com", "v1alpha1", "Memcached", "example-memcached", true},
-		{"operator.k8s-summit.org", "v1", "MyWeb", "myweb", true},
-		{"custom.ops", "v1", "MicroServiceDeploy", "ms-sample-v1s0", false},
-	} {
+	for _, s := range samples {
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(schema.GroupVersionKind{Group: s.group, Version: s.version, Kind: s.kind})
 		testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
@@ -324,6 +334,23 @@ func waitSamples(t *testing.T, c client.Client) {
 			return ready["status"] == "False" && degraded["status"] == "True", fmt.Sprintf("%s %s: Degraded %v", s.kind, s.name, degraded)
 		})
 	}
+}
+
+// readyTransitions returns, by sample, its Ready condition's status and
+// last transition time.
+func readyTransitions(t *testing.T, c client.Client) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, s := range samples {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(schema.GroupVersionKind{Group: s.group, Version: s.version, Kind: s.kind})
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: samplesNS, Name: s.name}, obj); err != nil {
+			t.Fatal(err)
+		}
+		ready := condition(obj, "Ready")
+		out[s.kind+"/"+s.name] = fmt.Sprintf("%v since %v", ready["status"], ready["lastTransitionTime"])
+	}
+	return out
 }
 
 func condition(obj *unstructured.Unstructured, condType string) map[string]any {
