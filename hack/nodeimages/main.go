@@ -159,6 +159,7 @@ func images(pauseBinary string) ([]image, error) {
 			entrypoint: []string{"/pause"},
 			user:       "65535:65535",
 		},
+		redisImage(),
 	}, nil
 }
 
