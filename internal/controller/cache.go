@@ -19,6 +19,7 @@ import (
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
+	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
@@ -40,13 +41,18 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	// owns it.
 	resource := cache.ByObject{Transform: dropStatusManagedFields}
 	return map[client.Object]cache.ByObject{
-		&appv1.AppService{}:            resource,
-		&appv1.WebService{}:            resource,
-		&customv1.MicroServiceDeploy{}: resource,
-		&cachev1alpha1.Memcached{}:     resource,
-		&operatorv1.MyWeb{}:            resource,
+		&appv1.AppService{}:                         resource,
+		&appv1.WebService{}:                         resource,
+		&customv1.MicroServiceDeploy{}:              resource,
+		&cachev1alpha1.Memcached{}:                  resource,
+		&operatorv1.MyWeb{}:                         resource,
+		&redislabsv1alpha1.RedisEnterpriseCluster{}: resource,
 
-		&appsv1.Deployment{}:                     managed,
+		&appsv1.Deployment{}:  managed,
+		&appsv1.StatefulSet{}: managed,
+		// Only the Secrets the operator labels: a RedisEnterpriseCluster's
+		// credentials. The operator never reads any other Secret.
+		&corev1.Secret{}:                         managed,
 		&corev1.Service{}:                        managed,
 		&corev1.ServiceAccount{}:                 managed,
 		&corev1.ConfigMap{}:                      managed,

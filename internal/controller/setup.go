@@ -23,6 +23,7 @@ import (
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
+	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 )
 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -35,6 +36,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(customv1.AddToScheme(s))
 	utilruntime.Must(cachev1alpha1.AddToScheme(s))
 	utilruntime.Must(operatorv1.AddToScheme(s))
+	utilruntime.Must(redislabsv1alpha1.AddToScheme(s))
 	return s
 }
 
@@ -46,6 +48,7 @@ func kinds(opts Options) []registered {
 		microServiceDeployKind(opts),
 		memcachedKind(opts),
 		myWebKind(opts),
+		redisEnterpriseClusterKind(),
 	}
 }
 

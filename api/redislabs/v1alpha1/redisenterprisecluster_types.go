@@ -1,0 +1,312 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// The defaults of the optional fields. The CRD carries the same values (see
+// the markers below); the builder falls back to them too, for a resource
+// that never went through the API server (the offline preview).
+const (
+	// DefaultNodes is the smallest cluster: a primary and two replicas.
+	DefaultNodes = 3
+	// MaxNodes is the largest spec.nodes accepted.
+	MaxNodes = 9
+	// DefaultUsername is the Redis Enterprise operator's default user.
+	DefaultUsername = "demo@redislabs.com"
+	// DefaultRepository and DefaultVersionTag name the Redis image.
+	DefaultRepository = "redislabs/redis"
+	DefaultVersionTag = "5.4.0-19"
+	// DefaultVolumeSize is the size of each node's volume when persistence
+	// is on and spec.persistentSpec.volumeSize is left out.
+	DefaultVolumeSize = "1Gi"
+)
+
+// RedisEnterpriseClusterSpec is the desired state: `nodes` Redis servers,
+// one primary and the others its replicas.
+type RedisEnterpriseClusterSpec struct {
+	// Nodes is the number of Redis servers: one primary, the others its
+	// replicas. Odd, and at least 3, as in Redis Enterprise, so that a
+	// primary always has a replica to hand over to.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=3
+	// +kubebuilder:validation:Maximum=9
+	// +kubebuilder:validation:XValidation:rule="self % 2 == 1",message="spec.nodes must be odd (3, 5, 7 or 9)"
+	Nodes int32 `json:"nodes,omitempty"`
+
+	// PersistentSpec keeps each node's data set on a PersistentVolumeClaim
+	// of the StatefulSet, which outlives the node's pod.
+	// +optional
+	PersistentSpec *PersistentSpec `json:"persistentSpec,omitempty"`
+
+	// UIServiceType is the type of the `<name>-ui` Service. Open-source
+	// Redis has no web UI: the Service serves the primary's Redis port.
+	// +optional
+	// +kubebuilder:default=ClusterIP
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	UIServiceType corev1.ServiceType `json:"uiServiceType,omitempty"`
+
+	// Username is the Redis user the cluster's Secret names, with a
+	// password the operator generates once. It may log in with AUTH
+	// <username> <password>; the default user takes the same password.
+	// +optional
+	// +kubebuilder:default="demo@redislabs.com"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[^\s<>"]+$`
+	Username string `json:"username,omitempty"`
+
+	// RedisEnterpriseNodeResources are each Redis container's requests and
+	// limits.
+	// +optional
+	RedisEnterpriseNodeResources *NodeResources `json:"redisEnterpriseNodeResources,omitempty"`
+
+	// RedisEnterpriseImageSpec names the Redis image. A change rolls the
+	// nodes: the replicas first, the primary last, after it hands over.
+	// +optional
+	RedisEnterpriseImageSpec *ImageSpec `json:"redisEnterpriseImageSpec,omitempty"`
+}
+
+// PersistentSpec selects the nodes' storage.
+type PersistentSpec struct {
+	// Enabled turns persistence on: true or false, or the strings 'true'
+	// and 'false'. Off, each node keeps its data in an emptyDir, lost with
+	// its pod.
+	// +optional
+	Enabled *Flag `json:"enabled,omitempty"`
+
+	// StorageClassName is the StorageClass of the nodes' volumes; the
+	// cluster's default class when left out.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	StorageClassName string `json:"storageClassName,omitempty"`
+
+	// VolumeSize is the size each node's volume asks for (1Gi when left
+	// out).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.persistentSpec.volumeSize must be positive"
+	VolumeSize *resource.Quantity `json:"volumeSize,omitempty"`
+}
+
+// Flag is a boolean written either as a bool (true) or, as in the Redis
+// Enterprise operator's early samples, as a string ('true').
+// +kubebuilder:validation:Type=""
+// +kubebuilder:validation:Schemaless
+// +kubebuilder:pruning:PreserveUnknownFields
+// +kubebuilder:validation:Enum=true;false;"true";"false"
+type Flag struct {
+	// Value is the boolean.
+	Value bool `json:"-"`
+	// AsString is whether it was written as a string.
+	AsString bool `json:"-"`
+}
+
+// True returns whether f is set and true.
+func (f *Flag) True() bool { return f != nil && f.Value }
+
+// MarshalJSON writes f as it was written.
+func (f Flag) MarshalJSON() ([]byte, error) {
+	if f.AsString {
+		return json.Marshal(fmt.Sprint(f.Value))
+	}
+	return json.Marshal(f.Value)
+}
+
+// UnmarshalJSON reads a bool, or one of the strings "true" and "false".
+func (f *Flag) UnmarshalJSON(data []byte) error {
+	var b bool
+	if err := json.Unmarshal(data, &b); err == nil {
+		*f = Flag{Value: b}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("a flag is true or false, or the string 'true' or 'false': %s", data)
+	}
+	switch s {
+	case "true", "false":
+		*f = Flag{Value: s == "true", AsString: true}
+		return nil
+	}
+	return fmt.Errorf("a flag is true or false, or the string 'true' or 'false': %q", s)
+}
+
+// NodeResources are a Redis container's requests and limits. A value is a
+// quantity (400m, 4Gi, 2); spaces in it are ignored, so that `4 Gi` reads
+// as 4Gi.
+type NodeResources struct {
+	// Limits are the most the container may use.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	Limits map[corev1.ResourceName]Quantity `json:"limits,omitempty"`
+	// Requests are what the scheduler reserves for the container.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	Requests map[corev1.ResourceName]Quantity `json:"requests,omitempty"`
+}
+
+// Quantity is a resource value: a quantity (400m, 4Gi), in which spaces
+// are ignored (`4 Gi` is 4Gi), or an integer; never negative. A request
+// above its limit is refused when the cluster is reconciled.
+// +kubebuilder:validation:Schemaless
+// +kubebuilder:validation:XIntOrString
+// +kubebuilder:validation:Type=""
+// +kubebuilder:validation:MaxLength=64
+// +kubebuilder:validation:Pattern=`^ *\+?([0-9]+(\.[0-9]*)?|\.[0-9]+) *(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)))? *$`
+// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 0",message="must not be negative"
+type Quantity struct {
+	intstr.IntOrString `json:",inline"`
+}
+
+// ImageSpec names the Redis image: repository:versionTag.
+type ImageSpec struct {
+	// Repository is the image's repository.
+	// +optional
+	// +kubebuilder:default="redislabs/redis"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9._/:]*[a-z0-9])?$`
+	Repository string `json:"repository,omitempty"`
+	// VersionTag is the image's tag.
+	// +optional
+	// +kubebuilder:default="5.4.0-19"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`
+	VersionTag string `json:"versionTag,omitempty"`
+	// ImagePullPolicy is the containers' pull policy.
+	// +optional
+	// +kubebuilder:default=IfNotPresent
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+}
+
+// ClusterState is the cluster's state, in the Redis Enterprise operator's
+// words.
+// +kubebuilder:validation:Enum=BootstrappingFirstPod;Initializing;Running;RunningRollingUpdate;Error
+type ClusterState string
+
+// The states.
+const (
+	// StateBootstrappingFirstPod: no primary has been chosen yet.
+	StateBootstrappingFirstPod ClusterState = "BootstrappingFirstPod"
+	// StateInitializing: a primary is chosen; nodes are starting, syncing,
+	// or being given their roles, or a failover is under way.
+	StateInitializing ClusterState = "Initializing"
+	// StateRunning: one primary, every replica synced, every pod current.
+	StateRunning ClusterState = "Running"
+	// StateRunningRollingUpdate: nodes are being replaced with a new pod
+	// template, replicas first.
+	StateRunningRollingUpdate ClusterState = "RunningRollingUpdate"
+	// StateError: the cluster cannot converge without help (see the Ready
+	// condition).
+	StateError ClusterState = "Error"
+)
+
+// Node roles, as status.nodes reports them.
+const (
+	RolePrimary = "primary"
+	RoleReplica = "replica"
+	// RoleUnknown: the node did not answer.
+	RoleUnknown = "unknown"
+)
+
+// NodeStatus is what the operator last saw of one Redis node.
+type NodeStatus struct {
+	// Name is the node's pod.
+	Name string `json:"name"`
+	// Role is primary, replica, or unknown when the node did not answer.
+	Role string `json:"role"`
+	// Offset is the node's replication offset when it was last looked at.
+	// +optional
+	Offset int64 `json:"offset,omitempty"`
+	// Healthy is whether the pod is ready and Redis answered with the role
+	// the operator gave it (a replica: with its link to the primary up).
+	Healthy bool `json:"healthy"`
+}
+
+// RedisEnterpriseClusterStatus is the observed state.
+type RedisEnterpriseClusterStatus struct {
+	// State is the cluster's state: BootstrappingFirstPod, Initializing,
+	// Running, RunningRollingUpdate or Error.
+	// +optional
+	State ClusterState `json:"state,omitempty"`
+	// Primary is the pod the operator made the primary. Every other node is
+	// configured, at boot and at run time, as its replica.
+	// +optional
+	Primary string `json:"primary,omitempty"`
+	// Nodes are the Redis nodes, by pod name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Nodes []NodeStatus `json:"nodes,omitempty"`
+	// ObservedGeneration is the generation the status reflects.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Progressing and Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RedisEnterpriseCluster runs Redis the Redis way: a StatefulSet of `nodes`
+// Redis servers, one primary and the others its replicas, whose roles the
+// operator sets through Redis (electing a new primary when the primary's
+// pod fails, fencing a stale one), a Secret with the credentials, and
+// Services for the primary (`<name>`, `<name>-ui`) and the nodes.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=all,shortName=rec
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.spec.nodes`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.primary`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && self.metadata.name.size() <= 50",message="metadata.name must be a DNS label of at most 50 characters (lowercase letters, digits and '-', starting with a letter): it names the StatefulSet, its pods and the Services"
+type RedisEnterpriseCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   RedisEnterpriseClusterSpec   `json:"spec"`
+	Status RedisEnterpriseClusterStatus `json:"status,omitempty"`
+}
+
+// RedisEnterpriseClusterList is a list of RedisEnterpriseCluster.
+// +kubebuilder:object:root=true
+type RedisEnterpriseClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RedisEnterpriseCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RedisEnterpriseCluster{}, &RedisEnterpriseClusterList{})
+}
+
+// GetConditions returns the status conditions.
+func (r *RedisEnterpriseCluster) GetConditions() []metav1.Condition { return r.Status.Conditions }
+
+// Reasons of the conditions of a RedisEnterpriseCluster beyond the shared
+// ones (api/conditions).
+const (
+	// ReasonNoPrimary: the primary is down and no node can be promoted.
+	ReasonNoPrimary = "NoPrimary"
+	// ReasonBootstrapping: no primary has been chosen yet.
+	ReasonBootstrapping = "Bootstrapping"
+	// ReasonInitializing: nodes are starting, syncing or being given their
+	// roles, or a failover is under way.
+	ReasonInitializing = "Initializing"
+	// ReasonRollingUpdate: the nodes are being replaced with a new template.
+	ReasonRollingUpdate = "RollingUpdate"
+)

@@ -1,0 +1,82 @@
+package controller_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+const redisSample = "app_v1alpha1_redisenterprisecluster.yaml"
+
+// redisSampleObject returns the RedisEnterpriseCluster sample as the YAML
+// writes it (a string 'true', a quantity with a space), in namespace ns.
+func redisSampleObject(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", redisSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	u.SetNamespace(ns)
+	return u
+}
+
+// TestRedisEnterpriseClusterAdmission checks that the sample applies as
+// written and that bad input is refused with a message naming the field.
+func TestRedisEnterpriseClusterAdmission(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	set := func(value any, path ...string) func(*unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) {
+			if err := unstructured.SetNestedField(u.Object, value, path...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []struct {
+		name   string
+		mutate func(*unstructured.Unstructured)
+		// wantErr is a fragment of the message; empty means accepted.
+		wantErr string
+	}{
+		{"should accept the sample as written", func(*unstructured.Unstructured) {}, ""},
+		{"should accept persistence enabled as a bool", set(true, "spec", "persistentSpec", "enabled"), ""},
+		{"should accept persistence disabled as the string 'false'", set("false", "spec", "persistentSpec", "enabled"), ""},
+		{"should accept five nodes", set(int64(5), "spec", "nodes"), ""},
+		{"should accept a quantity without a space", set("4Gi", "spec", "redisEnterpriseNodeResources", "limits", "memory"), ""},
+		{"should accept an integer quantity", set(int64(1), "spec", "redisEnterpriseNodeResources", "limits", "cpu"), ""},
+		{"should reject an even number of nodes", set(int64(4), "spec", "nodes"), "spec.nodes"},
+		{"should reject one node", set(int64(1), "spec", "nodes"), "spec.nodes"},
+		{"should reject more nodes than the most", set(int64(11), "spec", "nodes"), "spec.nodes"},
+		{"should reject persistence enabled as 'yes'", set("yes", "spec", "persistentSpec", "enabled"), "spec.persistentSpec.enabled"},
+		{"should reject a negative memory limit", set("-4Gi", "spec", "redisEnterpriseNodeResources", "limits", "memory"), "spec.redisEnterpriseNodeResources.limits.memory"},
+		{"should reject a negative cpu request", set("-400m", "spec", "redisEnterpriseNodeResources", "requests", "cpu"), "spec.redisEnterpriseNodeResources.requests.cpu"},
+		{"should reject a negative integer memory request", set(int64(-1), "spec", "redisEnterpriseNodeResources", "requests", "memory"), "spec.redisEnterpriseNodeResources.requests[memory]"},
+		{"should reject a memory limit that is no quantity", set("4 GB of RAM", "spec", "redisEnterpriseNodeResources", "limits", "memory"), "spec.redisEnterpriseNodeResources.limits.memory"},
+		{"should reject an unknown ui Service type", set("ExternalName", "spec", "uiServiceType"), "spec.uiServiceType"},
+		{"should reject a username with a space", set("admin acme", "spec", "username"), "spec.username"},
+		{"should reject an unknown pull policy", set("Sometimes", "spec", "redisEnterpriseImageSpec", "imagePullPolicy"), "spec.redisEnterpriseImageSpec.imagePullPolicy"},
+		{"should reject a tag with a space", set("5.4 0", "spec", "redisEnterpriseImageSpec", "versionTag"), "spec.redisEnterpriseImageSpec.versionTag"},
+		{"should reject a storage class that is no name", set("GP 2", "spec", "persistentSpec", "storageClassName"), "spec.persistentSpec.storageClassName"},
+		{"should reject a zero volume size", set("0", "spec", "persistentSpec", "volumeSize"), "spec.persistentSpec.volumeSize"},
+		{"should reject a name too long for its pods", func(u *unstructured.Unstructured) {
+			u.SetName("redis-enterprise-with-a-name-much-too-long-for-its-pods")
+		}, "metadata.name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := redisSampleObject(t, ns)
+			tt.mutate(u)
+			expectAdmission(t, k8s.Create(context.Background(), u, client.DryRunAll), tt.wantErr)
+		})
+	}
+}

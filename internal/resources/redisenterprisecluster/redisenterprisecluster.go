@@ -1,0 +1,469 @@
+// Package redisenterprisecluster builds the children of a
+// RedisEnterpriseCluster (a Secret with the credentials, a ConfigMap with
+// redis.conf and each node's role, a StatefulSet of Redis servers, the
+// Services and a PodDisruptionBudget) and plans, from what the operator
+// sees of the Redis nodes, the one next step toward one primary and synced
+// replicas (plan.go). Like every builder, it is pure.
+package redisenterprisecluster
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/resources"
+)
+
+const (
+	// KindName is the value of app.kubernetes.io/name on every child and pod.
+	KindName = "redisenterprisecluster"
+	// ContainerName names the Redis container.
+	ContainerName = "redis"
+	// PortName and Port are Redis's port, on the container and the Services.
+	PortName = "redis"
+	Port     = 6379
+	// RoleLabel is the label the operator sets on each pod: RolePrimary
+	// on the primary's, RoleReplica on the others. The `<name>` and
+	// `<name>-ui` Services select the pod labelled primary.
+	RoleLabel = "app-operator/redis-role"
+	// SecretUsername and SecretPassword are the keys of the Secret.
+	SecretUsername = "username"
+	SecretPassword = "password"
+	// ConfigFile is the key of redis.conf in the ConfigMap.
+	ConfigFile = "redis.conf"
+	// ConfigHashAnnotation on the pod template changes with redis.conf, so
+	// that a new configuration rolls the nodes.
+	ConfigHashAnnotation = "app-operator/redis-conf-sha256"
+	// configDir is where the ConfigMap is mounted; dataDir is Redis's
+	// working folder, on the node's volume.
+	configDir = "/etc/redis"
+	dataDir   = "/data"
+	// userID is the redis user and group of the image.
+	userID = 999
+	// EnvPassword and EnvPodName are the container's environment variables
+	// that its arguments use ($(VAR) expansion: the image needs no shell).
+	EnvPassword = "REDIS_PASSWORD"
+	EnvPodName  = "POD_NAME"
+	// envCLIAuth is the password redis-cli reads, for a shell in the pod.
+	envCLIAuth = "REDISCLI_AUTH"
+	// dataVolume and configVolume name the pod's volumes.
+	dataVolume   = "data"
+	configVolume = "config"
+	// ClusterDomain is the cluster's DNS domain, in the nodes' host names.
+	ClusterDomain = "cluster.local"
+)
+
+// Children are the objects a RedisEnterpriseCluster owns.
+type Children struct {
+	Secret              *corev1ac.SecretApplyConfiguration
+	ConfigMap           *corev1ac.ConfigMapApplyConfiguration
+	NodesService        *corev1ac.ServiceApplyConfiguration
+	PrimaryService      *corev1ac.ServiceApplyConfiguration
+	UIService           *corev1ac.ServiceApplyConfiguration
+	StatefulSet         *appsv1ac.StatefulSetApplyConfiguration
+	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration
+}
+
+// Objects returns the children in the order they are applied.
+func (c Children) Objects() []runtime.ApplyConfiguration {
+	return []runtime.ApplyConfiguration{c.Secret, c.ConfigMap, c.NodesService, c.PrimaryService, c.UIService, c.StatefulSet, c.PodDisruptionBudget}
+}
+
+// Names of the children.
+
+// ConfigMapName is the ConfigMap holding redis.conf and the roles.
+func ConfigMapName(name string) string { return name + "-config" }
+
+// NodesServiceName is the headless Service that names every node.
+func NodesServiceName(name string) string { return name + "-nodes" }
+
+// UIServiceName is the Service of spec.uiServiceType.
+func UIServiceName(name string) string { return name + "-ui" }
+
+// PodName is the name of the node of the given ordinal.
+func PodName(name string, ordinal int) string { return name + "-" + strconv.Itoa(ordinal) }
+
+// NodeHost is the DNS name of a node, through the headless Service.
+func NodeHost(name, namespace, pod string) string {
+	return pod + "." + NodesServiceName(name) + "." + namespace + ".svc." + ClusterDomain
+}
+
+// RoleFile is the ConfigMap key of a node's role, included at boot.
+func RoleFile(pod string) string { return pod + ".conf" }
+
+// Selector is the fixed pod selector of the cluster called name.
+func Selector(name string) map[string]string {
+	return resources.Selector(KindName, name, nil)
+}
+
+// Nodes returns spec.nodes, or its default.
+func Nodes(spec *redisv1alpha1.RedisEnterpriseClusterSpec) int {
+	if spec.Nodes <= 0 {
+		return redisv1alpha1.DefaultNodes
+	}
+	return int(spec.Nodes)
+}
+
+// BootPrimary is the node every other node replicates at boot: the
+// recorded primary, or the first node before one is recorded.
+func BootPrimary(name, recorded string) string {
+	if recorded != "" {
+		return recorded
+	}
+	return PodName(name, 0)
+}
+
+// Input is what the builder needs beyond the spec.
+type Input struct {
+	// Password is the Secret's password, generated once by the operator;
+	// empty without a cluster (a preview), where the Secret then holds the
+	// username only.
+	Password string
+	// Primary is status.primary: the node the operator made the primary.
+	Primary string
+}
+
+// Build returns the desired children of the cluster owner with the given
+// spec.
+func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, in Input) (Children, error) {
+	res, err := Resources(spec.RedisEnterpriseNodeResources)
+	if err != nil {
+		return Children{}, err
+	}
+	selector := Selector(owner.Name)
+	labels := resources.Labels(selector)
+	conf := Config(res)
+	return Children{
+		Secret:              secret(owner, spec, in, labels),
+		ConfigMap:           configMap(owner, spec, in, conf, labels),
+		NodesService:        nodesService(owner, selector, labels),
+		PrimaryService:      primaryService(owner.Name, corev1.ServiceTypeClusterIP, owner, selector, labels),
+		UIService:           primaryService(UIServiceName(owner.Name), uiServiceType(spec), owner, selector, labels),
+		StatefulSet:         statefulSet(owner, spec, res, conf, selector, labels),
+		PodDisruptionBudget: podDisruptionBudget(owner, selector, labels),
+	}, nil
+}
+
+func uiServiceType(spec *redisv1alpha1.RedisEnterpriseClusterSpec) corev1.ServiceType {
+	if spec.UIServiceType == "" {
+		return corev1.ServiceTypeClusterIP
+	}
+	return spec.UIServiceType
+}
+
+// Username returns spec.username, or its default.
+func Username(spec *redisv1alpha1.RedisEnterpriseClusterSpec) string {
+	if spec.Username == "" {
+		return redisv1alpha1.DefaultUsername
+	}
+	return spec.Username
+}
+
+// Image returns repository:versionTag, with the defaults.
+func Image(spec *redisv1alpha1.RedisEnterpriseClusterSpec) (string, corev1.PullPolicy) {
+	repo, tag, policy := redisv1alpha1.DefaultRepository, redisv1alpha1.DefaultVersionTag, corev1.PullIfNotPresent
+	if s := spec.RedisEnterpriseImageSpec; s != nil {
+		repo = cmpOr(s.Repository, repo)
+		tag = cmpOr(s.VersionTag, tag)
+		policy = cmpOr(s.ImagePullPolicy, policy)
+	}
+	return repo + ":" + tag, policy
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Quantity parses a resource value as the API accepts it: a quantity in
+// which spaces are ignored (`4 Gi` is 4Gi), or an integer.
+func Quantity(v redisv1alpha1.Quantity) (resource.Quantity, error) {
+	if v.Type == intstr.Int {
+		return *resource.NewQuantity(int64(v.IntVal), resource.DecimalSI), nil
+	}
+	q, err := resource.ParseQuantity(strings.ReplaceAll(v.StrVal, " ", ""))
+	if err != nil {
+		return resource.Quantity{}, fmt.Errorf("%q is not a quantity", v.StrVal)
+	}
+	if q.Sign() < 0 {
+		return resource.Quantity{}, fmt.Errorf("%q is negative", v.StrVal)
+	}
+	return q, nil
+}
+
+// Resources returns the container's resources, each value normalised.
+func Resources(r *redisv1alpha1.NodeResources) (corev1.ResourceRequirements, error) {
+	var out corev1.ResourceRequirements
+	if r == nil {
+		return out, nil
+	}
+	convert := func(field string, in map[corev1.ResourceName]redisv1alpha1.Quantity) (corev1.ResourceList, error) {
+		if len(in) == 0 {
+			return nil, nil
+		}
+		list := corev1.ResourceList{}
+		for name, v := range in {
+			q, err := Quantity(v)
+			if err != nil {
+				return nil, fmt.Errorf("spec.redisEnterpriseNodeResources.%s.%s: %w", field, name, err)
+			}
+			list[name] = q
+		}
+		return list, nil
+	}
+	var err error
+	if out.Limits, err = convert("limits", r.Limits); err != nil {
+		return out, err
+	}
+	if out.Requests, err = convert("requests", r.Requests); err != nil {
+		return out, err
+	}
+	for name, req := range out.Requests {
+		if lim, ok := out.Limits[name]; ok && req.Cmp(lim) > 0 {
+			return out, fmt.Errorf("spec.redisEnterpriseNodeResources.requests.%s (%s) must not exceed spec.redisEnterpriseNodeResources.limits.%s (%s)",
+				name, req.String(), name, lim.String())
+		}
+	}
+	return out, nil
+}
+
+// maxmemoryShare is the share of the container's memory limit Redis may
+// fill with data (maxmemory): the rest is for replication buffers, the
+// fork of a background save and the allocator.
+const maxmemoryShare = 0.75
+
+// Config returns redis.conf: the settings of every node. The roles and
+// the password come at boot from the role file and the arguments.
+func Config(res corev1.ResourceRequirements) string {
+	var b strings.Builder
+	b.WriteString(`# Written by app-operator: each node also includes its role file and
+# gets its password from its arguments.
+bind 0.0.0.0
+protected-mode no
+port 6379
+dir /data
+# Every write goes to the append-only file, fsynced every second; a node
+# that restarts on its volume reloads it.
+appendonly yes
+appendfsync everysec
+# A primary takes writes only while a replica follows it within 10 s: a
+# primary left alone (cut off, or restarted empty) refuses writes rather
+# than diverge from the replica the operator may promote.
+min-replicas-to-write 1
+min-replicas-max-lag 10
+replica-serve-stale-data yes
+replica-read-only yes
+# The operator elects the primary; Redis never promotes itself.
+replica-priority 100
+`)
+	if mem, ok := res.Limits[corev1.ResourceMemory]; ok && mem.Value() > 0 {
+		fmt.Fprintf(&b, "maxmemory %d\nmaxmemory-policy noeviction\n", int64(float64(mem.Value())*maxmemoryShare))
+	}
+	return b.String()
+}
+
+func secret(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, in Input, labels map[string]string) *corev1ac.SecretApplyConfiguration {
+	// Data, not stringData: the API server keeps only data, and the
+	// operator compares what it applies with what is stored.
+	data := map[string][]byte{SecretUsername: []byte(Username(spec))}
+	if in.Password != "" {
+		data[SecretPassword] = []byte(in.Password)
+	}
+	return corev1ac.Secret(owner.Name, owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(data)
+}
+
+// Roles returns each node's role file: empty for the primary, `replicaof`
+// the primary for every other node. A node reads its file at boot only,
+// so a former primary that restarts comes back as a replica of the
+// primary the operator elected in its absence.
+func Roles(name, namespace string, nodes int, recorded string) map[string]string {
+	primary := BootPrimary(name, recorded)
+	roles := map[string]string{}
+	for i := range nodes {
+		pod := PodName(name, i)
+		if pod == primary {
+			roles[RoleFile(pod)] = "# " + pod + " boots as the primary.\n"
+			continue
+		}
+		roles[RoleFile(pod)] = fmt.Sprintf("replicaof %s %d\n", NodeHost(name, namespace, primary), Port)
+	}
+	// A recorded primary beyond the nodes wanted (being scaled away) keeps
+	// its file until it is gone.
+	if _, ok := roles[RoleFile(primary)]; !ok {
+		roles[RoleFile(primary)] = "# " + primary + " boots as the primary.\n"
+	}
+	return roles
+}
+
+func configMap(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, in Input, conf string, labels map[string]string) *corev1ac.ConfigMapApplyConfiguration {
+	data := Roles(owner.Name, owner.Namespace, Nodes(spec), in.Primary)
+	data[ConfigFile] = conf
+	return corev1ac.ConfigMap(ConfigMapName(owner.Name), owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithData(data)
+}
+
+// Args are redis-server's arguments: the configuration, the node's role
+// file, the password (of the default user, of the named user, and for the
+// link to the primary), all expanded by the kubelet from the environment.
+func Args(username string) []string {
+	pw := "$(" + EnvPassword + ")"
+	return []string{
+		configDir + "/" + ConfigFile,
+		"--include", configDir + "/$(" + EnvPodName + ").conf",
+		"--requirepass", pw,
+		"--masterauth", pw,
+		"--user", username, "on", ">" + pw, "~*", "&*", "+@all",
+	}
+}
+
+func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, res corev1.ResourceRequirements, conf string, selector, labels map[string]string) *appsv1ac.StatefulSetApplyConfiguration {
+	image, pullPolicy := Image(spec)
+	sum := sha256.Sum256([]byte(conf))
+	probe := func() *corev1ac.ProbeApplyConfiguration {
+		return corev1ac.Probe().WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(PortName))).
+			WithPeriodSeconds(2).WithFailureThreshold(2)
+	}
+	passwordRef := corev1ac.EnvVarSource().WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(owner.Name).WithKey(SecretPassword))
+	container := corev1ac.Container().
+		WithName(ContainerName).
+		WithImage(image).
+		WithImagePullPolicy(pullPolicy).
+		// The image's entrypoint is redis-server.
+		WithArgs(Args(Username(spec))...).
+		WithEnv(
+			corev1ac.EnvVar().WithName(EnvPodName).WithValueFrom(corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name"))),
+			corev1ac.EnvVar().WithName(EnvPassword).WithValueFrom(passwordRef),
+			corev1ac.EnvVar().WithName(envCLIAuth).WithValueFrom(passwordRef),
+		).
+		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(Port).WithProtocol(corev1.ProtocolTCP)).
+		WithReadinessProbe(probe()).
+		WithLivenessProbe(probe().WithFailureThreshold(5).WithInitialDelaySeconds(5)).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName(dataVolume).WithMountPath(dataDir),
+			corev1ac.VolumeMount().WithName(configVolume).WithMountPath(configDir).WithReadOnly(true),
+		).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithAllowPrivilegeEscalation(false).
+			WithRunAsNonRoot(true).
+			WithReadOnlyRootFilesystem(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+	if len(res.Limits) > 0 || len(res.Requests) > 0 {
+		container.WithResources(resources.Convert[corev1ac.ResourceRequirementsApplyConfiguration](res))
+	}
+	podSpec := corev1ac.PodSpec().
+		WithContainers(container).
+		// Redis never talks to the API server.
+		WithAutomountServiceAccountToken(false).
+		WithTerminationGracePeriodSeconds(30).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(userID).
+			WithRunAsGroup(userID).
+			WithFSGroup(userID).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithVolumes(corev1ac.Volume().WithName(configVolume).
+			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
+	stsSpec := appsv1ac.StatefulSetSpec().
+		WithReplicas(int32(Nodes(spec))).
+		WithServiceName(NodesServiceName(owner.Name)).
+		// Every node starts at once; the operator, not the StatefulSet,
+		// orders the roles.
+		WithPodManagementPolicy(appsv1.ParallelPodManagement).
+		// The operator replaces the pods itself, replicas first and the
+		// primary last, after a handover.
+		WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(appsv1.OnDeleteStatefulSetStrategyType)).
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(labels).
+			WithAnnotations(map[string]string{ConfigHashAnnotation: hex.EncodeToString(sum[:])}).
+			WithSpec(podSpec))
+	if spec.PersistentSpec != nil && spec.PersistentSpec.Enabled.True() {
+		size := resource.MustParse(redisv1alpha1.DefaultVolumeSize)
+		if spec.PersistentSpec.VolumeSize != nil {
+			size = *spec.PersistentSpec.VolumeSize
+		}
+		pvc := corev1ac.PersistentVolumeClaimSpec().
+			WithAccessModes(corev1.ReadWriteOnce).
+			WithResources(corev1ac.VolumeResourceRequirements().WithRequests(corev1.ResourceList{corev1.ResourceStorage: size}))
+		if spec.PersistentSpec.StorageClassName != "" {
+			pvc.WithStorageClassName(spec.PersistentSpec.StorageClassName)
+		}
+		stsSpec.WithVolumeClaimTemplates(corev1ac.PersistentVolumeClaim(dataVolume, "").
+			WithLabels(labels).
+			WithSpec(pvc)).
+			// The volumes outlive the cluster's pods, and the cluster: a
+			// deleted cluster leaves its data to be deleted on purpose.
+			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
+				WithWhenDeleted(appsv1.RetainPersistentVolumeClaimRetentionPolicyType).WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType))
+	} else {
+		podSpec.WithVolumes(corev1ac.Volume().WithName(dataVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	}
+	return appsv1ac.StatefulSet(owner.Name, owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithSpec(stsSpec)
+}
+
+// nodesService is headless and publishes nodes before they are ready: a
+// replica finds its primary by name as soon as both exist.
+func nodesService(owner resources.Owner, selector, labels map[string]string) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(NodesServiceName(owner.Name), owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithClusterIP(corev1.ClusterIPNone).
+			WithPublishNotReadyAddresses(true).
+			WithSelector(selector).
+			WithPorts(redisPort()))
+}
+
+// primaryService selects the pod the operator labelled primary.
+func primaryService(name string, typ corev1.ServiceType, owner resources.Owner, selector, labels map[string]string) *corev1ac.ServiceApplyConfiguration {
+	sel := resources.Merge(selector, map[string]string{RoleLabel: redisv1alpha1.RolePrimary})
+	return corev1ac.Service(name, owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(typ).
+			WithSelector(sel).
+			WithPorts(redisPort()))
+}
+
+func redisPort() *corev1ac.ServicePortApplyConfiguration {
+	return corev1ac.ServicePort().WithName(PortName).WithPort(Port).WithProtocol(corev1.ProtocolTCP).WithTargetPort(intstr.FromString(PortName))
+}
+
+// podDisruptionBudget lets a drain take one node at a time.
+func podDisruptionBudget(owner resources.Owner, selector, labels map[string]string) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return policyv1ac.PodDisruptionBudget(owner.Name, owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
+			WithMaxUnavailable(intstr.FromInt32(1)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
+			WithUnhealthyPodEvictionPolicy(policyv1.AlwaysAllow))
+}

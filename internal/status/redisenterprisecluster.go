@@ -1,0 +1,63 @@
+package status
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/app-operator/app-operator/api/conditions"
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+)
+
+// RedisEnterpriseCluster sets the conditions of a RedisEnterpriseCluster
+// from its state (which the pass's step set, with status.primary and
+// status.nodes), the step it took or waits for, and the pass's failure
+// (nil on success), which makes the state Error. observedGeneration moves
+// only after a successful pass.
+func RedisEnterpriseCluster(st *redisv1alpha1.RedisEnterpriseClusterStatus, generation int64, took, waiting string, failure *Failure, now metav1.Time) {
+	if failure != nil {
+		st.State = redisv1alpha1.StateError
+	}
+	if st.State == "" {
+		st.State = redisv1alpha1.StateBootstrappingFirstPod
+	}
+	ready := metav1.Condition{Type: conditions.Ready, Status: metav1.ConditionFalse}
+	progressing := metav1.Condition{Type: conditions.Progressing, Status: metav1.ConditionTrue}
+	degraded := metav1.Condition{Type: conditions.Degraded, Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected, Message: "Nothing is wrong"}
+	message := waiting
+	if took != "" {
+		message = took
+	}
+	switch st.State {
+	case redisv1alpha1.StateError:
+		ready.Reason, ready.Message = failure.Reason, failure.Message
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, failure.Reason, failure.Message
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, failure.Reason, failure.Message
+	case redisv1alpha1.StateRunning:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, conditions.ReasonAvailable, "One primary and every replica in sync"
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, "The last change has rolled out"
+	case redisv1alpha1.StateBootstrappingFirstPod:
+		ready.Reason, ready.Message = redisv1alpha1.ReasonBootstrapping, orElse(message, "Choosing the first primary")
+		progressing.Reason, progressing.Message = ready.Reason, ready.Message
+	case redisv1alpha1.StateRunningRollingUpdate:
+		ready.Reason, ready.Message = redisv1alpha1.ReasonRollingUpdate, orElse(message, "Replacing the nodes")
+		progressing.Reason, progressing.Message = ready.Reason, ready.Message
+	default:
+		ready.Reason, ready.Message = redisv1alpha1.ReasonInitializing, orElse(message, "Giving the nodes their roles")
+		progressing.Reason, progressing.Message = ready.Reason, ready.Message
+	}
+	for _, c := range []metav1.Condition{ready, progressing, degraded} {
+		c.ObservedGeneration = generation
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	if failure == nil {
+		st.ObservedGeneration = generation
+	}
+}
+
+func orElse(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
