@@ -96,6 +96,8 @@ type realNode struct {
 	// registry is the address of the node's image registry.
 	registry string
 	procs    []*process
+	// stopStorage stops the volume provisioner (storage.go).
+	stopStorage func()
 }
 
 // DefaultRealNodeBinDir is the folder `make realnode` builds into:
@@ -266,6 +268,11 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, ports realNo
 		return err
 	}
 	if err := c.waitRealNodeReady(ctx); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(progress, "Starting the volume provisioner of the StorageClasses %s (default) and %s\n", StorageClassStandard, StorageClassGP2)
+	if n.stopStorage, err = c.startStorage(ctx, filepath.Join(n.dir, "volumes")); err != nil {
 		return err
 	}
 
@@ -756,6 +763,10 @@ func (c *Cluster) waitRealNodeReady(ctx context.Context) error {
 // keeps the logs.
 func (n *realNode) stop() error {
 	var errs []error
+	if n.stopStorage != nil {
+		n.stopStorage()
+		n.stopStorage = nil
+	}
 	stopNamed := func(name string) {
 		for _, p := range n.procs {
 			if p.name == name {

@@ -1,0 +1,172 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// The real node's storage: StorageClasses whose volumes are folders of the
+// node (hostPath PersistentVolumes), made by a small provisioner that runs
+// in the process that owns the cluster. It gives every pending claim of
+// its classes a volume of its own under the cluster's run folder
+// (realnode/volumes/pvc-<uid>), pinned to the one real node, and deletes
+// a released volume with its folder. Sizes are recorded, not enforced.
+const (
+	// HostPathProvisioner is the provisioner name of the classes.
+	HostPathProvisioner = "app-operator.local/hostpath"
+	// StorageClassStandard is the default class; StorageClassGP2 is the
+	// class the RedisEnterpriseCluster sample names (an AWS EBS class in
+	// the cluster it was written for).
+	StorageClassStandard = "standard"
+	StorageClassGP2      = "gp2"
+	// provisionInterval is how often the provisioner looks for work.
+	provisionInterval = 500 * time.Millisecond
+)
+
+// hostPathProvisioner provisions and deletes the hostPath volumes.
+type hostPathProvisioner struct {
+	cs   kubernetes.Interface
+	dir  string // where the volumes' folders are
+	node string
+}
+
+// startStorage creates the StorageClasses and starts the provisioner; the
+// returned function stops it.
+func (c *Cluster) startStorage(ctx context.Context, dir string) (func(), error) {
+	cs, err := kubernetes.NewForConfig(c.Config())
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{StorageClassStandard, StorageClassGP2} {
+		sc := &storagev1.StorageClass{
+			ObjectMeta:        metav1.ObjectMeta{Name: name},
+			Provisioner:       HostPathProvisioner,
+			ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+			VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+		}
+		if name == StorageClassStandard {
+			sc.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
+		}
+		if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("create StorageClass %s: %w", name, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	p := &hostPathProvisioner{cs: cs, dir: dir, node: RealNodeName}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(provisionInterval)
+		defer t.Stop()
+		for {
+			// Errors are retried on the next tick: the API server may
+			// be briefly away, a claim may change under the provisioner.
+			_ = p.provision(ctx)
+			_ = p.reclaim(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+func ours(class *string) bool {
+	return class != nil && (*class == StorageClassStandard || *class == StorageClassGP2)
+}
+
+// provision makes a volume for every pending claim of the classes.
+func (p *hostPathProvisioner) provision(ctx context.Context) error {
+	claims, err := p.cs.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, claim := range claims.Items {
+		if claim.Spec.VolumeName != "" || claim.Status.Phase != corev1.ClaimPending || !ours(claim.Spec.StorageClassName) || claim.DeletionTimestamp != nil {
+			continue
+		}
+		errs = append(errs, p.provisionClaim(ctx, &claim))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *hostPathProvisioner) provisionClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	name := "pvc-" + string(claim.UID)
+	path := filepath.Join(p.dir, name)
+	if err := os.MkdirAll(path, 0o777); err != nil {
+		return err
+	}
+	// Any user of the pod may write it: a hostPath volume takes no fsGroup.
+	if err := os.Chmod(path, 0o777); err != nil {
+		return err
+	}
+	size := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": HostPathProvisioner},
+		},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   claim.Spec.AccessModes,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			StorageClassName:              *claim.Spec.StorageClassName,
+			VolumeMode:                    claim.Spec.VolumeMode,
+			ClaimRef: &corev1.ObjectReference{
+				Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID,
+			},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: path, Type: ptr.To(corev1.HostPathDirectory)},
+			},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{p.node}}},
+			}}}},
+		},
+	}
+	if _, err := p.cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create PersistentVolume %s: %w", name, err)
+	}
+	return nil
+}
+
+// reclaim deletes the released volumes of the provisioner, and their
+// folders.
+func (p *hostPathProvisioner) reclaim(ctx context.Context) error {
+	pvs, err := p.cs.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, pv := range pvs.Items {
+		if pv.Annotations["pv.kubernetes.io/provisioned-by"] != HostPathProvisioner || pv.Status.Phase != corev1.VolumeReleased ||
+			pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || pv.Spec.HostPath == nil {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(p.dir, pv.Name)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := p.cs.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
