@@ -1,0 +1,422 @@
+package realpods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/api/conditions"
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/test/cluster"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// Bounds of the RedisEnterpriseCluster test.
+const (
+	redisReadyTimeout = 5 * time.Minute
+	// redisFailoverBound is how soon after its primary's pod is deleted a
+	// cluster must have a new primary that takes writes.
+	redisFailoverBound = 30 * time.Second
+)
+
+// redisCluster is the test's view of one RedisEnterpriseCluster.
+type redisCluster struct {
+	t        *testing.T
+	c        client.Client
+	rec      *redisv1alpha1.RedisEnterpriseCluster
+	password string
+}
+
+func (r *redisCluster) refresh() {
+	r.t.Helper()
+	if err := r.c.Get(context.Background(), client.ObjectKeyFromObject(r.rec), r.rec); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// podIP returns the address of the named pod ("" when it has none).
+func (r *redisCluster) podIP(name string) string {
+	pod := &corev1.Pod{}
+	if err := r.c.Get(context.Background(), client.ObjectKey{Namespace: r.rec.Namespace, Name: name}, pod); err != nil || pod.DeletionTimestamp != nil {
+		return ""
+	}
+	return pod.Status.PodIP
+}
+
+func (r *redisCluster) client(ip string) *redis.Client {
+	return redisClient(ip, "", r.password)
+}
+
+func redisClient(ip, username, password string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr: net.JoinHostPort(ip, strconv.Itoa(rec.Port)), Username: username, Password: password, Protocol: 2,
+		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second, MaxRetries: -1, DisableIdentity: true,
+	})
+}
+
+// replication returns the fields of INFO replication of the named node.
+func (r *redisCluster) replication(name string) (map[string]string, error) {
+	ip := r.podIP(name)
+	if ip == "" {
+		return nil, fmt.Errorf("pod %s has no address", name)
+	}
+	c := r.client(ip)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	text, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]string{}
+	for line := range strings.SplitSeq(text, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields, nil
+}
+
+// waitRunning waits for Ready=True, state Running, one primary and every
+// other node a healthy replica of it, and returns the primary.
+func (r *redisCluster) waitRunning(timeout time.Duration) string {
+	r.t.Helper()
+	waitCondition(r.t, r.c, r.rec, func() []metav1.Condition { return r.rec.Status.Conditions },
+		conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable, timeout)
+	st := r.rec.Status
+	if st.State != redisv1alpha1.StateRunning || st.Primary == "" || len(st.Nodes) != int(r.rec.Spec.Nodes) {
+		r.t.Fatalf("Ready, but state %s, primary %q, %d nodes", st.State, st.Primary, len(st.Nodes))
+	}
+	for _, n := range st.Nodes {
+		want := redisv1alpha1.RoleReplica
+		if n.Name == st.Primary {
+			want = redisv1alpha1.RolePrimary
+		}
+		if n.Role != want || !n.Healthy {
+			r.t.Fatalf("node %s: role %s healthy %v, want %s and healthy", n.Name, n.Role, n.Healthy, want)
+		}
+	}
+	return st.Primary
+}
+
+// writer writes keys to the primary back to back, each acknowledged only
+// when WAIT says a replica has it, as a careful client would during a
+// failure or a change.
+type writer struct {
+	r       *redisCluster
+	mu      sync.Mutex
+	acked   []string
+	errors  int
+	lastErr string
+	// longestGap is the longest time between two acknowledged writes.
+	longestGap time.Duration
+	stop       chan struct{}
+	done       chan struct{}
+}
+
+func (r *redisCluster) startWriter(prefix string) *writer {
+	w := &writer{r: r, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		var c *redis.Client
+		defer func() {
+			if c != nil {
+				c.Close()
+			}
+		}()
+		last := time.Now()
+		for i := 0; ; i++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			if c == nil {
+				// Find the primary: the node the cluster records, if it
+				// says it is one.
+				rc := &redisv1alpha1.RedisEnterpriseCluster{}
+				if err := r.c.Get(context.Background(), client.ObjectKeyFromObject(r.rec), rc); err == nil && rc.Status.Primary != "" {
+					if ip := r.podIP(rc.Status.Primary); ip != "" {
+						c = r.client(ip)
+					}
+				}
+				if c == nil {
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+			}
+			key := fmt.Sprintf("%s-%d", prefix, i)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			err := c.Set(ctx, key, key, 0).Err()
+			var replicas int64
+			if err == nil {
+				replicas, err = c.Do(ctx, "WAIT", 1, 1000).Int64()
+				if err == nil && replicas < 1 {
+					err = errors.New("WAIT: no replica acknowledged")
+				}
+			}
+			cancel()
+			w.mu.Lock()
+			if err != nil {
+				w.errors++
+				w.lastErr = err.Error()
+				c.Close()
+				c = nil
+				time.Sleep(50 * time.Millisecond)
+			} else {
+				w.acked = append(w.acked, key)
+				w.longestGap = max(w.longestGap, time.Since(last))
+				last = time.Now()
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// Stop ends the writes; it returns the acknowledged keys.
+func (w *writer) Stop() []string {
+	close(w.stop)
+	<-w.done
+	return w.acked
+}
+
+func (w *writer) ackedCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
+// missing returns the keys of keys that the named node does not hold.
+func (r *redisCluster) missing(node string, keys []string) ([]string, error) {
+	c := r.client(r.podIP(node))
+	defer c.Close()
+	var missing []string
+	for _, k := range keys {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		v, err := c.Get(ctx, k).Result()
+		cancel()
+		if errors.Is(err, redis.Nil) || (err == nil && v != k) {
+			missing = append(missing, k)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return missing, nil
+}
+
+// The RedisEnterpriseCluster sample, applied as written: it reaches Running
+// with one primary and two synced replicas on volumes of the gp2 class; a
+// key written to the primary is read from every replica; the password works
+// (for the default user and the sample's username) and a wrong one is
+// refused; deleting the primary's pod elects a new primary within
+// redisFailoverBound with no acknowledged write lost, and the old primary's
+// pod comes back, on its volume, as a replica; a new image rolls the nodes,
+// the primary last, while writes keep being acknowledged.
+func TestRedisEnterpriseClusterSample(t *testing.T) {
+	needCluster(t)
+	ctx, c := context.Background(), operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	obj := &redisv1alpha1.RedisEnterpriseCluster{}
+	testenv.LoadSample(t, "app_v1alpha1_redisenterprisecluster.yaml", obj, ns)
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	r := &redisCluster{t: t, c: c, rec: obj}
+	start := time.Now()
+	primary := r.waitRunning(redisReadyTimeout)
+	t.Logf("Running after %v with primary %s", time.Since(start).Round(time.Millisecond), primary)
+
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: obj.Name}, secret); err != nil {
+		t.Fatal(err)
+	}
+	r.password = string(secret.Data[rec.SecretPassword])
+	if got := string(secret.Data[rec.SecretUsername]); got != "admin@acme.com" || len(r.password) < 16 {
+		t.Fatalf("Secret: username %q, password of %d characters", got, len(r.password))
+	}
+	for _, n := range r.rec.Status.Nodes {
+		if strings.Contains(fmt.Sprint(r.rec.Status), r.password) {
+			t.Fatalf("status holds the password (node %s)", n.Name)
+		}
+	}
+
+	t.Run("volumes of the gp2 class", func(t *testing.T) {
+		pvcs := &corev1.PersistentVolumeClaimList{}
+		if err := c.List(ctx, pvcs, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(pvcs.Items) != 3 {
+			t.Fatalf("%d claims, want 3", len(pvcs.Items))
+		}
+		for _, p := range pvcs.Items {
+			if p.Status.Phase != corev1.ClaimBound || p.Spec.StorageClassName == nil || *p.Spec.StorageClassName != cluster.StorageClassGP2 {
+				t.Errorf("claim %s: %s, class %v", p.Name, p.Status.Phase, p.Spec.StorageClassName)
+			}
+		}
+	})
+
+	t.Run("a key written to the primary is read from every replica", func(t *testing.T) {
+		p := r.client(r.podIP(primary))
+		defer p.Close()
+		if err := p.Set(ctx, "greeting", "hello from the primary", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := p.Do(ctx, "WAIT", 2, 2000).Int64(); err != nil || n != 2 {
+			t.Fatalf("WAIT 2: %d replicas (%v)", n, err)
+		}
+		for _, n := range r.rec.Status.Nodes {
+			if n.Name == primary {
+				continue
+			}
+			rc := r.client(r.podIP(n.Name))
+			got, err := rc.Get(ctx, "greeting").Result()
+			rc.Close()
+			if err != nil || got != "hello from the primary" {
+				t.Errorf("replica %s: GET greeting = %q (%v)", n.Name, got, err)
+			}
+			if err := r.client(r.podIP(n.Name)).Set(ctx, "on-a-replica", "x", 0).Err(); err == nil || !strings.Contains(err.Error(), "READONLY") {
+				t.Errorf("replica %s took a write: %v", n.Name, err)
+			}
+		}
+	})
+
+	t.Run("the password works and a wrong one is refused", func(t *testing.T) {
+		ip := r.podIP(primary)
+		for _, tc := range []struct {
+			user, password string
+			ok             bool
+		}{
+			{"", r.password, true},
+			{"admin@acme.com", r.password, true},
+			{"", "wrong-password", false},
+			{"admin@acme.com", "wrong-password", false},
+			{"", "", false},
+		} {
+			rc := redisClient(ip, tc.user, tc.password)
+			err := rc.Ping(ctx).Err()
+			rc.Close()
+			if tc.ok && err != nil {
+				t.Errorf("user %q with the Secret's password: %v", tc.user, err)
+			}
+			if !tc.ok && (err == nil || !(strings.Contains(err.Error(), "WRONGPASS") || strings.Contains(err.Error(), "NOAUTH"))) {
+				t.Errorf("user %q with password %q: %v, want refused", tc.user, tc.password, err)
+			}
+		}
+	})
+
+	t.Run("deleting the primary's pod elects a new primary and loses no acknowledged write", func(t *testing.T) {
+		old := primary
+		claim := &corev1.PersistentVolumeClaim{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + old}, claim); err != nil {
+			t.Fatal(err)
+		}
+		w := r.startWriter("failover")
+		testenv.Eventually(t, 30*time.Second, func() (bool, string) { return w.ackedCount() >= 20, "waiting for writes" })
+		deleted := time.Now()
+		if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: old}}); err != nil {
+			t.Fatal(err)
+		}
+		var elected time.Duration
+		testenv.Eventually(t, redisFailoverBound, func() (bool, string) {
+			r.refresh()
+			if r.rec.Status.Primary == old {
+				return false, "primary still " + old
+			}
+			info, err := r.replication(r.rec.Status.Primary)
+			if err != nil || info["role"] != "master" {
+				return false, fmt.Sprintf("%s: %v %v", r.rec.Status.Primary, info["role"], err)
+			}
+			elected = time.Since(deleted)
+			return true, ""
+		})
+		before := w.ackedCount()
+		testenv.Eventually(t, redisFailoverBound, func() (bool, string) {
+			return w.ackedCount() > before+10, "waiting for writes to the new primary"
+		})
+		tookWrites := time.Since(deleted)
+		primary = r.waitRunning(3 * time.Minute)
+		acked := w.Stop()
+		t.Logf("new primary %s elected %v after the delete, writes acknowledged again after %v; %d writes acknowledged, %d refused or failed (last: %s), longest gap %v",
+			primary, elected.Round(time.Millisecond), tookWrites.Round(time.Millisecond), len(acked), w.errors, w.lastErr, w.longestGap.Round(time.Millisecond))
+		for _, n := range r.rec.Status.Nodes {
+			missing, err := r.missing(n.Name, acked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(missing) > 0 {
+				t.Errorf("node %s lacks %d of %d acknowledged keys, first %s", n.Name, len(missing), len(acked), missing[0])
+			}
+		}
+		info, err := r.replication(old)
+		if err != nil || info["role"] != "slave" || !strings.HasPrefix(info["master_host"], primary+".") || info["master_link_status"] != "up" {
+			t.Errorf("old primary %s: role %s of %s, link %s (%v); want a replica of %s", old, info["role"], info["master_host"], info["master_link_status"], err, primary)
+		}
+		after := &corev1.PersistentVolumeClaim{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + old}, after); err != nil {
+			t.Fatal(err)
+		}
+		if after.UID != claim.UID || after.Status.Phase != corev1.ClaimBound {
+			t.Errorf("claim data-%s: uid %s (was %s), %s; want the same claim, bound", old, after.UID, claim.UID, after.Status.Phase)
+		}
+	})
+
+	t.Run("a new image rolls the nodes while writes keep being acknowledged", func(t *testing.T) {
+		w := r.startWriter("rolling")
+		testenv.Eventually(t, 30*time.Second, func() (bool, string) { return w.ackedCount() >= 20, "waiting for writes" })
+		r.refresh()
+		r.rec.Spec.RedisEnterpriseImageSpec.VersionTag = "5.4.0-20"
+		if err := c.Update(ctx, r.rec); err != nil {
+			t.Fatal(err)
+		}
+		started := time.Now()
+		sawRolling := false
+		testenv.Eventually(t, 5*time.Minute, func() (bool, string) {
+			r.refresh()
+			if r.rec.Status.State == redisv1alpha1.StateRunningRollingUpdate {
+				sawRolling = true
+			}
+			pods := &corev1.PodList{}
+			if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(rec.Selector(r.rec.Name))); err != nil {
+				return false, err.Error()
+			}
+			for _, p := range pods.Items {
+				if p.Spec.Containers[0].Image != "redislabs/redis:5.4.0-20" || p.DeletionTimestamp != nil {
+					return false, "pod " + p.Name + " runs " + p.Spec.Containers[0].Image
+				}
+			}
+			return r.rec.Status.State == redisv1alpha1.StateRunning && r.rec.Status.ObservedGeneration == r.rec.Generation, "state " + string(r.rec.Status.State)
+		})
+		rolled := time.Since(started)
+		primary = r.waitRunning(time.Minute)
+		acked := w.Stop()
+		t.Logf("rolled in %v (RunningRollingUpdate seen: %v); %d writes acknowledged, %d refused or failed (last: %s), longest gap between acknowledged writes %v",
+			rolled.Round(time.Millisecond), sawRolling, len(acked), w.errors, w.lastErr, w.longestGap.Round(time.Millisecond))
+		if !sawRolling {
+			t.Error("the state was never RunningRollingUpdate")
+		}
+		if w.longestGap > redisFailoverBound {
+			t.Errorf("no write was acknowledged for %v", w.longestGap)
+		}
+		missing, err := r.missing(primary, acked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(missing) > 0 {
+			t.Errorf("the primary %s lacks %d of %d acknowledged keys, first %s", primary, len(missing), len(acked), missing[0])
+		}
+	})
+}
