@@ -148,7 +148,7 @@ func Plan(want int, recorded string, nodes []Node) Decision {
 			unsynced = append(unsynced, n.Name)
 		}
 	}
-	rolling := slices.ContainsFunc(nodes, func(n Node) bool { return !n.Current })
+	rolling := slices.ContainsFunc(nodes, outdated)
 	if rolling {
 		d.State = redisv1alpha1.StateRunningRollingUpdate
 	}
@@ -175,6 +175,9 @@ func Plan(want int, recorded string, nodes []Node) Decision {
 	d.Reason = fmt.Sprintf("handed the primary over from %s to %s, to replace %s", recorded, target.Name, recorded)
 	return d
 }
+
+// outdated reports whether n's pod exists and runs an old template.
+func outdated(n Node) bool { return n.Pod != PodMissing && !n.Current }
 
 func healthyPrimary(n Node) bool {
 	return n.Pod == PodReady && n.Answered && n.Primary
