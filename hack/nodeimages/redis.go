@@ -16,7 +16,7 @@ func redisImage() image {
 	return image{
 		refs: redisRefs,
 		packages: append([]string{"redis-server", "redis-tools", "libatomic1", "libjemalloc2", "liblzf1", "libssl3",
-			"libsystemd0", "libcap2", "libgcrypt20", "libgpg-error0", "liblz4-1", "liblzma5", "libzstd1"}, libc...),
+			"libsystemd0", "libcap2", "libgcrypt20", "libgpg-error0", "liblz4-1", "liblzma5", "libzstd1", "libstdc++6"}, libc...),
 		files:      files,
 		entrypoint: []string{"redis-server"},
 		user:       "redis",
