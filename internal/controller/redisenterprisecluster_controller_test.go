@@ -1,0 +1,118 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/api/conditions"
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// The sample, applied as written, gets its children: a Secret with the
+// sample's username and a generated password that later passes keep, a
+// StatefulSet whose resources read `4 Gi` as 4Gi, claims of the gp2 class,
+// role files that make the first node the primary, and the Services.
+// Without pods (the API-only cluster), the cluster waits for its first
+// primary.
+func TestRedisEnterpriseClusterSampleCreatesChildren(t *testing.T) {
+	ns, _ := startOperator(t)
+	u := redisSampleObject(t, ns)
+	if err := k8s.Create(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	const name = "redis-enterprise"
+	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: n} }
+	secret, sts := &corev1.Secret{ObjectMeta: meta(name)}, &appsv1.StatefulSet{ObjectMeta: meta(name)}
+	cm, pdb := &corev1.ConfigMap{ObjectMeta: meta(rec.ConfigMapName(name))}, &policyv1.PodDisruptionBudget{ObjectMeta: meta(name)}
+	primarySvc, uiSvc, nodesSvc := &corev1.Service{ObjectMeta: meta(name)}, &corev1.Service{ObjectMeta: meta(rec.UIServiceName(name))}, &corev1.Service{ObjectMeta: meta(rec.NodesServiceName(name))}
+	for _, o := range []client.Object{secret, sts, cm, pdb, primarySvc, uiSvc, nodesSvc} {
+		waitForObject(t, o)
+	}
+	password := string(secret.Data[rec.SecretPassword])
+	if string(secret.Data[rec.SecretUsername]) != "admin@acme.com" || len(password) != 32 {
+		t.Errorf("Secret: username %q, password of %d characters", secret.Data[rec.SecretUsername], len(password))
+	}
+	c := sts.Spec.Template.Spec.Containers[0]
+	if c.Resources.Limits.Memory().String() != "4Gi" || c.Resources.Requests.Memory().String() != "4Gi" || c.Resources.Limits.Cpu().String() != "400m" {
+		t.Errorf("resources = %+v, want 4Gi and 400m", c.Resources)
+	}
+	if c.Image != "redislabs/redis:5.4.0-19" || c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("image %s, pull policy %s", c.Image, c.ImagePullPolicy)
+	}
+	if len(sts.Spec.VolumeClaimTemplates) != 1 || *sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName != "gp2" || *sts.Spec.Replicas != 3 ||
+		sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement || sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		t.Errorf("StatefulSet spec = %+v", sts.Spec)
+	}
+	if cm.Data[rec.RoleFile(name+"-0")] == "" || strings.Contains(cm.Data[rec.RoleFile(name+"-0")], "replicaof") ||
+		cm.Data[rec.RoleFile(name+"-1")] != "replicaof redis-enterprise-0.redis-enterprise-nodes."+ns+".svc.cluster.local 6379\n" {
+		t.Errorf("role files = %v", cm.Data)
+	}
+	if uiSvc.Spec.Type != corev1.ServiceTypeLoadBalancer || uiSvc.Spec.Selector[rec.RoleLabel] != redisv1alpha1.RolePrimary ||
+		primarySvc.Spec.Selector[rec.RoleLabel] != redisv1alpha1.RolePrimary || nodesSvc.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("Services: ui %s %v, primary %v, nodes %s", uiSvc.Spec.Type, uiSvc.Spec.Selector, primarySvc.Spec.Selector, nodesSvc.Spec.ClusterIP)
+	}
+	r := &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: meta(name)}
+	waitForCondition(t, r, conditions.Ready, metav1.ConditionFalse, redisv1alpha1.ReasonBootstrapping)
+	if r.Status.State != redisv1alpha1.StateBootstrappingFirstPod || strings.Contains(r.Status.Conditions[0].Message, password) {
+		t.Errorf("status = %+v", r.Status)
+	}
+
+	// A new username is written; the password is kept.
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(u), u); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, "ops@acme.com", "spec", "username"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	waitForCondition(t, r, conditions.Ready, metav1.ConditionFalse, redisv1alpha1.ReasonBootstrapping)
+	waitForSecret(t, secret, func(s *corev1.Secret) bool { return string(s.Data[rec.SecretUsername]) == "ops@acme.com" })
+	if got := string(secret.Data[rec.SecretPassword]); got != password {
+		t.Error("the password changed with the username")
+	}
+}
+
+// A request above its limit passes admission (a quantity may hold spaces)
+// and is refused at reconcile, naming both fields, with no child created.
+func TestRedisEnterpriseClusterRequestAboveLimitIsInvalidSpec(t *testing.T) {
+	ns, _ := startOperator(t)
+	u := redisSampleObject(t, ns)
+	if err := unstructured.SetNestedField(u.Object, "8 Gi", "spec", "redisEnterpriseNodeResources", "requests", "memory"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	r := &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: u.GetName()}}
+	c := waitForCondition(t, r, conditions.Ready, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
+	if !strings.Contains(c.Message, "spec.redisEnterpriseNodeResources.requests.memory") || !strings.Contains(c.Message, "spec.redisEnterpriseNodeResources.limits.memory") ||
+		r.Status.State != redisv1alpha1.StateError {
+		t.Errorf("Ready: %s; state %s", c.Message, r.Status.State)
+	}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: u.GetName()}, &appsv1.StatefulSet{}); err == nil {
+		t.Error("a StatefulSet was created for an invalid spec")
+	}
+}
+
+func waitForSecret(t *testing.T, s *corev1.Secret, ok func(*corev1.Secret) bool) {
+	t.Helper()
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s); err != nil {
+			return false, err.Error()
+		}
+		return ok(s), "Secret " + s.Name + " not updated yet"
+	})
+}
