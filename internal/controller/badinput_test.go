@@ -172,6 +172,16 @@ func badInputs() []badInput {
 		{name: "MicroServiceDeploy update of msName", sample: msdSample, edits: []edit{set("spec.msName", "other")}, field: "spec.msName", update: true},
 		{name: "MicroServiceDeploy update of fullName", sample: msdSample, edits: []edit{set("spec.fullName", "other")}, field: "spec.fullName", update: true},
 		{name: "MicroServiceDeploy update to 1001 replicas", sample: msdSample, edits: []edit{set("spec.replicas", int64(1001))}, field: "spec.replicas", update: true},
+
+		// RedisEnterpriseCluster
+		{name: "RedisEnterpriseCluster even nodes", sample: redisSample, edits: []edit{set("spec.nodes", int64(4))}, field: "spec.nodes"},
+		{name: "RedisEnterpriseCluster one node", sample: redisSample, edits: []edit{set("spec.nodes", int64(1))}, field: "spec.nodes"},
+		{name: "RedisEnterpriseCluster nodes as a string", sample: redisSample, edits: []edit{set("spec.nodes", "three")}, field: "spec.nodes"},
+		{name: "RedisEnterpriseCluster persistence enabled as a number", sample: redisSample, edits: []edit{set("spec.persistentSpec.enabled", int64(1))}, field: "spec.persistentSpec.enabled"},
+		{name: "RedisEnterpriseCluster negative memory limit", sample: redisSample, edits: []edit{set("spec.redisEnterpriseNodeResources.limits.memory", "-4 Gi")}, field: "spec.redisEnterpriseNodeResources.limits.memory"},
+		{name: "RedisEnterpriseCluster negative cpu request", sample: redisSample, edits: []edit{set("spec.redisEnterpriseNodeResources.requests.cpu", "-400m")}, field: "spec.redisEnterpriseNodeResources.requests.cpu"},
+		{name: "RedisEnterpriseCluster unknown ui Service type", sample: redisSample, edits: []edit{set("spec.uiServiceType", "Ingress")}, field: "spec.uiServiceType"},
+		{name: "RedisEnterpriseCluster misspelt field", sample: redisSample, edits: []edit{set("spec.node", int64(3))}, field: "spec.node", strict: true},
 	}
 }
 
