@@ -282,8 +282,9 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 		n.plan.Current = sts.Status.UpdateRevision == "" || pod.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision
 		switch {
 		case !pod.DeletionTimestamp.IsZero() || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+			// Still asked: a terminating primary that answers is still
+			// handing its last writes to its replicas.
 			n.plan.Pod = rec.PodTerminating
-			continue
 		case podReady(pod):
 			n.plan.Pod = rec.PodReady
 		default:

@@ -109,7 +109,7 @@ func Plan(want int, recorded string, nodes []Node) Decision {
 		return !n.Answered || n.Pod == PodMissing || n.Pod == PodTerminating
 	})
 	if recorded == "" {
-		return elect(answering)
+		return elect(answering, nodes)
 	}
 	i := slices.IndexFunc(nodes, func(n Node) bool { return n.Name == recorded })
 	var primary Node
@@ -117,6 +117,12 @@ func Plan(want int, recorded string, nodes []Node) Decision {
 		primary = nodes[i]
 	} else {
 		primary = Node{Name: recorded, Pod: PodMissing}
+	}
+	if primary.Pod == PodTerminating && primary.Answered {
+		// Redis, told to stop, pauses writes and sends its replicas what
+		// they lack before it exits: promote once it has.
+		return waiting(Decision{Primary: recorded, State: redisv1alpha1.StateInitializing},
+			fmt.Sprintf("waiting for the primary %s to stop: its pod is terminating", recorded))
 	}
 	if !healthyPrimary(primary) {
 		return failover(primary, answering)
@@ -183,10 +189,18 @@ func healthyPrimary(n Node) bool {
 	return n.Pod == PodReady && n.Answered && n.Primary
 }
 
-// elect chooses the first primary: a node that already is one (the
-// operator may have lost its record), else the node furthest along.
-func elect(answering []Node) Decision {
+// elect chooses the first primary: the node furthest along of those that
+// already are primaries (the operator may have lost its record), else,
+// once every node answers, the node furthest along.
+func elect(answering, nodes []Node) Decision {
 	d := Decision{State: redisv1alpha1.StateBootstrappingFirstPod}
+	primaries := slices.DeleteFunc(slices.Clone(answering), func(n Node) bool { return !n.Primary })
+	if len(primaries) == 0 && len(answering) < len(nodes) {
+		return waiting(d, fmt.Sprintf("waiting for every node to answer (%d of %d do)", len(answering), len(nodes)))
+	}
+	if len(primaries) > 0 {
+		answering = primaries
+	}
 	n, ok := best(answering)
 	if !ok {
 		return waiting(d, "waiting for a node to answer")

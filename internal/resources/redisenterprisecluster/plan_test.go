@@ -58,10 +58,26 @@ func TestPlan(t *testing.T) {
 			want:     Decision{Action: Promote, Target: p2, Primary: p2, State: redisv1alpha1.StateInitializing},
 		},
 		{
-			name:     "should fail over when the primary's pod is terminating",
+			name:     "should wait for a terminating primary that still answers to stop",
 			recorded: p0,
 			nodes:    []Node{with(primaryNode(p0, 100), func(n *Node) { n.Pod = PodTerminating }), replicaNode(p1, p0, 100), replicaNode(p2, p0, 99)},
+			want:     Decision{Primary: p0, Waiting: true, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should fail over once the terminating primary is silent",
+			recorded: p0,
+			nodes:    []Node{{Name: p0, Pod: PodTerminating, RoleLabel: redisv1alpha1.RolePrimary}, replicaNode(p1, p0, 100), replicaNode(p2, p0, 99)},
 			want:     Decision{Action: Promote, Target: p1, Primary: p1, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:  "should not promote a replica before every node answers",
+			nodes: []Node{{Name: p0, Pod: PodNotReady}, replicaNode(p1, p0, 0), replicaNode(p2, p0, 0)},
+			want:  Decision{Waiting: true, State: redisv1alpha1.StateBootstrappingFirstPod},
+		},
+		{
+			name:  "should record an existing primary rather than a replica further along",
+			nodes: []Node{replicaNode(p0, p1, 50), primaryNode(p1, 40), {Name: p2, Pod: PodMissing}},
+			want:  Decision{Action: Record, Target: p1, Primary: p1, State: redisv1alpha1.StateBootstrappingFirstPod},
 		},
 		{
 			name:     "should fail over when the primary does not answer",
