@@ -1,0 +1,73 @@
+package redisenterprisecluster
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+)
+
+func TestQuantity(t *testing.T) {
+	tests := []struct {
+		in      intstr.IntOrString
+		want    string
+		wantErr bool
+	}{
+		{intstr.FromString("4 Gi"), "4Gi", false},
+		{intstr.FromString("400m"), "400m", false},
+		{intstr.FromString(" 1.5 Gi "), "1536Mi", false},
+		{intstr.FromInt32(2), "2", false},
+		{intstr.FromString("-4Gi"), "", true},
+		{intstr.FromString("4 GB of RAM"), "", true},
+	}
+	for _, tt := range tests {
+		q, err := Quantity(redisv1alpha1.Quantity{IntOrString: tt.in})
+		if (err != nil) != tt.wantErr || (err == nil && q.String() != tt.want) {
+			t.Errorf("Quantity(%v) = %s, %v; want %s (error %v)", tt.in, q.String(), err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestRolesFollowTheRecordedPrimary(t *testing.T) {
+	replicaOf := func(pod string) string { return "replicaof " + NodeHost("r", "ns", pod) + " 6379\n" }
+	tests := []struct {
+		name     string
+		recorded string
+		want     map[string]string
+	}{
+		{"should make the first node the primary before one is recorded", "", map[string]string{
+			"r-0.conf": "# r-0 boots as the primary.\n", "r-1.conf": replicaOf("r-0"), "r-2.conf": replicaOf("r-0")}},
+		{"should make a restarted old primary boot as a replica of the new one", "r-2", map[string]string{
+			"r-0.conf": replicaOf("r-2"), "r-1.conf": replicaOf("r-2"), "r-2.conf": "# r-2 boots as the primary.\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Roles("r", "ns", 3, tt.recorded)); diff != "" {
+				t.Errorf("Roles (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFlagReadsBoolsAndStrings(t *testing.T) {
+	for in, want := range map[string]redisv1alpha1.Flag{
+		`true`: {Value: true}, `false`: {}, `"true"`: {Value: true, AsString: true}, `"false"`: {AsString: true},
+	} {
+		var f redisv1alpha1.Flag
+		if err := json.Unmarshal([]byte(in), &f); err != nil || f != want {
+			t.Errorf("%s: %+v, %v; want %+v", in, f, err, want)
+		}
+		if out, _ := json.Marshal(f); string(out) != in {
+			t.Errorf("%s written back as %s", in, out)
+		}
+	}
+	for _, in := range []string{`"yes"`, `1`, `null1`} {
+		var f redisv1alpha1.Flag
+		if err := json.Unmarshal([]byte(in), &f); err == nil {
+			t.Errorf("%s: accepted as %+v", in, f)
+		}
+	}
+}
