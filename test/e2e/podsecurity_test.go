@@ -64,7 +64,9 @@ func readSamples(t *testing.T) []*unstructured.Unstructured {
 	}
 	var objs []*unstructured.Unstructured
 	for _, f := range files {
-		if filepath.Base(f) == "kustomization.yaml" {
+		// A RedisEnterpriseCluster is Ready only once Redis really runs
+		// and answers: test/realpods covers its sample.
+		if filepath.Base(f) == "kustomization.yaml" || filepath.Base(f) == "app_v1alpha1_redisenterprisecluster.yaml" {
 			continue
 		}
 		data, err := os.ReadFile(f)
