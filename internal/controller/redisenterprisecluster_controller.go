@@ -234,6 +234,12 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		planned[i] = n.plan
 	}
 	d := rec.Plan(rec.Nodes(&o.Spec), o.Status.Primary, planned)
+	log := ctrl.LoggerFrom(ctx)
+	if d.Action != rec.None {
+		log.Info("Taking step", "step", d.Action, "node", d.Target, "reason", d.Reason)
+	} else {
+		log.V(1).Info("No step", "state", d.State, "reason", d.Reason)
+	}
 	if err := x.take(ctx, o, d, nodes, password); err != nil {
 		return Step{}, fmt.Errorf("%s %s: %w", d.Action, d.Target, err)
 	}
@@ -430,6 +436,8 @@ func newRedisClient(ip, password string) *redis.Client {
 		ReadTimeout:     redisCallTimeout,
 		WriteTimeout:    redisCallTimeout,
 		MaxRetries:      -1,
+		// One dial: a node that does not answer waits for the next pass.
+		DialerRetries:   1,
 		PoolSize:        1,
 		DisableIdentity: true,
 	})
@@ -437,6 +445,8 @@ func newRedisClient(ip, password string) *redis.Client {
 
 // replicationInfo returns the fields of INFO replication of the node at ip.
 func replicationInfo(ctx context.Context, ip, password string) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, redisDialTimeout+redisCallTimeout)
+	defer cancel()
 	c := newRedisClient(ip, password)
 	defer c.Close()
 	text, err := c.Info(ctx, "replication").Result()
@@ -448,6 +458,8 @@ func replicationInfo(ctx context.Context, ip, password string) (map[string]strin
 
 // redisDo sends one command to the node at ip.
 func redisDo(ctx context.Context, ip, password string, args ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, redisDialTimeout+redisCallTimeout)
+	defer cancel()
 	c := newRedisClient(ip, password)
 	defer c.Close()
 	return c.Do(ctx, args...).Err()
