@@ -429,13 +429,13 @@ func offsetOf(ctx context.Context, c *redis.Client, field string) (int64, error)
 
 func newRedisClient(ip, password string) *redis.Client {
 	return redis.NewClient(&redis.Options{
-		Addr:            net.JoinHostPort(ip, strconv.Itoa(rec.Port)),
-		Password:        password,
-		Protocol:        2,
-		DialTimeout:     redisDialTimeout,
-		ReadTimeout:     redisCallTimeout,
-		WriteTimeout:    redisCallTimeout,
-		MaxRetries:      -1,
+		Addr:         net.JoinHostPort(ip, strconv.Itoa(rec.Port)),
+		Password:     password,
+		Protocol:     2,
+		DialTimeout:  redisDialTimeout,
+		ReadTimeout:  redisCallTimeout,
+		WriteTimeout: redisCallTimeout,
+		MaxRetries:   -1,
 		// One dial: a node that does not answer waits for the next pass.
 		DialerRetries:   1,
 		PoolSize:        1,
