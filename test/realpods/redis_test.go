@@ -62,7 +62,7 @@ func (r *redisCluster) client(ip string) *redis.Client {
 func redisClient(ip, username, password string) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr: net.JoinHostPort(ip, strconv.Itoa(rec.Port)), Username: username, Password: password, Protocol: 2,
-		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second, MaxRetries: -1, DisableIdentity: true,
+		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second, MaxRetries: -1, DialerRetries: 1, DisableIdentity: true,
 	})
 }
 
