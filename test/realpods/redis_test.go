@@ -318,6 +318,33 @@ func TestRedisEnterpriseClusterSample(t *testing.T) {
 		}
 	})
 
+	t.Run("a replica made a second primary is fenced back into a replica", func(t *testing.T) {
+		var stale string
+		for _, n := range r.rec.Status.Nodes {
+			if n.Name != primary {
+				stale = n.Name
+			}
+		}
+		rc := r.client(r.podIP(stale))
+		err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err()
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		made := time.Now()
+		testenv.Eventually(t, redisFailoverBound, func() (bool, string) {
+			info, err := r.replication(stale)
+			if err != nil {
+				return false, err.Error()
+			}
+			return info["role"] == "slave" && strings.HasPrefix(info["master_host"], primary+"."), fmt.Sprintf("%s: role %s of %s", stale, info["role"], info["master_host"])
+		})
+		t.Logf("%s, made a primary, was a replica of %s again after %v", stale, primary, time.Since(made).Round(time.Millisecond))
+		if got := r.waitRunning(time.Minute); got != primary {
+			t.Errorf("primary %s, want %s kept", got, primary)
+		}
+	})
+
 	t.Run("deleting the primary's pod elects a new primary and loses no acknowledged write", func(t *testing.T) {
 		old := primary
 		claim := &corev1.PersistentVolumeClaim{}
