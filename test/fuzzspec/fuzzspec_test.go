@@ -18,13 +18,14 @@ import (
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
+	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 )
 
 var update = flag.Bool("update", false, "write the seed corpus entries of the samples in config/samples")
 
 // kinds returns a new resource of every kind.
 func kinds() []client.Object {
-	return []client.Object{&appv1.AppService{}, &appv1.WebService{}, &cachev1alpha1.Memcached{}, &operatorv1.MyWeb{}, &customv1.MicroServiceDeploy{}}
+	return []client.Object{&appv1.AppService{}, &appv1.WebService{}, &cachev1alpha1.Memcached{}, &operatorv1.MyWeb{}, &customv1.MicroServiceDeploy{}, &redislabsv1alpha1.RedisEnterpriseCluster{}}
 }
 
 // TestFillReachesEveryField fills many resources of every kind and checks
@@ -157,10 +158,11 @@ var sampleEntries = map[string][]struct {
 	dir  string
 	args func(sample []byte) []any
 }{
-	"AppService": {{"appservice/testdata/fuzz/FuzzBuild", one}},
-	"WebService": {{"appservice/testdata/fuzz/FuzzBuild", one}},
-	"Memcached":  {{"memcached/testdata/fuzz/FuzzBuild", one}},
-	"MyWeb":      {{"myweb/testdata/fuzz/FuzzBuild", one}},
+	"AppService":             {{"appservice/testdata/fuzz/FuzzBuild", one}},
+	"WebService":             {{"appservice/testdata/fuzz/FuzzBuild", one}},
+	"Memcached":              {{"memcached/testdata/fuzz/FuzzBuild", one}},
+	"MyWeb":                  {{"myweb/testdata/fuzz/FuzzBuild", one}},
+	"RedisEnterpriseCluster": {{"redisenterprisecluster/testdata/fuzz/FuzzBuild", one}},
 	"MicroServiceDeploy": {
 		// The operator's default options: nothing exposed.
 		{"microservicedeploy/testdata/fuzz/FuzzBuild", func(s []byte) []any { return []any{s, uint8(0), ""} }},
