@@ -401,6 +401,44 @@ func TestRedisEnterpriseClusterSample(t *testing.T) {
 		}
 	})
 
+	t.Run("a primary whose Redis stops and restarts in its pod loses no acknowledged write", func(t *testing.T) {
+		old := primary
+		w := r.startWriter("restart")
+		testenv.Eventually(t, 30*time.Second, func() (bool, string) { return w.ackedCount() >= 20, "waiting for writes" })
+		rc := r.client(r.podIP(old))
+		// The container exits; the kubelet starts it again in the same pod,
+		// on the same volume, from the same role file.
+		_ = rc.Do(ctx, "SHUTDOWN", "NOSAVE").Err()
+		rc.Close()
+		stopped := time.Now()
+		testenv.Eventually(t, time.Minute, func() (bool, string) {
+			pod := &corev1.Pod{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: old}, pod); err != nil {
+				return false, err.Error()
+			}
+			restarts := int32(0)
+			for _, cs := range pod.Status.ContainerStatuses {
+				restarts += cs.RestartCount
+			}
+			return restarts > 0, "container not restarted yet"
+		})
+		primary = r.waitRunning(2 * time.Minute)
+		before := w.ackedCount()
+		testenv.Eventually(t, redisFailoverBound, func() (bool, string) { return w.ackedCount() > before+10, "waiting for writes" })
+		acked := w.Stop()
+		t.Logf("after %s's Redis stopped, the primary is %s; Running again %v later; %d writes acknowledged, %d refused or failed (last: %s), longest gap %v",
+			old, primary, time.Since(stopped).Round(time.Millisecond), len(acked), w.errors, w.lastErr, w.longestGap.Round(time.Millisecond))
+		for _, n := range r.rec.Status.Nodes {
+			missing, err := r.missing(n.Name, acked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(missing) > 0 {
+				t.Errorf("node %s lacks %d of %d acknowledged keys, first %s", n.Name, len(missing), len(acked), missing[0])
+			}
+		}
+	})
+
 	t.Run("a new image rolls the nodes while writes keep being acknowledged", func(t *testing.T) {
 		w := r.startWriter("rolling")
 		testenv.Eventually(t, 30*time.Second, func() (bool, string) { return w.ackedCount() >= 20, "waiting for writes" })
