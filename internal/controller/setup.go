@@ -22,6 +22,7 @@ import (
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 )
 
@@ -35,6 +36,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(customv1.AddToScheme(s))
 	utilruntime.Must(cachev1alpha1.AddToScheme(s))
 	utilruntime.Must(operatorv1.AddToScheme(s))
+	utilruntime.Must(etcdv1beta2.AddToScheme(s))
 	return s
 }
 
@@ -46,6 +48,7 @@ func kinds(opts Options) []registered {
 		microServiceDeployKind(opts),
 		memcachedKind(opts),
 		myWebKind(opts),
+		etcdClusterKind(opts),
 	}
 }
 
