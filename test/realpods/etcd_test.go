@@ -215,7 +215,10 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	t.Parallel()
 	ctx, c := context.Background(), operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	// The sample unchanged in one namespace, with the node's version in
+	// another: both are called example.
+	ns2 := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns, ns2}})
 
 	sample := &etcdv1beta2.EtcdCluster{}
 	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", sample, ns)
@@ -230,9 +233,9 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	}
 
 	// The sample with the version the node has.
+	ns = ns2
 	e := &etcdv1beta2.EtcdCluster{}
 	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
-	e.Name = "example-" + etcdVersion[:1]
 	e.Spec.Version = etcdVersion
 	start := time.Now()
 	if err := c.Create(ctx, e); err != nil {
