@@ -164,31 +164,61 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd
 			endpoints = append(endpoints, url)
 		}
 	}
-	if len(endpoints) == 0 {
-		return obs, ips, nil
+	// Each pod is asked on its own, in parallel: a learner refuses the
+	// member list, and a member that is down must not hold up the others.
+	type answer struct {
+		status *clientv3.StatusResponse
+		list   *clientv3.MemberListResponse
 	}
-	cli, err := newEtcdClient(ctx, endpoints)
-	if err != nil {
-		return obs, ips, err
+	answers := make([]answer, len(endpoints))
+	var wg sync.WaitGroup
+	for i, url := range endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cli, err := newEtcdClient(ctx, []string{url})
+			if err != nil {
+				return
+			}
+			defer cli.Close()
+			c, cancel := context.WithTimeout(ctx, etcdCallTimeout)
+			defer cancel()
+			if st, err := cli.Status(c, url); err == nil && st.Header != nil {
+				answers[i].status = st
+			} else {
+				return
+			}
+			// Serializable: a member without a quorum still says who the
+			// members are, so that the status can say which are down.
+			if list, err := cli.MemberList(c, clientv3.WithSerializable()); err == nil {
+				answers[i].list = list
+			}
+		}()
 	}
-	defer cli.Close()
-	callCtx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
-	defer cancel()
-	// Serializable: a member without a quorum still says who the members
-	// are, so that the status can say which are down.
-	list, err := cli.MemberList(callCtx, clientv3.WithSerializable())
-	if err != nil {
+	wg.Wait()
+	// The member list of a member that knows a leader, else any.
+	var list *clientv3.MemberListResponse
+	var leader uint64
+	byID := map[uint64]*clientv3.StatusResponse{}
+	for _, a := range answers {
+		if a.status == nil {
+			continue
+		}
+		byID[a.status.Header.MemberId] = a.status
+		if a.status.Leader != 0 {
+			leader = a.status.Leader
+		}
+		if a.list != nil && (list == nil || a.status.Leader != 0) {
+			list = a.list
+		}
+	}
+	if list == nil {
 		// No member answers: the planner tells a seed that is starting
 		// from a cluster that lost its quorum.
-		return obs, ips, nil //nolint:nilerr // an unreachable cluster is an observation, not an error
+		return obs, ips, nil
 	}
 	obs.Reachable = true
-	type health struct {
-		status *clientv3.StatusResponse
-	}
-	results := make([]health, len(list.Members))
-	var wg sync.WaitGroup
-	for i, m := range list.Members {
+	for _, m := range list.Members {
 		name := m.Name
 		if name == "" && len(m.PeerURLs) > 0 {
 			name, _ = etcdcluster.MemberOfPeerURL(o.Name, o.Namespace, m.PeerURLs[0])
@@ -196,35 +226,12 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd
 		if name == "" {
 			name = strconv.FormatUint(m.ID, 16)
 		}
-		obs.Members = append(obs.Members, etcdcluster.Member{ID: m.ID, Name: name, Started: m.Name != "", Learner: m.IsLearner})
-		url, ok := ips[name]
-		if !ok {
-			continue
+		member := etcdcluster.Member{ID: m.ID, Name: name, Started: m.Name != "", Learner: m.IsLearner, Leader: m.ID == leader}
+		if st := byID[m.ID]; st != nil {
+			member.Version = st.Version
+			member.Healthy = st.Leader != 0 && len(st.Errors) == 0
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, cancel := context.WithTimeout(ctx, etcdCallTimeout)
-			defer cancel()
-			if st, err := cli.Status(c, url); err == nil && st.Header != nil && st.Header.MemberId == m.ID {
-				results[i].status = st
-			}
-		}()
-	}
-	wg.Wait()
-	var leader uint64
-	for _, r := range results {
-		if r.status != nil && r.status.Leader != 0 {
-			leader = r.status.Leader
-		}
-	}
-	for i := range obs.Members {
-		m := &obs.Members[i]
-		m.Leader = m.ID == leader
-		if st := results[i].status; st != nil {
-			m.Version = st.Version
-			m.Healthy = st.Leader != 0 && len(st.Errors) == 0
-		}
+		obs.Members = append(obs.Members, member)
 	}
 	return obs, ips, nil
 }
@@ -239,9 +246,10 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 	if a.Kind == etcdcluster.Upgrade {
 		return nil, "", e.setImage(ctx, o.Namespace, a.Member, a.Image)
 	}
+	// Learners refuse membership changes: only healthy voters get them.
 	endpoints := make([]string, 0, len(obs.Members))
 	for _, m := range obs.Members {
-		if url, ok := ips[m.Name]; ok && m.Healthy {
+		if url, ok := ips[m.Name]; ok && m.Healthy && !m.Learner {
 			endpoints = append(endpoints, url)
 		}
 	}

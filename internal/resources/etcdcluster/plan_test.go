@@ -96,7 +96,7 @@ func TestNext(t *testing.T) {
 			obs:    Observed{Reachable: true, Members: []Member{m(0, 1), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, three...)},
 			reason: ReasonQuorumLost, failure: true, message: "down: example-1, example-2"},
 		{name: "no member answering is a lost quorum", spec: spec(3, "3.6.16"),
-			obs: Observed{Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2"}, {Name: "example-0", ID: "1"}}},
+			obs:    Observed{Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2"}, {Name: "example-0", ID: "1"}}},
 			reason: ReasonQuorumLost, failure: true, message: "down: example-0, example-1"},
 		{name: "a lost quorum wins over a shrink", spec: spec(1, "3.6.16"),
 			obs:    Observed{Reachable: true, Members: []Member{m(0, 1), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, three...)},
