@@ -66,15 +66,27 @@ func (w *etcdWatch) poll(ctx context.Context, endpoints []string) {
 	if len(endpoints) == 0 {
 		return
 	}
-	cli, err := etcdClient(endpoints)
-	if err != nil {
-		return
+	// Each member on its own: a learner answers neither the member list
+	// nor a linearizable read. The cluster has a quorum when any member
+	// serves a linearizable read.
+	var list *clientv3.MemberListResponse
+	var readErr error
+	for _, url := range endpoints {
+		cli, err := etcdClient([]string{url})
+		if err != nil {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		if l, err := cli.MemberList(c, clientv3.WithSerializable()); err == nil && list == nil {
+			list = l
+		}
+		_, err = cli.Get(c, "quorum-check")
+		cancel()
+		cli.Close()
+		if readErr = err; err == nil {
+			break
+		}
 	}
-	defer cli.Close()
-	c, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	list, listErr := cli.MemberList(c, clientv3.WithSerializable())
-	_, readErr := cli.Get(c, "quorum-check")
 	if ctx.Err() != nil {
 		return
 	}
@@ -85,7 +97,7 @@ func (w *etcdWatch) poll(ctx context.Context, endpoints []string) {
 		w.quorumless++
 		w.errs = append(w.errs, readErr.Error())
 	}
-	if listErr != nil {
+	if list == nil {
 		return
 	}
 	changes := 0
