@@ -1,11 +1,14 @@
 package etcdcluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/resources"
 )
 
 // bytesReader hands out the fuzz input a byte at a time, zeros once spent.
@@ -168,4 +171,67 @@ func recordedOf(o Observed, m Member) etcdv1beta2.EtcdMember {
 		}
 	}
 	return etcdv1beta2.EtcdMember{}
+}
+
+// FuzzBuild builds the children for any spec and recorded membership: the
+// StatefulSet has a pod for every registered member, the ConfigMap lists
+// exactly the registered members, a new cluster is bootstrapped only by a
+// seed etcd has not reported yet, the PodDisruptionBudget keeps a quorum
+// of the registered members, and the same input builds the same children.
+func FuzzBuild(f *testing.F) {
+	f.Add([]byte{3, 1, 0, 0})
+	f.Add([]byte{5, 3, 1, 0, 1, 1, 1, 2, 0, 9})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytesReader(data)
+		s := &etcdv1beta2.EtcdClusterSpec{Size: int32(r.next()%9) + 1, Version: fuzzVersions[int(r.next())%(len(fuzzVersions)-1)]}
+		var members []etcdv1beta2.EtcdMember
+		used := map[int]bool{}
+		for range int(r.next() % 10) {
+			o := int(r.next() % 10)
+			if used[o] {
+				continue
+			}
+			used[o] = true
+			id := ""
+			if r.next()%2 == 0 {
+				id = strconv.Itoa(o + 1)
+			}
+			members = append(members, etcdv1beta2.EtcdMember{Name: MemberName("example", o), ID: id})
+		}
+		owner := resourcesOwner()
+		c := Build(owner, s, members)
+		replicas := *c.StatefulSet.Spec.Replicas
+		for o := range used {
+			if int32(o) >= replicas {
+				t.Fatalf("member %d registered, replicas %d", o, replicas)
+			}
+		}
+		if got, want := c.ConfigMap.Data[KeyInitialCluster], InitialCluster("example", "ns", members); got != want {
+			t.Fatalf("initial cluster %q, want %q", got, want)
+		}
+		for _, m := range members {
+			if !strings.Contains(c.ConfigMap.Data[KeyInitialCluster], m.Name+"="+PeerURL("example", "ns", m.Name)) {
+				t.Fatalf("member %s missing from %q", m.Name, c.ConfigMap.Data[KeyInitialCluster])
+			}
+		}
+		newCluster := len(members) == 1 && members[0].ID == ""
+		if (c.ConfigMap.Data[KeyInitialClusterState] == ClusterStateNew) != newCluster {
+			t.Fatalf("members %+v: state %s", members, c.ConfigMap.Data[KeyInitialClusterState])
+		}
+		if (c.PodDisruptionBudget != nil) != (len(members) > 1) {
+			t.Fatalf("%d members: PodDisruptionBudget %v", len(members), c.PodDisruptionBudget != nil)
+		}
+		if c.PodDisruptionBudget != nil && c.PodDisruptionBudget.Spec.MinAvailable.IntValue() != Quorum(len(members)) {
+			t.Fatalf("%d members: minAvailable %v", len(members), c.PodDisruptionBudget.Spec.MinAvailable)
+		}
+		again, _ := json.Marshal(Build(owner, s, members).Objects())
+		first, _ := json.Marshal(c.Objects())
+		if string(first) != string(again) {
+			t.Fatal("the same input built other children")
+		}
+	})
+}
+
+func resourcesOwner() resources.Owner {
+	return resources.Owner{GVK: etcdv1beta2.GroupVersion.WithKind("EtcdCluster"), Name: "example", Namespace: "ns", UID: "uid"}
 }
