@@ -235,8 +235,9 @@ func unreachable(o Observed) Decision {
 }
 
 // upgrade returns the next member to move to spec.version: a
-// non-leader first, the leader last, each only once the one before runs
-// the target version. The version moves one minor at a time at most, and
+// non-leader first, the leader last (after handing its leadership to a
+// member at the target), each only once the one before runs the target
+// version. The version moves one minor at a time at most, and
 // never down.
 func upgrade(spec *etcdv1beta2.EtcdClusterSpec, members []Member, pods map[string]Pod) (Decision, bool) {
 	target := Image(spec, spec.Version)
@@ -271,6 +272,18 @@ func upgrade(spec *etcdv1beta2.EtcdClusterSpec, members []Member, pods map[strin
 		return -1
 	})
 	m := stale[0]
+	if m.Leader && len(members) > 1 {
+		// The leader hands its leadership to a member already at the
+		// target first: writes wait for no election while it restarts.
+		to := members[0]
+		for _, o := range members {
+			if !o.Leader && !o.Learner && (to.Leader || pods[o.Name].Image == target) {
+				to = o
+			}
+		}
+		return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonUpgrading,
+			Message: fmt.Sprintf("Moving the leadership from %s to %s before upgrading %s", m.Name, to.Name, m.Name)}, true
+	}
 	return Decision{Action: Action{Kind: Upgrade, Member: m.Name, ID: m.ID, Image: target}, Reason: ReasonUpgrading,
 		Message: fmt.Sprintf("Upgrading member %s to %s (%d of %d members left)", m.Name, spec.Version, len(stale), len(members))}, true
 }
