@@ -280,6 +280,9 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 			add = cli.MemberAdd
 		}
 		resp, err := add(ctx, []string{a.PeerURL})
+		if refusedUntilSettled(err) {
+			return nil, "Waiting for the members to settle: etcd adds a member only once every voting member has been connected for 5 s", nil
+		}
 		if err != nil {
 			return nil, "", err
 		}
@@ -293,7 +296,11 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 		}
 		return nil, "", nil
 	case etcdcluster.Remove:
-		if _, err := cli.MemberRemove(ctx, a.ID); err != nil {
+		_, err := cli.MemberRemove(ctx, a.ID)
+		if refusedUntilSettled(err) {
+			return nil, fmt.Sprintf("Waiting for the members to settle before removing %s", a.Member), nil
+		}
+		if err != nil {
 			return nil, "", err
 		}
 		members = nil
@@ -311,6 +318,13 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 		return nil, "", fmt.Errorf("unknown action %q", a.Kind)
 	}
 	return etcdcluster.Record(obs, members), "", nil
+}
+
+// refusedUntilSettled reports whether etcd refused a membership change
+// for now (strict reconfiguration check): a member promoted or restarted
+// less than 5 s ago, or too few started members.
+func refusedUntilSettled(err error) bool {
+	return err != nil && (errors.Is(err, rpctypes.ErrUnhealthy) || errors.Is(err, rpctypes.ErrMemberNotEnoughStarted))
 }
 
 // setImage sets the image of a member pod's etcd container. The kubelet
