@@ -144,9 +144,22 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		}
 	}
 	if healthyVoters < Quorum(voters) {
-		return Decision{Reason: ReasonQuorumLost, Failure: true, Message: fmt.Sprintf(
-			"%d of %d voting members are healthy, %d needed for a quorum; down: %s. The operator changes nothing until a quorum is back",
-			healthyVoters, voters, Quorum(voters), strings.Join(down, ", "))}
+		// A member that answers but knows no leader is up, not down.
+		var silent, leaderless []string
+		for _, m := range members {
+			switch {
+			case m.Healthy:
+			case m.Version == "":
+				silent = append(silent, m.Name)
+			default:
+				leaderless = append(leaderless, m.Name)
+			}
+		}
+		msg := fmt.Sprintf("%d of %d voting members are healthy, %d needed for a quorum; down: %s", healthyVoters, voters, Quorum(voters), strings.Join(silent, ", "))
+		if len(leaderless) > 0 {
+			msg += "; up without a leader: " + strings.Join(leaderless, ", ")
+		}
+		return Decision{Reason: ReasonQuorumLost, Failure: true, Message: msg + ". The operator changes nothing until a quorum is back"}
 	}
 
 	// The membership change in flight.
