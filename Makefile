@@ -112,7 +112,7 @@ bench: controlplane ## Measure converge time against a bare client, writes, rest
 # of inputs (Nx), not a duration: with a duration, Go 1.26's fuzzing
 # coordinator can report the end of the time as a failure
 # ("context deadline exceeded", no failing input; golang/go#75804).
-FUZZ_PACKAGES ?= ./internal/resources/appservice ./internal/resources/memcached ./internal/resources/microservicedeploy ./internal/resources/myweb ./internal/resources/redisenterprisecluster ./internal/status
+FUZZ_PACKAGES ?= ./internal/resources/appservice ./internal/resources/memcached ./internal/resources/microservicedeploy ./internal/resources/myweb ./internal/resources/etcdcluster ./internal/resources/redisenterprisecluster ./internal/status
 FUZZTIME ?= 5000x
 
 .PHONY: fuzz

@@ -179,7 +179,7 @@ func main() {
 }
 
 func build(debs, pause, output string) error {
-	imgs, err := images(pause)
+	imgs, err := withEtcd(images(pause))
 	if err != nil {
 		return err
 	}

@@ -79,12 +79,12 @@ sum=$(find "$repo/hack/nodeimages" -type f \( -name "*.go" -o -name go.mod -o -n
 if [[ -f "$out/images/.source" && $(cat "$out/images/.source") == "$sum" ]]; then
   echo "[$n/$n] images: cached in $out/images"
 else
-  echo "[$n/$n] images: building from Debian packages (apt-get download) and the pause program"
+  echo "[$n/$n] images: building from Debian packages (apt-get download), the pause program and etcd"
   start=$SECONDS
   # apt-get download needs the package lists, which a fresh machine may lack.
   apt-cache show nginx memcached >/dev/null 2>&1 || apt-get update -qq
   (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out/pause" ./hack/nodeimages/pause)
-  (cd "$repo" && go run ./hack/nodeimages --debs="$out/debs" --pause="$out/pause" --output="$out/images")
+  (cd "$repo" && go run ./hack/nodeimages --debs="$out/debs" --pause="$out/pause" --etcd-cache="$out/etcd" --output="$out/images")
   echo "$sum" >"$out/images/.source"
   echo "[$n/$n] images: built in $((SECONDS - start))s"
 fi

@@ -137,6 +137,18 @@ func badInputs() []badInput {
 		{name: "MyWeb misspelt field", sample: myWebSample, edits: []edit{set("spec.nodePort", int64(30100))}, field: "spec.nodePort", strict: true},
 		{name: "MyWeb update to a negative node port", sample: myWebSample, edits: []edit{set("spec.nodePortNumber", int64(-1))}, field: "spec.nodePortNumber", update: true},
 
+		// EtcdCluster
+		{name: "EtcdCluster size 0", sample: etcdSample, edits: []edit{set("spec.size", int64(0))}, field: "spec.size"},
+		{name: "EtcdCluster size 10", sample: etcdSample, edits: []edit{set("spec.size", int64(10))}, field: "spec.size"},
+		{name: "EtcdCluster size as a string", sample: etcdSample, edits: []edit{set("spec.size", "3")}, field: "spec.size"},
+		{name: "EtcdCluster version with a v", sample: etcdSample, edits: []edit{set("spec.version", "v3.2.13")}, field: "spec.version"},
+		{name: "EtcdCluster version as a number", sample: etcdSample, edits: []edit{set("spec.version", 3.2)}, field: "spec.version"},
+		{name: "EtcdCluster without version", sample: etcdSample, edits: []edit{del("spec.version")}, field: "spec.version"},
+		{name: "EtcdCluster empty repository", sample: etcdSample, edits: []edit{set("spec.repository", "")}, field: "spec.repository"},
+		{name: "EtcdCluster misspelt field", sample: etcdSample, edits: []edit{set("spec.members", int64(3))}, field: "spec.members", strict: true},
+		{name: "EtcdCluster update skipping a minor version", sample: etcdSample, edits: []edit{set("spec.version", "3.4.0")}, field: "spec.version", update: true},
+		{name: "EtcdCluster update to an older version", sample: etcdSample, edits: []edit{set("spec.version", "3.2.12")}, field: "spec.version", update: true},
+
 		// MicroServiceDeploy
 		{name: "MicroServiceDeploy msName with capitals", sample: msdSample, edits: []edit{set("spec.msName", "Ms_Sample")}, field: "spec.msName"},
 		{name: "MicroServiceDeploy replicas as a string", sample: msdSample, edits: []edit{set("spec.replicas", "3")}, field: "spec.replicas"},

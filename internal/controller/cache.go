@@ -18,6 +18,7 @@ import (
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/resources"
@@ -46,6 +47,7 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&customv1.MicroServiceDeploy{}:              resource,
 		&cachev1alpha1.Memcached{}:                  resource,
 		&operatorv1.MyWeb{}:                         resource,
+		&etcdv1beta2.EtcdCluster{}:                  resource,
 		&redislabsv1alpha1.RedisEnterpriseCluster{}: resource,
 
 		&appsv1.Deployment{}:  managed,

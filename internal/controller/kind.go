@@ -87,6 +87,10 @@ type Step struct {
 	// awaited and this is zero. The application changes without an event
 	// the operator watches.
 	RequeueAfter time.Duration
+	// Observed is what the step read of the application (the members of
+	// an etcd cluster, say), handed to setStatus as it is; nil when the
+	// kind has nothing to report.
+	Observed any
 }
 
 // converged reports whether the application has reached the spec.

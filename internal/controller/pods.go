@@ -19,15 +19,22 @@ import (
 	"github.com/app-operator/app-operator/internal/status"
 )
 
-// A kind that runs pods (through a Deployment) reports what keeps them from
+// A kind that runs pods (through a Deployment or a StatefulSet) reports what keeps them from
 // running (status.PodFailure) within seconds: it watches its pods, and a
 // pass reads them from the cache. Only an event that changes a pod's
 // failure wakes a pass, so a failing pod costs one status write, not one
 // per kubelet update.
 
-// runsPods reports whether the kind's children run pods.
+// runsPods reports whether the kind's children run pods (a Deployment or
+// a StatefulSet).
 func (k kind[T]) runsPods() bool {
-	return slices.ContainsFunc(k.owns, func(o client.Object) bool { _, ok := o.(*appsv1.Deployment); return ok })
+	return slices.ContainsFunc(k.owns, func(o client.Object) bool {
+		switch o.(type) {
+		case *appsv1.Deployment, *appsv1.StatefulSet:
+			return true
+		}
+		return false
+	})
 }
 
 // watchPods adds the watch of the kind's pods to b.

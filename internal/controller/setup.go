@@ -22,6 +22,7 @@ import (
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 )
@@ -37,6 +38,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(cachev1alpha1.AddToScheme(s))
 	utilruntime.Must(operatorv1.AddToScheme(s))
 	utilruntime.Must(redislabsv1alpha1.AddToScheme(s))
+	utilruntime.Must(etcdv1beta2.AddToScheme(s))
 	return s
 }
 
@@ -49,6 +51,7 @@ func kinds(opts Options) []registered {
 		memcachedKind(opts),
 		myWebKind(opts),
 		redisEnterpriseClusterKind(),
+		etcdClusterKind(opts),
 	}
 }
 

@@ -16,12 +16,18 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata from the current builders")
 
 // TestSamplesGolden renders the children of every sample in config/samples
-// and compares them with testdata/<sample>.golden.yaml.
+// (and in its folders, such as etcd/) and compares them with
+// testdata/<sample>.golden.yaml.
 func TestSamplesGolden(t *testing.T) {
 	samples, err := filepath.Glob("../../config/samples/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	inFolders, err := filepath.Glob("../../config/samples/*/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples = append(samples, inFolders...)
 	n := 0
 	for _, sample := range samples {
 		if filepath.Base(sample) == "kustomization.yaml" {

@@ -1,0 +1,146 @@
+package v1beta2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// DefaultRepository is where a member's image comes from when
+	// spec.repository is left out; the image of version V is
+	// <repository>:v<V>.
+	DefaultRepository = "quay.io/coreos/etcd"
+	// MaxSize is the largest spec.size accepted: every member takes part
+	// in every write, and more than nine make writes slower, not safer.
+	MaxSize = 9
+)
+
+// EtcdClusterSpec is the desired state of an etcd cluster: only size and
+// version control the number of members and their version.
+// +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && ((int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) && int(self.version.split('.')[2]) >= int(oldSelf.version.split('.')[2])) || int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) + 1))",message="spec.version may only move to a later patch of the same minor or to the next minor version (no downgrade, no skipped minor, no major change)"
+type EtcdClusterSpec struct {
+	// Size is the number of members, 1 to 9. The operator changes the
+	// membership one member at a time; the /scale subresource works on it
+	// (kubectl scale).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9
+	Size int32 `json:"size"`
+
+	// Version is the etcd version of every member, MAJOR.MINOR.PATCH
+	// (3.6.16). A change rolls one member at a time, to a later patch of
+	// the same minor or to the next minor only.
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$`
+	Version string `json:"version"`
+
+	// Repository is the image repository of the members: the image of
+	// version V is <repository>:v<V>.
+	// +optional
+	// +kubebuilder:default="quay.io/coreos/etcd"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+([._/:-][a-z0-9]+)*$`
+	Repository string `json:"repository,omitempty"`
+}
+
+// EtcdMember is one member of the cluster, as etcd's own API reports it.
+type EtcdMember struct {
+	// Name is the member's name, which is also its pod's.
+	Name string `json:"name"`
+	// ID is the member's ID in etcd, in hexadecimal.
+	ID string `json:"id"`
+	// Healthy is whether the member answered the operator's status call.
+	// +optional
+	Healthy bool `json:"healthy"`
+	// Learner is whether the member is a learner: added, catching up, not
+	// voting yet.
+	// +optional
+	Learner bool `json:"learner,omitempty"`
+	// Leader is whether the member is the leader.
+	// +optional
+	Leader bool `json:"leader,omitempty"`
+	// Version is the etcd version the member's server reports; empty
+	// while it does not answer.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// PodUID is the uid of the pod holding the member's data, recorded
+	// once the member has started in it. The data lives in the pod
+	// (emptyDir): a member whose pod is replaced lost its data, and is
+	// removed and added again.
+	// +optional
+	PodUID string `json:"podUID,omitempty"`
+}
+
+// EtcdClusterStatus is the observed state.
+type EtcdClusterStatus struct {
+	// Size is the number of members etcd reports, learners included.
+	// +optional
+	Size int32 `json:"size"`
+	// Members are the members etcd reports, by name. Until the first
+	// member answers, the seed member the operator is starting.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Members []EtcdMember `json:"members,omitempty"`
+	// Leader is the name of the leader.
+	// +optional
+	Leader string `json:"leader,omitempty"`
+	// CurrentVersion is the lowest version the members run.
+	// +optional
+	CurrentVersion string `json:"currentVersion,omitempty"`
+	// TargetVersion is the version the members are moving to (spec.version).
+	// +optional
+	TargetVersion string `json:"targetVersion,omitempty"`
+	// Selector selects the member pods, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+	// ObservedGeneration is the generation the status reflects.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Progressing and Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdCluster runs an etcd cluster: a StatefulSet of member pods, a
+// headless Service through which the members find each other, a client
+// Service, the ConfigMap of the membership new members join, and a
+// PodDisruptionBudget that keeps a quorum.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
+// +kubebuilder:resource:categories=all,shortName=etcd
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.size`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && self.metadata.name.size() <= 40",message="metadata.name must be a DNS label of at most 40 characters (lowercase letters, digits and '-', starting with a letter): it names the Services and, with the member's number, the pods"
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   EtcdClusterSpec   `json:"spec"`
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// EtcdClusterList is a list of EtcdCluster.
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdCluster{}, &EtcdClusterList{})
+}
+
+// GetConditions returns the status conditions.
+func (e *EtcdCluster) GetConditions() []metav1.Condition { return e.Status.Conditions }

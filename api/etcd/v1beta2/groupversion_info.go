@@ -1,0 +1,22 @@
+// Package v1beta2 contains the etcd.database.coreos.com/v1beta2 API:
+// EtcdCluster, an etcd cluster whose members the operator adds, promotes,
+// replaces, removes and upgrades one at a time through etcd's own API.
+// +kubebuilder:object:generate=true
+// +groupName=etcd.database.coreos.com
+package v1beta2
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of this API.
+	GroupVersion = schema.GroupVersion{Group: "etcd.database.coreos.com", Version: "v1beta2"}
+
+	// SchemeBuilder registers the kinds of this API.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the kinds of this API to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

@@ -1,0 +1,128 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// etcdSample is the seed's EtcdCluster sample, which must apply unchanged.
+const etcdSample = "etcd/etcd_v1beta2_etcdcluster.yaml"
+
+// TestEtcdClusterAdmission checks that the sample applies unchanged, that
+// bad sizes, versions, repositories and names are refused with the field
+// named, and that a version change may only go to a later patch or the
+// next minor (a CEL transition rule).
+func TestEtcdClusterAdmission(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, k8s)
+	sample := func(t *testing.T) *etcdv1beta2.EtcdCluster {
+		e := &etcdv1beta2.EtcdCluster{}
+		testenv.LoadSample(t, etcdSample, e, ns)
+		return e
+	}
+
+	t.Run("the sample applies unchanged, with the default repository", func(t *testing.T) {
+		e := sample(t)
+		if e.Spec.Size != 3 || e.Spec.Version != "3.2.13" {
+			t.Fatalf("sample %+v, want size 3 and version 3.2.13", e.Spec)
+		}
+		if err := k8s.Create(ctx, e, client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		if e.Spec.Repository != etcdv1beta2.DefaultRepository {
+			t.Errorf("repository %q, want the default %q", e.Spec.Repository, etcdv1beta2.DefaultRepository)
+		}
+	})
+
+	creates := []struct {
+		name   string
+		mutate func(*etcdv1beta2.EtcdCluster)
+		// wantErr is a fragment of the message; empty means accepted.
+		wantErr string
+	}{
+		{"size 1", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 1 }, ""},
+		{"size 9", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 9 }, ""},
+		{"an even size", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 4 }, ""},
+		{"size 0", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 0 }, "spec.size"},
+		{"size 10", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 10 }, "spec.size"},
+		{"a negative size", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = -3 }, "spec.size"},
+		{"a version with a v", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Version = "v3.6.16" }, "spec.version"},
+		{"a version of two parts", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Version = "3.6" }, "spec.version"},
+		{"a version with a suffix", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Version = "3.6.0-rc.1" }, "spec.version"},
+		{"a version with a leading zero", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Version = "3.06.1" }, "spec.version"},
+		{"a repository with a space", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Repository = "quay.io/coreos etcd" }, "spec.repository"},
+		{"a repository with a tag", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Repository = "quay.io/coreos/etcd:v3" }, ""},
+		{"a name of 41 characters", func(e *etcdv1beta2.EtcdCluster) { e.Name = strings.Repeat("e", 41) }, "metadata.name"},
+		{"a name with a dot", func(e *etcdv1beta2.EtcdCluster) { e.Name = "my.etcd" }, "metadata.name"},
+	}
+	for _, tt := range creates {
+		t.Run(tt.name, func(t *testing.T) {
+			e := sample(t)
+			tt.mutate(e)
+			expectAdmission(t, k8s.Create(ctx, e, client.DryRunAll), tt.wantErr)
+		})
+	}
+	t.Run("a missing version", func(t *testing.T) {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": etcdv1beta2.GroupVersion.String(), "kind": "EtcdCluster",
+			"metadata": map[string]any{"name": "no-version", "namespace": ns},
+			"spec":     map[string]any{"size": int64(3)},
+		}}
+		expectAdmission(t, k8s.Create(ctx, u, client.DryRunAll), "spec.version")
+	})
+	t.Run("a size as a string", func(t *testing.T) {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": etcdv1beta2.GroupVersion.String(), "kind": "EtcdCluster",
+			"metadata": map[string]any{"name": "string-size", "namespace": ns},
+			"spec":     map[string]any{"size": "3", "version": "3.6.16"},
+		}}
+		expectAdmission(t, k8s.Create(ctx, u, client.DryRunAll), "spec.size")
+	})
+
+	// Version changes, from a stored 3.6.15.
+	live := sample(t)
+	live.Name = "upgrades"
+	live.Spec.Version = "3.6.15"
+	create(t, live)
+	updates := []struct {
+		to      string
+		wantErr string
+	}{
+		{"3.6.15", ""},
+		{"3.6.16", ""},
+		{"3.6.99", ""},
+		{"3.7.0", ""},
+		{"3.7.5", ""},
+		{"3.6.14", "spec.version may only move"},
+		{"3.5.21", "spec.version may only move"},
+		{"3.8.0", "spec.version may only move"},
+		{"4.0.0", "spec.version may only move"},
+		{"2.6.15", "spec.version may only move"},
+	}
+	for _, tt := range updates {
+		t.Run("version 3.6.15 to "+tt.to, func(t *testing.T) {
+			e := live.DeepCopy()
+			e.Spec.Version = tt.to
+			expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), tt.wantErr)
+		})
+	}
+	t.Run("kubectl scale to 10 is refused", func(t *testing.T) {
+		scale := &autoscalingv1.Scale{}
+		if err := k8s.SubResource("scale").Get(ctx, live, scale); err != nil {
+			t.Fatal(err)
+		}
+		if scale.Spec.Replicas != 3 {
+			t.Errorf("scale subresource says %d replicas, want the spec's 3", scale.Spec.Replicas)
+		}
+		scale.Spec.Replicas = 10
+		expectAdmission(t, k8s.SubResource("scale").Update(ctx, live, client.WithSubResourceBody(scale)), "spec.size")
+	})
+}

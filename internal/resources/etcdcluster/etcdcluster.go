@@ -1,0 +1,325 @@
+// Package etcdcluster builds the children of an EtcdCluster and plans its
+// membership changes. Both are pure.
+//
+// The children: a StatefulSet of member pods (podManagementPolicy
+// Parallel and updateStrategy OnDelete, so that the operator, not the
+// StatefulSet controller, orders every change), a headless Service through
+// which the members find each other by name before they are ready, a
+// client Service on port 2379, the ConfigMap of the membership a new
+// member joins (ETCD_INITIAL_CLUSTER and ETCD_INITIAL_CLUSTER_STATE), and a
+// PodDisruptionBudget that keeps a quorum.
+//
+// The StatefulSet's replicas and the ConfigMap follow the membership the
+// operator registered through etcd's API and recorded in status.members:
+// a member's pod exists only once the member is registered, and joins
+// with the membership the cluster has.
+package etcdcluster
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/resources"
+)
+
+const (
+	// KindName is the value of app.kubernetes.io/name on every child and pod.
+	KindName = "etcdcluster"
+	// ContainerName names the etcd container.
+	ContainerName = "etcd"
+	// ClientPort and PeerPort are etcd's ports.
+	ClientPort = 2379
+	PeerPort   = 2380
+	// DataDir is where the member's data lives: an emptyDir, so a pod
+	// deleted is a member whose data is gone, which the operator replaces.
+	DataDir = "/var/run/etcd"
+
+	// The keys of the membership ConfigMap, which are also the names of
+	// the environment variables etcd reads them from.
+	KeyInitialCluster      = "ETCD_INITIAL_CLUSTER"
+	KeyInitialClusterState = "ETCD_INITIAL_CLUSTER_STATE"
+
+	// ClusterStateNew bootstraps the seed member; every later member joins
+	// with ClusterStateExisting.
+	ClusterStateNew      = "new"
+	ClusterStateExisting = "existing"
+
+	clientPortName = "client"
+	peerPortName   = "peer"
+	// userID runs etcd as a non-root user; the image holds a static binary.
+	userID = 65532
+)
+
+// Children are the objects an EtcdCluster owns.
+type Children struct {
+	Service       *corev1ac.ServiceApplyConfiguration
+	ClientService *corev1ac.ServiceApplyConfiguration
+	ConfigMap     *corev1ac.ConfigMapApplyConfiguration
+	StatefulSet   *appsv1ac.StatefulSetApplyConfiguration
+	// PodDisruptionBudget is nil with fewer than two members: a budget
+	// over one pod would block every node drain.
+	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration
+}
+
+// Objects returns the children in the order they are applied: the
+// membership before the pods that read it.
+func (c Children) Objects() []runtime.ApplyConfiguration {
+	objs := []runtime.ApplyConfiguration{c.Service, c.ClientService, c.ConfigMap, c.StatefulSet}
+	if c.PodDisruptionBudget != nil {
+		objs = append(objs, c.PodDisruptionBudget)
+	}
+	return objs
+}
+
+// Build returns the desired children of the EtcdCluster owner with the
+// given spec and registered members (status.members).
+func Build(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, members []etcdv1beta2.EtcdMember) Children {
+	selector := Selector(owner.Name)
+	labels := resources.Labels(selector)
+	c := Children{
+		Service:       peerService(owner, selector, labels),
+		ClientService: clientService(owner, selector, labels),
+		ConfigMap:     configMap(owner, labels, members),
+		StatefulSet:   statefulSet(owner, spec, selector, labels, Replicas(owner.Name, members)),
+	}
+	if len(members) > 1 {
+		c.PodDisruptionBudget = podDisruptionBudget(owner, selector, labels, len(members))
+	}
+	return c
+}
+
+// Selector is the fixed pod selector of the EtcdCluster called name.
+func Selector(name string) map[string]string {
+	return resources.Selector(KindName, name, nil)
+}
+
+// ClientServiceName names the Service clients reach the cluster through.
+func ClientServiceName(cluster string) string { return cluster + "-client" }
+
+// ConfigMapName names the membership ConfigMap.
+func ConfigMapName(cluster string) string { return cluster + "-members" }
+
+// MemberName is the name of the member (and its pod) of the given ordinal.
+func MemberName(cluster string, ordinal int) string { return cluster + "-" + strconv.Itoa(ordinal) }
+
+// Ordinal is the ordinal of the member called member of cluster; false
+// when the name is not one of its members'.
+func Ordinal(cluster, member string) (int, bool) {
+	rest, ok := strings.CutPrefix(member, cluster+"-")
+	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// PeerURL is the peer URL of a member: its pod's name under the headless
+// Service, which resolves before the pod is ready.
+func PeerURL(cluster, namespace, member string) string {
+	return fmt.Sprintf("http://%s.%s.%s.svc:%d", member, cluster, namespace, PeerPort)
+}
+
+// MemberOfPeerURL returns the member name a peer URL of cluster names;
+// false when it is not one of its members' URLs.
+func MemberOfPeerURL(cluster, namespace, url string) (string, bool) {
+	host, ok := strings.CutPrefix(url, "http://")
+	if !ok {
+		return "", false
+	}
+	name, rest, ok := strings.Cut(host, ".")
+	if !ok || rest != fmt.Sprintf("%s.%s.svc:%d", cluster, namespace, PeerPort) {
+		return "", false
+	}
+	if _, ok := Ordinal(cluster, name); !ok {
+		return "", false
+	}
+	return name, true
+}
+
+// Image is the image of version: <repository>:v<version>.
+func Image(spec *etcdv1beta2.EtcdClusterSpec, version string) string {
+	repo := spec.Repository
+	if repo == "" {
+		repo = etcdv1beta2.DefaultRepository
+	}
+	return repo + ":v" + version
+}
+
+// Replicas is the StatefulSet's replica count for the registered members:
+// one past the highest ordinal, so that every registered member has its
+// pod (a member being replaced leaves a gap below it, filled again when
+// it is added back).
+func Replicas(cluster string, members []etcdv1beta2.EtcdMember) int32 {
+	n := int32(0)
+	for _, m := range members {
+		if o, ok := Ordinal(cluster, m.Name); ok && int32(o)+1 > n {
+			n = int32(o) + 1
+		}
+	}
+	return n
+}
+
+// InitialCluster is ETCD_INITIAL_CLUSTER for the registered members:
+// name=peerURL of each, sorted by name. It is what etcd checks a joining
+// member's flags against, so it must list exactly the registered members.
+func InitialCluster(cluster, namespace string, members []etcdv1beta2.EtcdMember) string {
+	names := make([]string, 0, len(members))
+	for _, m := range members {
+		names = append(names, m.Name)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, n+"="+PeerURL(cluster, namespace, n))
+	}
+	return strings.Join(parts, ",")
+}
+
+// InitialClusterState is ETCD_INITIAL_CLUSTER_STATE: new while the only
+// registered member is the seed that etcd has not reported yet (it has no
+// ID), existing afterwards.
+func InitialClusterState(members []etcdv1beta2.EtcdMember) string {
+	if len(members) == 1 && members[0].ID == "" {
+		return ClusterStateNew
+	}
+	return ClusterStateExisting
+}
+
+func configMap(owner resources.Owner, labels map[string]string, members []etcdv1beta2.EtcdMember) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(ConfigMapName(owner.Name), owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithData(map[string]string{
+			KeyInitialCluster:      InitialCluster(owner.Name, owner.Namespace, members),
+			KeyInitialClusterState: InitialClusterState(members),
+		})
+}
+
+func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selector, labels map[string]string, replicas int32) *appsv1ac.StatefulSetApplyConfiguration {
+	host := fmt.Sprintf("$(POD_NAME).%s.%s.svc", owner.Name, owner.Namespace)
+	args := []string{
+		"--name=$(POD_NAME)",
+		"--data-dir=" + DataDir + "/data",
+		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ClientPort),
+		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
+		fmt.Sprintf("--advertise-client-urls=http://%s:%d", host, ClientPort),
+		fmt.Sprintf("--initial-advertise-peer-urls=http://%s:%d", host, PeerPort),
+		"--initial-cluster-token=" + owner.Namespace + "/" + owner.Name,
+	}
+	fromConfigMap := func(key string) *corev1ac.EnvVarApplyConfiguration {
+		return corev1ac.EnvVar().WithName(key).WithValueFrom(corev1ac.EnvVarSource().
+			WithConfigMapKeyRef(corev1ac.ConfigMapKeySelector().WithName(ConfigMapName(owner.Name)).WithKey(key)))
+	}
+	container := corev1ac.Container().
+		WithName(ContainerName).
+		WithImage(Image(spec, spec.Version)).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithArgs(args...).
+		WithEnv(
+			corev1ac.EnvVar().WithName("POD_NAME").WithValueFrom(corev1ac.EnvVarSource().
+				WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name"))),
+			fromConfigMap(KeyInitialCluster),
+			fromConfigMap(KeyInitialClusterState),
+		).
+		WithPorts(
+			corev1ac.ContainerPort().WithName(clientPortName).WithContainerPort(ClientPort).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName(peerPortName).WithContainerPort(PeerPort).WithProtocol(corev1.ProtocolTCP),
+		).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName("data").WithMountPath(DataDir)).
+		// Ready when the member serves: a learner, or a member without a
+		// leader, is not, and the client Service skips it. No liveness
+		// probe: restarting a member that lost its quorum helps nothing.
+		WithReadinessProbe(corev1ac.Probe().
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/health").WithPort(intstr.FromString(clientPortName))).
+			WithPeriodSeconds(5).WithTimeoutSeconds(3).WithFailureThreshold(3)).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithAllowPrivilegeEscalation(false).
+			WithRunAsNonRoot(true).
+			WithReadOnlyRootFilesystem(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+
+	podSpec := corev1ac.PodSpec().
+		WithContainers(container).
+		WithAutomountServiceAccountToken(false).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(userID).WithRunAsGroup(userID).WithFSGroup(userID).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithVolumes(corev1ac.Volume().WithName("data").WithEmptyDir(corev1ac.EmptyDirVolumeSource())).
+		WithTopologySpreadConstraints(corev1ac.TopologySpreadConstraint().
+			WithMaxSkew(1).
+			WithTopologyKey("kubernetes.io/hostname").
+			WithWhenUnsatisfiable(corev1.ScheduleAnyway).
+			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selector)))
+
+	return appsv1ac.StatefulSet(owner.Name, owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithSpec(appsv1ac.StatefulSetSpec().
+			WithReplicas(replicas).
+			WithServiceName(owner.Name).
+			WithPodManagementPolicy("Parallel").
+			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType("OnDelete")).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(labels).
+				WithSpec(podSpec)))
+}
+
+// peerService is headless and publishes not-ready pods: a member resolves
+// its peers' names while they start, before any of them is ready.
+func peerService(owner resources.Owner, selector, labels map[string]string) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(owner.Name, owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithClusterIP(corev1.ClusterIPNone).
+			WithPublishNotReadyAddresses(true).
+			WithSelector(selector).
+			WithPorts(
+				corev1ac.ServicePort().WithName(clientPortName).WithPort(ClientPort).WithProtocol(corev1.ProtocolTCP).WithTargetPort(intstr.FromString(clientPortName)),
+				corev1ac.ServicePort().WithName(peerPortName).WithPort(PeerPort).WithProtocol(corev1.ProtocolTCP).WithTargetPort(intstr.FromString(peerPortName)),
+			))
+}
+
+// clientService balances clients over the ready members.
+func clientService(owner resources.Owner, selector, labels map[string]string) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(ClientServiceName(owner.Name), owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithSelector(selector).
+			WithPorts(corev1ac.ServicePort().WithName(clientPortName).WithPort(ClientPort).WithProtocol(corev1.ProtocolTCP).WithTargetPort(intstr.FromString(clientPortName))))
+}
+
+// podDisruptionBudget lets voluntary disruptions (node drains) take a
+// member only while a quorum of the others stays up.
+func podDisruptionBudget(owner resources.Owner, selector, labels map[string]string, members int) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return policyv1ac.PodDisruptionBudget(owner.Name, owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
+			WithMinAvailable(intstr.FromInt32(int32(Quorum(members)))).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
+			WithUnhealthyPodEvictionPolicy(policyv1.IfHealthyBudget))
+}
+
+// Quorum is the number of voting members a cluster of n voters needs up.
+func Quorum(n int) int { return n/2 + 1 }

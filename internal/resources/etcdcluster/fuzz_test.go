@@ -1,0 +1,237 @@
+package etcdcluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/resources"
+)
+
+// bytesReader hands out the fuzz input a byte at a time, zeros once spent.
+type bytesReader []byte
+
+func (b *bytesReader) next() byte {
+	if len(*b) == 0 {
+		return 0
+	}
+	c := (*b)[0]
+	*b = (*b)[1:]
+	return c
+}
+
+var fuzzVersions = []string{"3.3.25", "3.5.21", "3.6.15", "3.6.16", "3.7.0", "3.8.0", ""}
+
+// observedFrom builds a spec and an observed cluster of up to 9 members
+// from data: membership, learners, health, leadership, versions, pods and
+// recorded pod uids all vary.
+func observedFrom(data []byte) (*etcdv1beta2.EtcdClusterSpec, Observed) {
+	r := bytesReader(data)
+	spec := &etcdv1beta2.EtcdClusterSpec{Size: int32(r.next()%9) + 1, Version: fuzzVersions[int(r.next())%(len(fuzzVersions)-1)]}
+	o := Observed{Cluster: "example", Reachable: r.next()%8 != 0, Pods: map[string]Pod{}}
+	n := int(r.next() % 10)
+	leader := int(r.next() % 12)
+	used := map[int]bool{}
+	for i := range n {
+		flags := r.next()
+		// Names are unique: etcd names a member after its pod.
+		ordinal := int(r.next() % 10)
+		for used[ordinal] {
+			ordinal = (ordinal + 1) % 10
+		}
+		used[ordinal] = true
+		mem := Member{ID: uint64(i + 1), Name: MemberName("example", ordinal), Started: flags&1 == 0, Learner: flags&2 != 0,
+			Healthy: flags&4 == 0, Leader: i == leader, Version: fuzzVersions[int(r.next())%len(fuzzVersions)]}
+		if o.Reachable {
+			o.Members = append(o.Members, mem)
+		}
+		if flags&8 == 0 {
+			o.Pods[mem.Name] = Pod{UID: "uid-" + strconv.Itoa(int(flags>>6)), Image: "quay.io/coreos/etcd:v" + fuzzVersions[int(r.next())%len(fuzzVersions)]}
+		}
+		if flags&16 == 0 {
+			o.Recorded = append(o.Recorded, etcdv1beta2.EtcdMember{Name: mem.Name, ID: strconv.FormatUint(mem.ID, 16), PodUID: "uid-" + strconv.Itoa(int(flags>>6)&1)})
+		}
+	}
+	return spec, o
+}
+
+// FuzzNext checks the planner's safety rules on any observed cluster: it
+// never panics, changes nothing once the quorum is lost, changes the
+// membership only with every member healthy and started (except removing
+// a member whose data is gone, which keeps a quorum), never leaves fewer
+// healthy voters than a quorum, never adds a member of a name in use,
+// removes from two voters never, and upgrades only a member whose pod is
+// not at the target image.
+func FuzzNext(f *testing.F) {
+	for _, seed := range [][]byte{{}, {2, 3, 1, 3, 1, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0}, {0, 4, 1, 2, 0, 4, 0, 3, 4, 1, 3}, {8, 3, 1, 5, 9, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0}} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec, o := observedFrom(data)
+		d := Next(spec, ns, o)
+		if err := checkDecision(spec, o, d); err != nil {
+			t.Fatalf("spec %+v, observed %+v: decision %+v: %v", spec, o, d, err)
+		}
+	})
+}
+
+func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) error {
+	a := d.Action
+	if d.Failure && a.Kind != None {
+		return fmt.Errorf("a failure with an action")
+	}
+	if !o.Reachable {
+		if a.Kind != None && a.Kind != Seed {
+			return fmt.Errorf("action %s on a cluster no member of which answers", a.Kind)
+		}
+		if a.Kind == Seed && len(o.Recorded) > 0 {
+			return fmt.Errorf("a seed over a recorded membership")
+		}
+		return nil
+	}
+	var voters, healthy int
+	allWell := true
+	byName := map[string]Member{}
+	for _, m := range o.Members {
+		byName[m.Name] = m
+		if !m.Learner {
+			voters++
+			if m.Healthy {
+				healthy++
+			}
+		}
+		allWell = allWell && m.Healthy && m.Started
+	}
+	if healthy < Quorum(voters) {
+		if a.Kind != None || d.Reason != ReasonQuorumLost {
+			return fmt.Errorf("quorum lost (%d of %d) but %s / %s", healthy, voters, a.Kind, d.Reason)
+		}
+		return nil
+	}
+	switch a.Kind {
+	case Seed:
+		return fmt.Errorf("a seed on a cluster that answers")
+	case AddLearner, AddMember:
+		if !allWell || len(o.Members) >= int(spec.Size) {
+			return fmt.Errorf("an add with members not all well or at size")
+		}
+		if _, used := byName[a.Member]; used {
+			return fmt.Errorf("added %s, a name in use", a.Member)
+		}
+		// A voting add to a single member cannot keep a quorum without
+		// the new member: it is how a cluster of one grows before 3.4.
+		if a.Kind == AddMember && voters > 1 && healthy < Quorum(voters+1) {
+			return fmt.Errorf("a voting add leaves no quorum")
+		}
+	case Promote:
+		if m := byName[a.Member]; !m.Learner || !m.Healthy || !m.Started {
+			return fmt.Errorf("promoted %+v", m)
+		}
+	case Remove:
+		m := byName[a.Member]
+		after := healthy
+		if !m.Learner {
+			if m.Healthy {
+				after--
+			}
+			if after < Quorum(voters-1) {
+				return fmt.Errorf("removing %s leaves %d healthy of %d voters", m.Name, after, voters-1)
+			}
+		}
+		if m.Healthy && (!allWell || len(o.Members) <= int(spec.Size) || voters <= 2) {
+			return fmt.Errorf("removed healthy %s while not shrinking safely", m.Name)
+		}
+		if !m.Healthy {
+			if r := recordedOf(o, m); r.PodUID == "" || r.PodUID == o.Pods[m.Name].UID {
+				return fmt.Errorf("removed unhealthy %s whose pod holds its data", m.Name)
+			}
+		}
+	case MoveLeader:
+		if !allWell || byName[a.Member].Learner {
+			return fmt.Errorf("leadership moved to %s while not all well", a.Member)
+		}
+	case Upgrade:
+		if !allWell {
+			return fmt.Errorf("an upgrade while not all well")
+		}
+		if o.Pods[a.Member].Image == a.Image || a.Image != Image(spec, spec.Version) {
+			return fmt.Errorf("upgraded %s from %s to %s", a.Member, o.Pods[a.Member].Image, a.Image)
+		}
+	}
+	return nil
+}
+
+func recordedOf(o Observed, m Member) etcdv1beta2.EtcdMember {
+	for _, r := range o.Recorded {
+		if r.ID == strconv.FormatUint(m.ID, 16) {
+			return r
+		}
+	}
+	return etcdv1beta2.EtcdMember{}
+}
+
+// FuzzBuild builds the children for any spec and recorded membership: the
+// StatefulSet has a pod for every registered member, the ConfigMap lists
+// exactly the registered members, a new cluster is bootstrapped only by a
+// seed etcd has not reported yet, the PodDisruptionBudget keeps a quorum
+// of the registered members, and the same input builds the same children.
+func FuzzBuild(f *testing.F) {
+	f.Add([]byte{3, 1, 0, 0})
+	f.Add([]byte{5, 3, 1, 0, 1, 1, 1, 2, 0, 9})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytesReader(data)
+		s := &etcdv1beta2.EtcdClusterSpec{Size: int32(r.next()%9) + 1, Version: fuzzVersions[int(r.next())%(len(fuzzVersions)-1)]}
+		var members []etcdv1beta2.EtcdMember
+		used := map[int]bool{}
+		for range int(r.next() % 10) {
+			o := int(r.next() % 10)
+			if used[o] {
+				continue
+			}
+			used[o] = true
+			id := ""
+			if r.next()%2 == 0 {
+				id = strconv.Itoa(o + 1)
+			}
+			members = append(members, etcdv1beta2.EtcdMember{Name: MemberName("example", o), ID: id})
+		}
+		owner := resourcesOwner()
+		c := Build(owner, s, members)
+		replicas := *c.StatefulSet.Spec.Replicas
+		for o := range used {
+			if int32(o) >= replicas {
+				t.Fatalf("member %d registered, replicas %d", o, replicas)
+			}
+		}
+		if got, want := c.ConfigMap.Data[KeyInitialCluster], InitialCluster("example", "ns", members); got != want {
+			t.Fatalf("initial cluster %q, want %q", got, want)
+		}
+		for _, m := range members {
+			if !strings.Contains(c.ConfigMap.Data[KeyInitialCluster], m.Name+"="+PeerURL("example", "ns", m.Name)) {
+				t.Fatalf("member %s missing from %q", m.Name, c.ConfigMap.Data[KeyInitialCluster])
+			}
+		}
+		newCluster := len(members) == 1 && members[0].ID == ""
+		if (c.ConfigMap.Data[KeyInitialClusterState] == ClusterStateNew) != newCluster {
+			t.Fatalf("members %+v: state %s", members, c.ConfigMap.Data[KeyInitialClusterState])
+		}
+		if (c.PodDisruptionBudget != nil) != (len(members) > 1) {
+			t.Fatalf("%d members: PodDisruptionBudget %v", len(members), c.PodDisruptionBudget != nil)
+		}
+		if c.PodDisruptionBudget != nil && c.PodDisruptionBudget.Spec.MinAvailable.IntValue() != Quorum(len(members)) {
+			t.Fatalf("%d members: minAvailable %v", len(members), c.PodDisruptionBudget.Spec.MinAvailable)
+		}
+		again, _ := json.Marshal(Build(owner, s, members).Objects())
+		first, _ := json.Marshal(c.Objects())
+		if string(first) != string(again) {
+			t.Fatal("the same input built other children")
+		}
+	})
+}
+
+func resourcesOwner() resources.Owner {
+	return resources.Owner{GVK: etcdv1beta2.GroupVersion.WithKind("EtcdCluster"), Name: "example", Namespace: "ns", UID: "uid"}
+}

@@ -1,0 +1,404 @@
+package etcdcluster
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+)
+
+// Member is what the operator read of one etcd member through etcd's API.
+type Member struct {
+	ID uint64
+	// Name is the member's name, or, for a member that has not started
+	// yet (etcd reports no name), the one its peer URL gives.
+	Name string
+	// Started is whether the member has run: etcd reports its name.
+	Started bool
+	Learner bool
+	// Healthy is whether the member answered its status call and knows
+	// a leader.
+	Healthy bool
+	Leader  bool
+	// Version is the version the member's server reports; empty when it
+	// does not answer.
+	Version string
+}
+
+// Pod is what the operator read of a member's pod.
+type Pod struct {
+	UID string
+	// Image is the image of the pod's etcd container.
+	Image string
+}
+
+// Observed is everything the planner decides from.
+type Observed struct {
+	// Cluster is the EtcdCluster's name.
+	Cluster string
+	// Reachable is whether any member answered the member list.
+	Reachable bool
+	// Members are the members etcd reports (when Reachable).
+	Members []Member
+	// Recorded is the membership the operator recorded (status.members).
+	Recorded []etcdv1beta2.EtcdMember
+	// Pods are the member pods that exist and are not being deleted, by name.
+	Pods map[string]Pod
+}
+
+// ActionKind is what one step does to the cluster.
+type ActionKind string
+
+const (
+	// None: nothing to do, or nothing safe to do.
+	None ActionKind = ""
+	// Seed records the seed member, whose pod then bootstraps a cluster
+	// of one.
+	Seed ActionKind = "Seed"
+	// AddLearner adds a member as a learner (etcd 3.4 and later).
+	AddLearner ActionKind = "AddLearner"
+	// AddMember adds a voting member (before etcd 3.4).
+	AddMember ActionKind = "AddMember"
+	// Promote promotes a learner; etcd refuses until it has caught up.
+	Promote ActionKind = "Promote"
+	// Remove removes a member through etcd's API; its pod goes after.
+	Remove ActionKind = "Remove"
+	// MoveLeader hands the leadership to another member before the
+	// leader is removed.
+	MoveLeader ActionKind = "MoveLeader"
+	// Upgrade sets the image of a member's pod to the target version's;
+	// the kubelet restarts the container with the member's data.
+	Upgrade ActionKind = "Upgrade"
+)
+
+// Reasons the planner gives, for the conditions.
+const (
+	ReasonScaling            = "Scaling"
+	ReasonUpgrading          = "Upgrading"
+	ReasonReplacing          = "Replacing"
+	ReasonMemberUnhealthy    = "MemberUnhealthy"
+	ReasonQuorumLost         = "QuorumLost"
+	ReasonScaleInRefused     = "ScaleInRefused"
+	ReasonVersionSkew        = "VersionSkew"
+	ReasonVersionUnavailable = "VersionUnavailable"
+)
+
+// Action is the single next step.
+type Action struct {
+	Kind ActionKind
+	// Member names the member the action is about (the one added,
+	// promoted, removed or upgraded).
+	Member string
+	// ID is that member's ID (for Promote, Remove, Upgrade); for
+	// MoveLeader, the ID of the member that takes the leadership.
+	ID uint64
+	// PeerURL is the peer URL of a member added.
+	PeerURL string
+	// Image is the image an upgraded member's pod gets.
+	Image string
+}
+
+// Decision is the planner's answer: one action (or none), and what the
+// status says about it.
+type Decision struct {
+	Action Action
+	// Reason is a condition reason (Scaling, Upgrading, ...); empty once
+	// the cluster is at the spec.
+	Reason  string
+	Message string
+	// Failure is set when the cluster cannot reach the spec without help
+	// (quorum lost, a refused scale-in, a version skew): no action then.
+	Failure bool
+}
+
+// Done reports whether the cluster is at the spec.
+func (d Decision) Done() bool { return d.Reason == "" }
+
+// Next returns the single next step that takes the cluster observed in o
+// toward spec, in this order: seed; stop when the quorum is lost; finish
+// the membership change in flight (a member joining, a learner to
+// promote); replace a member whose data is gone; wait for unhealthy
+// members; upgrade one member; add or remove one member. Every change
+// needs every member healthy, except the removal of a member whose data
+// is gone, which needs a quorum of the others.
+func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decision {
+	if !o.Reachable {
+		return unreachable(o)
+	}
+	members := slices.Clone(o.Members)
+	slices.SortFunc(members, func(a, b Member) int { return compareNames(o.Cluster, a.Name, b.Name) })
+
+	var voters, healthyVoters int
+	var down []string
+	for _, m := range members {
+		if !m.Learner {
+			voters++
+			if m.Healthy {
+				healthyVoters++
+			}
+		}
+		if !m.Healthy {
+			down = append(down, m.Name)
+		}
+	}
+	if healthyVoters < Quorum(voters) {
+		// A member that answers but knows no leader is up, not down.
+		var silent, leaderless []string
+		for _, m := range members {
+			switch {
+			case m.Healthy:
+			case m.Version == "":
+				silent = append(silent, m.Name)
+			default:
+				leaderless = append(leaderless, m.Name)
+			}
+		}
+		msg := fmt.Sprintf("%d of %d voting members are healthy, %d needed for a quorum; down: %s", healthyVoters, voters, Quorum(voters), strings.Join(silent, ", "))
+		if len(leaderless) > 0 {
+			msg += "; up without a leader: " + strings.Join(leaderless, ", ")
+		}
+		return Decision{Reason: ReasonQuorumLost, Failure: true, Message: msg + ". The operator changes nothing until a quorum is back"}
+	}
+
+	// The membership change in flight.
+	for _, m := range members {
+		if !m.Started {
+			return Decision{Reason: ReasonScaling, Message: fmt.Sprintf("Member %s is joining", m.Name)}
+		}
+	}
+	for _, m := range members {
+		if m.Learner && m.Healthy {
+			return Decision{Action: Action{Kind: Promote, Member: m.Name, ID: m.ID}, Reason: ReasonScaling,
+				Message: fmt.Sprintf("Promoting learner %s once it has caught up with the leader", m.Name)}
+		}
+	}
+
+	// A member whose pod is not the one that held its data: its data is
+	// gone, and it cannot rejoin as itself. Removing it keeps the quorum
+	// (it is down); it is added back as a new member afterwards.
+	recorded := map[uint64]etcdv1beta2.EtcdMember{}
+	for _, r := range o.Recorded {
+		if id, err := strconv.ParseUint(r.ID, 16, 64); err == nil {
+			recorded[id] = r
+		}
+	}
+	for _, m := range members {
+		pod, ok := o.Pods[m.Name]
+		if r := recorded[m.ID]; !m.Healthy && ok && r.PodUID != "" && r.PodUID != pod.UID {
+			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: ReasonReplacing,
+				Message: fmt.Sprintf("Removing member %s: its pod was replaced and its data is gone; it is added back as a new member", m.Name)}
+		}
+	}
+	if len(down) > 0 {
+		return Decision{Reason: ReasonMemberUnhealthy, Message: fmt.Sprintf("Waiting for unhealthy members: %s", strings.Join(down, ", "))}
+	}
+
+	if d, ok := upgrade(spec, members, o.Pods); ok {
+		return d
+	}
+
+	size := int(spec.Size)
+	switch {
+	case len(members) < size:
+		name := freeName(o.Cluster, members)
+		url := PeerURL(o.Cluster, namespace, name)
+		kind := AddLearner
+		if !supportsLearners(lowestVersion(members)) {
+			kind = AddMember
+		}
+		return Decision{Action: Action{Kind: kind, Member: name, PeerURL: url}, Reason: ReasonScaling,
+			Message: fmt.Sprintf("Adding member %s (%d of %d)", name, len(members)+1, size)}
+	case len(members) > size:
+		if voters <= 2 {
+			return Decision{Reason: ReasonScaleInRefused, Failure: true, Message: fmt.Sprintf(
+				"Not removing a member from %d: a cluster of two cannot remove one safely (the removal needs both, and losing either during it loses the cluster); set size to %d",
+				voters, voters)}
+		}
+		victim := members[len(members)-1]
+		if victim.Leader {
+			to := members[0]
+			return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonScaling,
+				Message: fmt.Sprintf("Moving the leadership from %s to %s before removing %s", victim.Name, to.Name, victim.Name)}
+		}
+		return Decision{Action: Action{Kind: Remove, Member: victim.Name, ID: victim.ID}, Reason: ReasonScaling,
+			Message: fmt.Sprintf("Removing member %s (%d of %d)", victim.Name, len(members)-1, size)}
+	}
+	return Decision{Message: fmt.Sprintf("%d members at version %s", len(members), spec.Version)}
+}
+
+// unreachable decides when no member answers: start the seed, wait for
+// it, or say the quorum is lost.
+func unreachable(o Observed) Decision {
+	switch {
+	case len(o.Recorded) == 0:
+		name := MemberName(o.Cluster, 0)
+		return Decision{Action: Action{Kind: Seed, Member: name}, Reason: ReasonScaling, Message: fmt.Sprintf("Starting seed member %s", name)}
+	case len(o.Recorded) == 1 && o.Recorded[0].ID == "":
+		return Decision{Reason: ReasonScaling, Message: fmt.Sprintf("Waiting for seed member %s to start", o.Recorded[0].Name)}
+	}
+	names := make([]string, 0, len(o.Recorded))
+	for _, r := range o.Recorded {
+		names = append(names, r.Name)
+	}
+	slices.SortFunc(names, func(a, b string) int { return compareNames(o.Cluster, a, b) })
+	return Decision{Reason: ReasonQuorumLost, Failure: true, Message: fmt.Sprintf(
+		"No member answers; down: %s. The operator changes nothing until a quorum is back", strings.Join(names, ", "))}
+}
+
+// upgrade returns the next member to move to spec.version: a
+// non-leader first, the leader last (after handing its leadership to a
+// member at the target), each only once the one before runs the target
+// version. The version moves one minor at a time at most, and
+// never down.
+func upgrade(spec *etcdv1beta2.EtcdClusterSpec, members []Member, pods map[string]Pod) (Decision, bool) {
+	target := Image(spec, spec.Version)
+	var stale []Member
+	for _, m := range members {
+		pod, ok := pods[m.Name]
+		if !ok {
+			continue
+		}
+		if pod.Image == target && m.Version != spec.Version {
+			return Decision{Reason: ReasonUpgrading, Message: fmt.Sprintf("Member %s is restarting at version %s", m.Name, spec.Version)}, true
+		}
+		if pod.Image != target {
+			stale = append(stale, m)
+		}
+	}
+	if len(stale) == 0 {
+		return Decision{}, false
+	}
+	lowest := lowestVersion(members)
+	if msg := skew(lowest, spec.Version); msg != "" {
+		return Decision{Reason: ReasonVersionSkew, Failure: true, Message: msg}, true
+	}
+	// The leader last: one election, not one per member.
+	slices.SortStableFunc(stale, func(a, b Member) int {
+		switch {
+		case a.Leader == b.Leader:
+			return 0
+		case a.Leader:
+			return 1
+		}
+		return -1
+	})
+	m := stale[0]
+	if m.Leader && len(members) > 1 {
+		// The leader hands its leadership to a member already at the
+		// target first: writes wait for no election while it restarts.
+		to := members[0]
+		for _, o := range members {
+			if !o.Leader && !o.Learner && (to.Leader || pods[o.Name].Image == target) {
+				to = o
+			}
+		}
+		return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonUpgrading,
+			Message: fmt.Sprintf("Moving the leadership from %s to %s before upgrading %s", m.Name, to.Name, m.Name)}, true
+	}
+	return Decision{Action: Action{Kind: Upgrade, Member: m.Name, ID: m.ID, Image: target}, Reason: ReasonUpgrading,
+		Message: fmt.Sprintf("Upgrading member %s to %s (%d of %d members left)", m.Name, spec.Version, len(stale), len(members))}, true
+}
+
+// skew says why the members cannot move from version from to version to;
+// empty when they can: same version, a later patch, or the next minor.
+func skew(from, to string) string {
+	f, okf := ParseVersion(from)
+	t, okt := ParseVersion(to)
+	switch {
+	case !okf || !okt:
+		return fmt.Sprintf("Cannot compare the members' version %q with spec.version %q", from, to)
+	case t.Major != f.Major:
+		return fmt.Sprintf("spec.version %s changes the major version of the members (%s)", to, from)
+	case t.Minor < f.Minor || (t.Minor == f.Minor && t.Patch < f.Patch):
+		return fmt.Sprintf("spec.version %s is older than the members' version %s: etcd is not downgraded", to, from)
+	case t.Minor > f.Minor+1:
+		return fmt.Sprintf("spec.version %s skips a minor version from the members' %s: upgrade one minor version at a time", to, from)
+	}
+	return ""
+}
+
+// Version is an etcd version.
+type Version struct{ Major, Minor, Patch int }
+
+// ParseVersion parses MAJOR.MINOR.PATCH.
+func ParseVersion(s string) (Version, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return Version{}, false
+	}
+	var v [3]int
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || p == "" || (len(p) > 1 && p[0] == '0') {
+			return Version{}, false
+		}
+		v[i] = n
+	}
+	return Version{v[0], v[1], v[2]}, true
+}
+
+func (v Version) less(w Version) bool {
+	if v.Major != w.Major {
+		return v.Major < w.Major
+	}
+	if v.Minor != w.Minor {
+		return v.Minor < w.Minor
+	}
+	return v.Patch < w.Patch
+}
+
+// lowestVersion is the lowest version the members report; empty when
+// none reports one.
+func lowestVersion(members []Member) string {
+	lowest, found := Version{}, ""
+	for _, m := range members {
+		if v, ok := ParseVersion(m.Version); ok && (found == "" || v.less(lowest)) {
+			lowest, found = v, m.Version
+		}
+	}
+	return found
+}
+
+// LowestVersion is the lowest version the members report; empty when none
+// reports one.
+func LowestVersion(members []Member) string { return lowestVersion(members) }
+
+// supportsLearners reports whether version adds learners (3.4 and later);
+// an unknown version is taken to.
+func supportsLearners(version string) bool {
+	v, ok := ParseVersion(version)
+	return !ok || !v.less(Version{3, 4, 0})
+}
+
+// freeName is the name of the lowest ordinal no member has.
+func freeName(cluster string, members []Member) string {
+	used := map[int]bool{}
+	for _, m := range members {
+		if o, ok := Ordinal(cluster, m.Name); ok {
+			used[o] = true
+		}
+	}
+	n := 0
+	for used[n] {
+		n++
+	}
+	return MemberName(cluster, n)
+}
+
+// compareNames orders members by ordinal, names that are not the
+// cluster's members last, by name.
+func compareNames(cluster, a, b string) int {
+	oa, okA := Ordinal(cluster, a)
+	ob, okB := Ordinal(cluster, b)
+	switch {
+	case okA && okB:
+		return oa - ob
+	case okA:
+		return -1
+	case okB:
+		return 1
+	}
+	return strings.Compare(a, b)
+}

@@ -1,0 +1,197 @@
+package etcdcluster
+
+import (
+	"strings"
+	"testing"
+
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+)
+
+const ns = "ns"
+
+// m is a started, healthy voting member of the cluster "example" at
+// version 3.6.16.
+func m(ordinal int, id uint64) Member {
+	return Member{ID: id, Name: MemberName("example", ordinal), Started: true, Healthy: true, Version: "3.6.16"}
+}
+
+func with(mem Member, f func(*Member)) Member { f(&mem); return mem }
+
+// pods returns a pod per member, at image, with uid "uid-<name>".
+func pods(image string, members ...Member) map[string]Pod {
+	p := map[string]Pod{}
+	for _, mem := range members {
+		p[mem.Name] = Pod{UID: "uid-" + mem.Name, Image: image}
+	}
+	return p
+}
+
+const img3616 = "quay.io/coreos/etcd:v3.6.16"
+
+func spec(size int32, version string) *etcdv1beta2.EtcdClusterSpec {
+	return &etcdv1beta2.EtcdClusterSpec{Size: size, Version: version, Repository: etcdv1beta2.DefaultRepository}
+}
+
+func TestNext(t *testing.T) {
+	leader := func(mem Member) Member { return with(mem, func(x *Member) { x.Leader = true }) }
+	down := func(mem Member) Member {
+		return with(mem, func(x *Member) { x.Healthy, x.Version = false, "" })
+	}
+	three := []Member{leader(m(0, 1)), m(1, 2), m(2, 3)}
+	tests := []struct {
+		name string
+		spec *etcdv1beta2.EtcdClusterSpec
+		obs  Observed
+		want Action
+		// reason is the decision's reason; failure whether it is one.
+		reason  string
+		failure bool
+		// message is a fragment of the decision's message.
+		message string
+	}{
+		{name: "a new cluster starts its seed", spec: spec(3, "3.6.16"),
+			obs:  Observed{},
+			want: Action{Kind: Seed, Member: "example-0"}, reason: ReasonScaling},
+		{name: "the seed is awaited", spec: spec(3, "3.6.16"),
+			obs:    Observed{Recorded: []etcdv1beta2.EtcdMember{{Name: "example-0"}}},
+			reason: ReasonScaling, message: "Waiting for seed member example-0"},
+		{name: "a cluster of one grows by a learner", spec: spec(3, "3.6.16"),
+			obs:  Observed{Reachable: true, Members: []Member{leader(m(0, 1))}, Pods: pods(img3616, m(0, 1))},
+			want: Action{Kind: AddLearner, Member: "example-1", PeerURL: "http://example-1.example.ns.svc:2380"}, reason: ReasonScaling},
+		{name: "before 3.4 a member is added as a voter", spec: spec(3, "3.3.25"),
+			obs: Observed{Reachable: true, Members: []Member{with(leader(m(0, 1)), func(x *Member) { x.Version = "3.3.25" })},
+				Pods: pods("quay.io/coreos/etcd:v3.3.25", m(0, 1))},
+			want: Action{Kind: AddMember, Member: "example-1", PeerURL: "http://example-1.example.ns.svc:2380"}, reason: ReasonScaling},
+		{name: "a member that has not started yet is awaited", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), {ID: 2, Name: "example-1", Learner: true}},
+				Pods: pods(img3616, m(0, 1))},
+			reason: ReasonScaling, message: "example-1 is joining"},
+		{name: "a started learner is promoted", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), with(m(1, 2), func(x *Member) { x.Learner = true })},
+				Pods: pods(img3616, m(0, 1), m(1, 2))},
+			want: Action{Kind: Promote, Member: "example-1", ID: 2}, reason: ReasonScaling},
+		{name: "at the spec nothing is done", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: three, Pods: pods(img3616, three...)}},
+		{name: "growing to five adds the lowest free ordinal", spec: spec(5, "3.6.16"),
+			obs:  Observed{Reachable: true, Members: []Member{leader(m(0, 1)), m(2, 3), m(1, 2)}, Pods: pods(img3616, three...)},
+			want: Action{Kind: AddLearner, Member: "example-3", PeerURL: "http://example-3.example.ns.svc:2380"}, reason: ReasonScaling},
+		{name: "a gap is filled first", spec: spec(3, "3.6.16"),
+			obs:  Observed{Reachable: true, Members: []Member{leader(m(0, 1)), m(2, 3)}, Pods: pods(img3616, three...)},
+			want: Action{Kind: AddLearner, Member: "example-1", PeerURL: "http://example-1.example.ns.svc:2380"}, reason: ReasonScaling},
+		{name: "shrinking removes the highest ordinal", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: append(append([]Member{}, three...), m(3, 4), m(4, 5)),
+				Pods: pods(img3616, append(append([]Member{}, three...), m(3, 4), m(4, 5))...)},
+			want: Action{Kind: Remove, Member: "example-4", ID: 5}, reason: ReasonScaling},
+		{name: "the leader hands over before it is removed", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{m(0, 1), m(1, 2), m(2, 3), leader(m(3, 4))},
+				Pods: pods(img3616, m(0, 1), m(1, 2), m(2, 3), m(3, 4))},
+			want: Action{Kind: MoveLeader, Member: "example-0", ID: 1}, reason: ReasonScaling},
+		{name: "removing from two members is refused", spec: spec(1, "3.6.16"),
+			obs:    Observed{Reachable: true, Members: []Member{leader(m(0, 1)), m(1, 2)}, Pods: pods(img3616, m(0, 1), m(1, 2))},
+			reason: ReasonScaleInRefused, failure: true, message: "a cluster of two cannot remove one safely"},
+		{name: "no change without every member healthy", spec: spec(5, "3.6.16"),
+			obs:    Observed{Reachable: true, Members: []Member{leader(m(0, 1)), m(1, 2), down(m(2, 3))}, Pods: pods(img3616, three...)},
+			reason: ReasonMemberUnhealthy, message: "example-2"},
+		{name: "two of three down is a lost quorum", spec: spec(3, "3.6.16"),
+			obs:    Observed{Reachable: true, Members: []Member{m(0, 1), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, three...)},
+			reason: ReasonQuorumLost, failure: true, message: "down: example-1, example-2."},
+		{name: "a member up without a leader is named so", spec: spec(3, "3.6.16"),
+			obs:    Observed{Reachable: true, Members: []Member{with(m(0, 1), func(x *Member) { x.Healthy = false }), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, three...)},
+			reason: ReasonQuorumLost, failure: true, message: "0 of 3 voting members are healthy, 2 needed for a quorum; down: example-1, example-2; up without a leader: example-0."},
+		{name: "no member answering is a lost quorum", spec: spec(3, "3.6.16"),
+			obs:    Observed{Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2"}, {Name: "example-0", ID: "1"}}},
+			reason: ReasonQuorumLost, failure: true, message: "down: example-0, example-1"},
+		{name: "a lost quorum wins over a shrink", spec: spec(1, "3.6.16"),
+			obs:    Observed{Reachable: true, Members: []Member{m(0, 1), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, three...)},
+			reason: ReasonQuorumLost, failure: true},
+		{name: "a member whose pod was replaced is removed", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), down(m(1, 2)), m(2, 3)},
+				Recorded: []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1", PodUID: "uid-example-0"}, {Name: "example-1", ID: "2", PodUID: "old"}},
+				Pods:     pods(img3616, three...)},
+			want: Action{Kind: Remove, Member: "example-1", ID: 2}, reason: ReasonReplacing},
+		{name: "a member restarted in its own pod is awaited, not replaced", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), down(m(1, 2)), m(2, 3)},
+				Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2", PodUID: "uid-example-1"}},
+				Pods:     pods(img3616, three...)},
+			reason: ReasonMemberUnhealthy},
+		{name: "a member whose pod is gone waits for the StatefulSet", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), down(m(1, 2)), m(2, 3)},
+				Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2", PodUID: "old"}},
+				Pods:     pods(img3616, m(0, 1), m(2, 3))},
+			reason: ReasonMemberUnhealthy},
+		{name: "an upgrade starts with a follower", spec: spec(3, "3.7.0"),
+			obs:  Observed{Reachable: true, Members: three, Pods: pods(img3616, three...)},
+			want: Action{Kind: Upgrade, Member: "example-1", ID: 2, Image: "quay.io/coreos/etcd:v3.7.0"}, reason: ReasonUpgrading},
+		{name: "an upgrade waits for the member it restarted", spec: spec(3, "3.7.0"),
+			obs: Observed{Reachable: true, Members: three, Pods: map[string]Pod{
+				"example-0": {Image: img3616}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0"}, "example-2": {Image: img3616}}},
+			reason: ReasonUpgrading, message: "example-1 is restarting"},
+		{name: "an upgrade ends with the leader", spec: spec(3, "3.7.0"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), with(m(1, 2), func(x *Member) { x.Version = "3.7.0" }), with(m(2, 3), func(x *Member) { x.Version = "3.7.0" })},
+				Pods: map[string]Pod{"example-0": {Image: img3616}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0"}, "example-2": {Image: "quay.io/coreos/etcd:v3.7.0"}}},
+			want: Action{Kind: MoveLeader, Member: "example-2", ID: 3}, reason: ReasonUpgrading, message: "before upgrading example-0"},
+		{name: "the former leader is upgraded last", spec: spec(3, "3.7.0"),
+			obs: Observed{Reachable: true, Members: []Member{m(0, 1), with(m(1, 2), func(x *Member) { x.Version = "3.7.0" }), with(leader(m(2, 3)), func(x *Member) { x.Version = "3.7.0" })},
+				Pods: map[string]Pod{"example-0": {Image: img3616}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0"}, "example-2": {Image: "quay.io/coreos/etcd:v3.7.0"}}},
+			want: Action{Kind: Upgrade, Member: "example-0", ID: 1, Image: "quay.io/coreos/etcd:v3.7.0"}, reason: ReasonUpgrading},
+		{name: "a patch upgrade", spec: spec(3, "3.6.17"),
+			obs:  Observed{Reachable: true, Members: three, Pods: pods(img3616, three...)},
+			want: Action{Kind: Upgrade, Member: "example-1", ID: 2, Image: "quay.io/coreos/etcd:v3.6.17"}, reason: ReasonUpgrading},
+		{name: "a skipped minor is refused", spec: spec(3, "3.8.0"),
+			obs:    Observed{Reachable: true, Members: three, Pods: pods(img3616, three...)},
+			reason: ReasonVersionSkew, failure: true, message: "skips a minor"},
+		{name: "a downgrade is refused", spec: spec(3, "3.5.21"),
+			obs:    Observed{Reachable: true, Members: three, Pods: pods(img3616, three...)},
+			reason: ReasonVersionSkew, failure: true, message: "not downgraded"},
+		{name: "an upgrade before a scale", spec: spec(5, "3.7.0"),
+			obs:  Observed{Reachable: true, Members: three, Pods: pods(img3616, three...)},
+			want: Action{Kind: Upgrade, Member: "example-1", ID: 2, Image: "quay.io/coreos/etcd:v3.7.0"}, reason: ReasonUpgrading},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.obs.Cluster = "example"
+			d := Next(tt.spec, ns, tt.obs)
+			if d.Action != tt.want {
+				t.Errorf("action %+v, want %+v", d.Action, tt.want)
+			}
+			if d.Reason != tt.reason || d.Failure != tt.failure {
+				t.Errorf("reason %q failure %v, want %q %v (%s)", d.Reason, d.Failure, tt.reason, tt.failure, d.Message)
+			}
+			if !strings.Contains(d.Message, tt.message) {
+				t.Errorf("message %q does not say %q", d.Message, tt.message)
+			}
+		})
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	for s, ok := range map[string]bool{"3.2.13": true, "3.6.0": true, "10.0.1": true, "3.6": false, "v3.6.0": false, "3.06.0": false, "3.6.0-rc": false, "": false, "3..1": false} {
+		if _, got := ParseVersion(s); got != ok {
+			t.Errorf("ParseVersion(%q) ok = %v, want %v", s, got, ok)
+		}
+	}
+}
+
+func TestRecordKeepsThePodOfAMember(t *testing.T) {
+	o := Observed{Cluster: "example",
+		Recorded: []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1", PodUID: "first"}},
+		Pods:     map[string]Pod{"example-0": {UID: "second"}, "example-1": {UID: "pod-1"}, "example-2": {UID: "pod-2"}}}
+	got := Record(o, []Member{
+		{ID: 3, Name: "example-2", Started: false},
+		{ID: 2, Name: "example-1", Started: true, Healthy: true, Leader: true, Version: "3.6.16"},
+		{ID: 1, Name: "example-0", Started: true, Healthy: true},
+	})
+	want := []etcdv1beta2.EtcdMember{
+		{Name: "example-0", ID: "1", Healthy: true, PodUID: "first"},
+		{Name: "example-1", ID: "2", Healthy: true, Leader: true, Version: "3.6.16", PodUID: "pod-1"},
+		{Name: "example-2", ID: "3"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("recorded %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("member %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

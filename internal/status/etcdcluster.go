@@ -1,0 +1,105 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/app-operator/app-operator/api/conditions"
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
+)
+
+// EtcdView is what a pass of an EtcdCluster learnt from etcd and decided.
+type EtcdView struct {
+	// Observed is whether the pass read the cluster (its step ran).
+	Observed bool
+	// Members is the membership to record; nil keeps the recorded one.
+	Members []etcdv1beta2.EtcdMember
+	// Decision is the planner's decision; its reason is empty once the
+	// cluster is at the spec.
+	Decision etcdcluster.Decision
+}
+
+// EtcdCluster sets the status of an EtcdCluster from what the pass read
+// and decided, and the pass's failure (nil on success): a failure of the
+// step (QuorumLost, ScaleInRefused, VersionSkew), of a child, or of a pod
+// (an image that cannot be pulled is the version's: VersionUnavailable).
+func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcdv1beta2.EtcdClusterSpec, selector string, view EtcdView, failure *Failure, now metav1.Time) {
+	if view.Members != nil {
+		st.Members = view.Members
+	}
+	st.Size = int32(len(st.Members))
+	st.Leader = ""
+	var members []etcdcluster.Member
+	for _, m := range st.Members {
+		if m.Leader {
+			st.Leader = m.Name
+		}
+		members = append(members, etcdcluster.Member{Version: m.Version})
+	}
+	st.CurrentVersion = etcdcluster.LowestVersion(members)
+	st.TargetVersion = spec.Version
+	st.Selector = selector
+	if failure != nil && failure.Reason == conditions.ReasonImagePullFailed {
+		failure = versionUnavailable(spec, failure)
+	}
+	if failure != nil && failure.Reason == conditions.ReasonReadinessProbeFailed {
+		// etcd's own answer says which members are unhealthy (the
+		// decision); a learner catching up is not ready either.
+		failure = nil
+	}
+	d := view.Decision
+	healthy := true
+	for _, m := range st.Members {
+		healthy = healthy && m.Healthy
+	}
+
+	ready := metav1.Condition{Type: conditions.Ready, ObservedGeneration: generation}
+	progressing := metav1.Condition{Type: conditions.Progressing, ObservedGeneration: generation}
+	degraded := metav1.Condition{Type: conditions.Degraded, ObservedGeneration: generation,
+		Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected, Message: "Nothing is wrong"}
+	switch {
+	case failure != nil:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, failure.Reason, failure.Message
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, failure.Reason, failure.Message
+	case !view.Observed:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, etcdcluster.ReasonScaling, "Waiting for the members to be read"
+	case !d.Done():
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, d.Reason, d.Message
+		if d.Reason == etcdcluster.ReasonMemberUnhealthy {
+			degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, d.Reason, d.Message
+		}
+	case !healthy:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, etcdcluster.ReasonMemberUnhealthy, "A member is unhealthy"
+	default:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, conditions.ReasonAvailable, d.Message
+	}
+	switch {
+	case view.Observed && !d.Done() && !d.Failure && d.Reason != etcdcluster.ReasonMemberUnhealthy:
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, d.Reason, d.Message
+	case ready.Status == metav1.ConditionTrue:
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, "The last change has rolled out"
+	default:
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ready.Reason, "No change can be made: "+ready.Message
+	}
+	for _, c := range []metav1.Condition{ready, progressing, degraded} {
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	if view.Observed {
+		st.ObservedGeneration = generation
+	}
+}
+
+// versionUnavailable names the version whose image cannot be pulled.
+func versionUnavailable(spec *etcdv1beta2.EtcdClusterSpec, f *Failure) *Failure {
+	image := etcdcluster.Image(spec, spec.Version)
+	if !strings.Contains(f.Message, fmt.Sprintf("%q", image)) {
+		return f
+	}
+	return &Failure{Reason: etcdcluster.ReasonVersionUnavailable, Message: fmt.Sprintf(
+		"etcd version %s is not available: image %s cannot be pulled (%s)", spec.Version, image, f.Message)}
+}

@@ -1,0 +1,498 @@
+package realpods
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/app-operator/app-operator/api/conditions"
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// etcdVersion is the version the sample runs with on the real node: the
+// sample's 3.2.13 cannot be built with today's Go, so the node's registry
+// has no image of it (see docs/real-pods.md).
+const (
+	etcdVersion     = "3.6.16"
+	etcdNextVersion = "3.7.0"
+)
+
+// etcdWatch follows an EtcdCluster's members from the test, through the
+// pods' IPs: every poll lists the members and makes one linearizable read,
+// which needs a quorum.
+type etcdWatch struct {
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu sync.Mutex
+	// polls and quorumless count the polls and those whose read failed.
+	polls, quorumless int
+	// inFlight is the largest number of members seen at once that were
+	// learners or had not started: membership changes in flight.
+	inFlight int
+	// sizes are the member counts seen, in order, without repeats.
+	sizes []int
+	errs  []string
+}
+
+func watchEtcd(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *etcdWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &etcdWatch{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			w.poll(ctx, etcdEndpoints(ctx, c, e))
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { w.Stop() })
+	return w
+}
+
+func (w *etcdWatch) poll(ctx context.Context, endpoints []string) {
+	if len(endpoints) == 0 {
+		return
+	}
+	// Each member on its own: a learner answers neither the member list
+	// nor a linearizable read. The cluster has a quorum when any member
+	// serves a linearizable read.
+	var list *clientv3.MemberListResponse
+	var readErr error
+	for _, url := range endpoints {
+		cli, err := etcdClient([]string{url})
+		if err != nil {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		if l, err := cli.MemberList(c, clientv3.WithSerializable()); err == nil && list == nil {
+			list = l
+		}
+		_, err = cli.Get(c, "quorum-check")
+		cancel()
+		cli.Close()
+		if readErr = err; err == nil {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.polls++
+	if readErr != nil {
+		w.quorumless++
+		w.errs = append(w.errs, readErr.Error())
+	}
+	if list == nil {
+		return
+	}
+	changes := 0
+	for _, m := range list.Members {
+		if m.IsLearner || m.Name == "" {
+			changes++
+		}
+	}
+	w.inFlight = max(w.inFlight, changes)
+	if n := len(list.Members); len(w.sizes) == 0 || w.sizes[len(w.sizes)-1] != n {
+		w.sizes = append(w.sizes, n)
+	}
+}
+
+// Stop ends the watch.
+func (w *etcdWatch) Stop() {
+	w.stop()
+	<-w.done
+}
+
+// etcdEndpoints returns the client URLs of e's running pods.
+func etcdEndpoints(ctx context.Context, c client.Client, e *etcdv1beta2.EtcdCluster) []string {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(e.Namespace), client.MatchingLabels(etcdcluster.Selector(e.Name))); err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+			out = append(out, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort)))
+		}
+	}
+	return out
+}
+
+func etcdClient(endpoints []string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+}
+
+// waitEtcdReady waits until e is Ready with size members, every one
+// healthy, one leader, all at version.
+func waitEtcdReady(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, size int, version string, timeout time.Duration) {
+	t.Helper()
+	testenv.Eventually(t, timeout, func() (bool, string) {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(e), e); err != nil {
+			return false, err.Error()
+		}
+		st := e.Status
+		ready := false
+		for _, cond := range st.Conditions {
+			if cond.Type == conditions.Ready {
+				ready = cond.Status == metav1.ConditionTrue
+			}
+		}
+		leaders, healthy := 0, 0
+		for _, m := range st.Members {
+			if m.Leader {
+				leaders++
+			}
+			if m.Healthy && !m.Learner && m.Version == version {
+				healthy++
+			}
+		}
+		ok := ready && len(st.Members) == size && healthy == size && leaders == 1 && st.Leader != "" && st.CurrentVersion == version &&
+			st.ObservedGeneration == e.Generation
+		return ok, fmt.Sprintf("conditions %+v, members %+v, leader %q, version %q", st.Conditions, st.Members, st.Leader, st.CurrentVersion)
+	})
+}
+
+// writeKeys writes n keys through cli and returns them.
+func writeKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) map[string]string {
+	t.Helper()
+	keys := map[string]string{}
+	for i := range n {
+		k, v := fmt.Sprintf("%s/%03d", prefix, i), fmt.Sprintf("value %d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := cli.Put(ctx, k, v)
+		cancel()
+		if err != nil {
+			t.Fatalf("put %s: %v", k, err)
+		}
+		keys[k] = v
+	}
+	return keys
+}
+
+// checkKeys reads every key back through a client of e's pods.
+func checkKeys(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, keys map[string]string) {
+	t.Helper()
+	cli, err := etcdClient(etcdEndpoints(context.Background(), c, e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for k, v := range keys {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := cli.Get(ctx, k)
+		cancel()
+		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != v {
+			t.Fatalf("get %s: %v (%v), want %q", k, resp, err, v)
+		}
+	}
+}
+
+func setEtcdSpec(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, f func(*etcdv1beta2.EtcdClusterSpec)) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(e), e); err != nil {
+			return false, err.Error()
+		}
+		f(&e.Spec)
+		err := c.Update(context.Background(), e)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// The seed's EtcdCluster sample. Unchanged (etcd 3.2.13, which the node's
+// registry cannot have), it says which version cannot be pulled. With the
+// node's 3.6.16 it reaches Ready with 3 healthy members and one leader,
+// and a key written through the client Service reads back. It then grows
+// to 5 and shrinks back to 3 with one membership change at a time and a
+// quorum throughout, keeping every key; a member whose pod is deleted is
+// replaced; and with two of three pods deleted it says QuorumLost and
+// removes nothing.
+func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx, c := context.Background(), operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	// The sample unchanged in one namespace, with the node's version in
+	// another: both are called example.
+	ns2 := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns, ns2}})
+
+	sample := &etcdv1beta2.EtcdCluster{}
+	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", sample, ns)
+	if err := c.Create(ctx, sample); err != nil {
+		t.Fatal(err)
+	}
+	cond := waitCondition(t, c, sample, func() []metav1.Condition { return sample.Status.Conditions },
+		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonVersionUnavailable, 3*time.Minute)
+	t.Logf("the sample unchanged: Ready=False %s: %s", cond.Reason, cond.Message)
+	if err := c.Delete(ctx, sample); err != nil {
+		t.Fatal(err)
+	}
+
+	// The sample with the version the node has.
+	ns = ns2
+	e := &etcdv1beta2.EtcdCluster{}
+	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
+	e.Spec.Version = etcdVersion
+	start := time.Now()
+	if err := c.Create(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	waitEtcdReady(t, c, e, 3, etcdVersion, 5*time.Minute)
+	t.Logf("3 members Ready in %s, leader %s", time.Since(start).Round(time.Second), e.Status.Leader)
+
+	// A key through the client Service's cluster IP (kube-proxy on the node).
+	svc := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: etcdcluster.ClientServiceName(e.Name)}, svc); err != nil {
+		t.Fatal(err)
+	}
+	viaService, err := etcdClient([]string{"http://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(etcdcluster.ClientPort))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer viaService.Close()
+	testenv.Eventually(t, 90*time.Second, func() (bool, string) {
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if _, err := viaService.Put(c, "greeting", "hello through the client Service"); err != nil {
+			return false, err.Error()
+		}
+		resp, err := viaService.Get(c, "greeting")
+		if err != nil || len(resp.Kvs) != 1 {
+			return false, fmt.Sprint(resp, err)
+		}
+		return string(resp.Kvs[0].Value) == "hello through the client Service", string(resp.Kvs[0].Value)
+	})
+	keys := writeKeys(t, viaService, "before-scale", 50)
+	keys["greeting"] = "hello through the client Service"
+
+	// 3 -> 5 -> 3, watched from the test.
+	w := watchEtcd(t, c, e)
+	start = time.Now()
+	setEtcdSpec(t, c, e, func(s *etcdv1beta2.EtcdClusterSpec) { s.Size = 5 })
+	waitEtcdReady(t, c, e, 5, etcdVersion, 6*time.Minute)
+	grown := time.Since(start)
+	start = time.Now()
+	setEtcdSpec(t, c, e, func(s *etcdv1beta2.EtcdClusterSpec) { s.Size = 3 })
+	waitEtcdReady(t, c, e, 3, etcdVersion, 4*time.Minute)
+	w.Stop()
+	checkKeys(t, c, e, keys)
+	t.Logf("3 -> 5 in %s, 5 -> 3 in %s; member counts seen %v; %d polls, %d without a quorum; at most %d change(s) in flight",
+		grown.Round(time.Second), time.Since(start).Round(time.Second), w.sizes, w.polls, w.quorumless, w.inFlight)
+	if w.inFlight > 1 {
+		t.Errorf("%d membership changes were in flight at once, want at most one", w.inFlight)
+	}
+	if w.quorumless > 0 {
+		t.Errorf("%d of %d linearizable reads failed during the scaling: %q", w.quorumless, w.polls, w.errs)
+	}
+	for i := 1; i < len(w.sizes); i++ {
+		if d := w.sizes[i] - w.sizes[i-1]; d > 1 || d < -1 {
+			t.Errorf("member counts %v: a jump of %d", w.sizes, d)
+		}
+	}
+
+	// A member's pod deleted: its data is gone; it is replaced.
+	victim := etcdcluster.MemberName(e.Name, 1)
+	oldID := ""
+	for _, m := range e.Status.Members {
+		if m.Name == victim {
+			oldID = m.ID
+		}
+	}
+	start = time.Now()
+	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim}}, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 4*time.Minute, func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
+			return false, err.Error()
+		}
+		for _, m := range e.Status.Members {
+			if m.Name == victim && m.ID != oldID && m.Healthy && !m.Learner {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("members %+v", e.Status.Members)
+	})
+	waitEtcdReady(t, c, e, 3, etcdVersion, 2*time.Minute)
+	checkKeys(t, c, e, keys)
+	t.Logf("member %s replaced (id %s -> new) and Ready again in %s", victim, oldID, time.Since(start).Round(time.Second))
+
+	// Two of three pods deleted: the quorum is lost; nothing is removed.
+	for _, n := range []int{1, 2} {
+		if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: etcdcluster.MemberName(e.Name, n)}}, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cond = waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
+		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonQuorumLost, 2*time.Minute)
+	t.Logf("two of three pods deleted: Ready=False %s: %s", cond.Reason, cond.Message)
+	// Some time for a wrong step to show.
+	time.Sleep(20 * time.Second)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Status.Members) != 3 {
+		t.Errorf("status.members %+v after the quorum was lost, want the 3 members kept", e.Status.Members)
+	}
+	cli, err := etcdClient(etcdEndpoints(ctx, c, e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	lc, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	list, err := cli.MemberList(lc, clientv3.WithSerializable())
+	if err != nil || len(list.Members) != 3 {
+		t.Errorf("the surviving member lists %v (%v), want the 3 members: none removed", list, err)
+	}
+	if c := findCondition(e.Status.Conditions, conditions.Ready); c == nil || c.Reason != etcdcluster.ReasonQuorumLost {
+		t.Errorf("Ready %+v 20 s later, want QuorumLost", c)
+	}
+}
+
+// A minor upgrade (3.6.16 -> 3.7.0) rolls one member at a time, the leader
+// last, while writes go on: every write succeeds within 5 s (retried, as a
+// client does), and no two members are ever restarting at once.
+func TestEtcdClusterMinorUpgradeRollsOneMemberAtATime(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx, c := context.Background(), operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	e := &etcdv1beta2.EtcdCluster{}
+	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
+	e.Name = "upgrade"
+	e.Spec.Version = etcdVersion
+	if err := c.Create(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	waitEtcdReady(t, c, e, 3, etcdVersion, 5*time.Minute)
+
+	// Writes, back to back, each with 5 s to succeed (an election takes
+	// about one).
+	cli, err := etcdClient(etcdEndpoints(ctx, c, e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	var writes, failed, retried int
+	var failures []string
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// A write is retried within its 5 s: a request that reaches a
+			// member as it restarts fails and goes to another.
+			wc, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var err error
+			for attempt := 0; ; attempt++ {
+				if _, err = cli.Put(wc, fmt.Sprintf("upgrade/%05d", i), "v"); err == nil || wc.Err() != nil {
+					break
+				}
+				if attempt == 0 {
+					retried++
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			cancel()
+			writes++
+			if err != nil {
+				failed++
+				failures = append(failures, err.Error())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	// The pods' images, as the upgrade changes them: at most one pod at
+	// the new image whose member does not report the new version yet.
+	var mu sync.Mutex
+	maxRestarting := 0
+	var order []string
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		seen := map[string]bool{}
+		for watchCtx.Err() == nil {
+			got := &etcdv1beta2.EtcdCluster{}
+			pods := &corev1.PodList{}
+			if c.Get(watchCtx, client.ObjectKeyFromObject(e), got) == nil &&
+				c.List(watchCtx, pods, client.InNamespace(ns), client.MatchingLabels(etcdcluster.Selector(e.Name))) == nil {
+				reported := map[string]string{}
+				for _, m := range got.Status.Members {
+					reported[m.Name] = m.Version
+				}
+				restarting := 0
+				for _, p := range pods.Items {
+					if p.Spec.Containers[0].Image == etcdcluster.Image(&got.Spec, etcdNextVersion) {
+						if !seen[p.Name] {
+							seen[p.Name] = true
+							mu.Lock()
+							order = append(order, p.Name)
+							mu.Unlock()
+						}
+						if reported[p.Name] != etcdNextVersion {
+							restarting++
+						}
+					}
+				}
+				mu.Lock()
+				maxRestarting = max(maxRestarting, restarting)
+				mu.Unlock()
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+
+	start := time.Now()
+	setEtcdSpec(t, c, e, func(s *etcdv1beta2.EtcdClusterSpec) { s.Version = etcdNextVersion })
+	waitEtcdReady(t, c, e, 3, etcdNextVersion, 6*time.Minute)
+	took := time.Since(start)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	<-done
+	stopWatch()
+	<-watched
+	t.Logf("3.6.16 -> 3.7.0 in %s; pods upgraded in order %v; %d writes, %d needed a retry, %d failed within 5 s; at most %d member(s) restarting at once",
+		took.Round(time.Second), order, writes, retried, failed, maxRestarting)
+	if failed > 0 {
+		t.Errorf("%d of %d writes failed during the upgrade: %q", failed, writes, failures)
+	}
+	if maxRestarting > 1 {
+		t.Errorf("%d members were restarting on the new version at once, want one at a time", maxRestarting)
+	}
+	if len(order) != 3 {
+		t.Errorf("pods upgraded: %v, want all 3", order)
+	}
+}
+
+func findCondition(conds []metav1.Condition, condType string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == condType {
+			return &conds[i]
+		}
+	}
+	return nil
+}
