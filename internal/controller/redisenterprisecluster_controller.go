@@ -105,9 +105,6 @@ func redisEnterpriseClusterKind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			return c.Objects(), nil
 		},
 		step: x.step,
-		observe: func(ctx context.Context, r client.Reader, o *redisv1alpha1.RedisEnterpriseCluster, children observed) error {
-			return observePods(ctx, r, rec.KindName, o, children)
-		},
 		setStatus: func(o *redisv1alpha1.RedisEnterpriseCluster, pass report, now metav1.Time) {
 			status.RedisEnterpriseCluster(&o.Status, o.Generation, pass.step.Took, pass.step.Waiting, pass.failure, now)
 		},
