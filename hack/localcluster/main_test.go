@@ -131,6 +131,13 @@ func TestDemoExitsCleanlyOnCtrlC(t *testing.T) {
 						t.Errorf("no line says how to look at the %s sample:\n%s", kind, strings.Join(out, "\n"))
 					}
 				}
+				// With real pods, the EtcdCluster sample runs at a version
+				// the cluster has, and a key written to it reads back.
+				if realPods {
+					if !hasLine(out, "EtcdCluster ", ": Ready") || !hasLine(out, "    put demo, then get demo through ", `"written by make demo at `) {
+						t.Errorf("the demo did not show the EtcdCluster sample Ready and serving a key:\n%s", strings.Join(out, "\n"))
+					}
+				}
 				// What the running samples serve, fetched by the demo.
 				if realPods && (!hasLine(out, "        <h1>Hello, World!</h1>", "") || !hasLine(out, "    STAT version ", "")) {
 					t.Errorf("the demo did not show the MyWeb page and a memcached stats line:\n%s", strings.Join(out, "\n"))

@@ -34,8 +34,8 @@ func demoProfile(flag string) (cluster.Profile, error) {
 }
 
 // showServing prints what the running samples serve: the MyWeb page through
-// its node port, and a memcached's own statistics from a pod its Memcached
-// lists in status.nodes.
+// its node port, a memcached's own statistics from a pod its Memcached
+// lists in status.nodes, and a key written to and read from an EtcdCluster.
 func showServing(ctx context.Context, cl client.Client, samples []sample) {
 	for _, smp := range samples {
 		live := &unstructured.Unstructured{}
@@ -64,6 +64,8 @@ func showServing(ctx context.Context, cl client.Client, samples []sample) {
 			addr := net.JoinHostPort(pod.Status.PodIP, "11211")
 			fmt.Printf("Memcached %s, `stats` sent to pod %s at %s (of %d in status.nodes):\n", smp.obj.GetName(), pod.Name, addr, len(nodes))
 			fmt.Println(indent(memcachedStats(addr, "version", "uptime", "curr_connections", "limit_maxbytes")))
+		case "EtcdCluster":
+			showEtcd(ctx, cl, live)
 		}
 	}
 }
