@@ -259,10 +259,10 @@ bind 0.0.0.0
 protected-mode no
 port 6379
 dir /data
-# Every write goes to the append-only file, fsynced every second; a node
-# that restarts on its volume reloads it.
+# Every write goes to the append-only file, fsynced before Redis answers:
+# a primary that restarts in place reloads every write it acknowledged.
 appendonly yes
-appendfsync everysec
+appendfsync always
 # A primary takes writes only while a replica follows it within 10 s: a
 # primary left alone (cut off, or restarted empty) refuses writes rather
 # than diverge from the replica the operator may promote.
