@@ -140,6 +140,11 @@ type Input struct {
 // Build returns the desired children of the cluster owner with the given
 // spec.
 func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, in Input) (Children, error) {
+	// The API admits 3 to 9 odd nodes; a spec that got past it is refused,
+	// not built (a role file per node).
+	if n := Nodes(spec); n < 3 || n > 9 || n%2 == 0 {
+		return Children{}, fmt.Errorf("spec.nodes: %d is not an odd number from 3 to 9", n)
+	}
 	res, err := Resources(spec.RedisEnterpriseNodeResources)
 	if err != nil {
 		return Children{}, err
