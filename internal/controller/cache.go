@@ -54,10 +54,12 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&appsv1.StatefulSet{}: managed,
 		// Only the Secrets the operator labels: a RedisEnterpriseCluster's
 		// credentials. The operator never reads any other Secret.
-		&corev1.Secret{}:                         managed,
-		&corev1.Service{}:                        managed,
-		&corev1.ServiceAccount{}:                 managed,
-		&corev1.ConfigMap{}:                      managed,
+		&corev1.Secret{}:         managed,
+		&corev1.Service{}:        managed,
+		&corev1.ServiceAccount{}: managed,
+		&corev1.ConfigMap{}:      managed,
+		// Only the claims of the operator's StatefulSets.
+		&corev1.PersistentVolumeClaim{}:          managed,
 		&autoscalingv2.HorizontalPodAutoscaler{}: managed,
 		&networkingv1.Ingress{}:                  managed,
 		// Only the MicroServiceDeploy quota, whoever made it: one of that

@@ -37,8 +37,11 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
-// An upgrade sets the image of one member's pod at a time.
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch
+// An upgrade sets the image of one member's pod at a time; the pod of a
+// member that joins late is deleted, to start again at once.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch;delete
+// The claims tell a member's data (read only: the StatefulSet makes them).
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch
 
 // Timeouts of the calls to etcd: a pass never waits long on a member that
 // does not answer.
@@ -136,14 +139,24 @@ func (e *etcdOps) step(ctx context.Context, o *etcdv1beta2.EtcdCluster, _ observ
 	return s, nil
 }
 
-// observe reads the member pods from the cache and, through the pods'
-// IPs (the operator does not rely on cluster DNS), the members etcd
-// reports and each one's health. ips maps a member name to its client URL.
+// observe reads the member pods and their claims from the cache and,
+// through the pods' IPs (the operator does not rely on cluster DNS), the
+// members etcd reports and each one's health. ips maps a member name to
+// its client URL.
 func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdcluster.Observed, map[string]string, error) {
 	obs := etcdcluster.Observed{Cluster: o.Name, Recorded: o.Status.Members, Pods: map[string]etcdcluster.Pod{}}
+	selector := client.MatchingLabels(resources.Labels(etcdcluster.Selector(o.Name)))
 	pods := &corev1.PodList{}
-	if err := e.client.List(ctx, pods, client.InNamespace(o.Namespace), client.MatchingLabels(resources.Labels(etcdcluster.Selector(o.Name)))); err != nil {
+	if err := e.client.List(ctx, pods, client.InNamespace(o.Namespace), selector); err != nil {
 		return obs, nil, fmt.Errorf("list pods: %w", err)
+	}
+	claimList := &corev1.PersistentVolumeClaimList{}
+	if err := e.client.List(ctx, claimList, client.InNamespace(o.Namespace), selector); err != nil {
+		return obs, nil, fmt.Errorf("list claims: %w", err)
+	}
+	claims := map[string]string{}
+	for _, c := range claimList.Items {
+		claims[c.Name] = string(c.UID)
 	}
 	ips := map[string]string{}
 	var endpoints []string
@@ -151,13 +164,23 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 			continue
 		}
-		image := ""
+		pod := etcdcluster.Pod{UID: string(p.UID), ClaimUID: claims[etcdcluster.ClaimName(p.Name)]}
 		for _, c := range p.Spec.Containers {
 			if c.Name == etcdcluster.ContainerName {
-				image = c.Image
+				pod.Image = c.Image
 			}
 		}
-		obs.Pods[p.Name] = etcdcluster.Pod{UID: string(p.UID), Image: image}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				pod.Ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == etcdcluster.ContainerName && c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff" {
+				pod.CrashLooping = true
+			}
+		}
+		obs.Pods[p.Name] = pod
 		if p.Status.PodIP != "" {
 			url := "http://" + p.Status.PodIP + ":" + strconv.Itoa(etcdcluster.ClientPort)
 			ips[p.Name] = url
@@ -245,6 +268,14 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 	}
 	if a.Kind == etcdcluster.Upgrade {
 		return nil, "", e.setImage(ctx, o.Namespace, a.Member, a.Image)
+	}
+	if a.Kind == etcdcluster.RestartPod {
+		uid := types.UID(a.PodUID)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: a.Member}}
+		if err := e.client.Delete(ctx, p, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return nil, "", fmt.Errorf("delete pod %s: %w", a.Member, err)
+		}
+		return nil, "", nil
 	}
 	// Learners refuse membership changes: only healthy voters get them.
 	endpoints := make([]string, 0, len(obs.Members))

@@ -3,14 +3,17 @@ package realpods
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -219,9 +222,10 @@ func setEtcdSpec(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, f fu
 // node's 3.6.16 it reaches Ready with 3 healthy members and one leader,
 // and a key written through the client Service reads back. It then grows
 // to 5 and shrinks back to 3 with one membership change at a time and a
-// quorum throughout, keeping every key; a member whose pod is deleted is
-// replaced; and with two of three pods deleted it says QuorumLost and
-// removes nothing.
+// quorum throughout, keeping every key; a member whose pod is deleted
+// rejoins with its data, one whose claim is deleted is replaced; with two
+// of three members stopped it says QuorumLost and changes nothing; and
+// with two of three pods deleted it comes back whole.
 func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	needCluster(t)
 	t.Parallel()
@@ -306,24 +310,38 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 		}
 	}
 
-	// A member's pod deleted: its data is gone; it is replaced.
+	// A member's pod deleted: the StatefulSet brings it back on its claim,
+	// and it rejoins with its data as the same member.
 	victim := etcdcluster.MemberName(e.Name, 1)
-	oldID := ""
-	for _, m := range e.Status.Members {
-		if m.Name == victim {
-			oldID = m.ID
-		}
-	}
+	ids := etcdMemberIDs(e)
 	start = time.Now()
-	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim}}, client.GracePeriodSeconds(0)); err != nil {
+	deleteEtcdPods(t, c, e, victim)
+	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
+	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
+		t.Errorf("members %v after a pod was deleted, want the same members %v", got, ids)
+	}
+	checkKeys(t, c, e, keys)
+	t.Logf("pod %s deleted: back on its claim as the same member, Ready in %s", victim, time.Since(start).Round(time.Second))
+
+	// Its data lost: the claim deleted with the pod. The pod that comes
+	// back on a new, empty claim cannot rejoin under the member's
+	// identity; the member is removed and added back as a new one.
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: etcdcluster.ClaimName(victim)}}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 4*time.Minute, func() (bool, string) {
+	oldClaim := claim.UID
+	start = time.Now()
+	if err := c.Delete(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	deleteEtcdPods(t, c, e, victim)
+	testenv.Eventually(t, 5*time.Minute, func() (bool, string) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
 			return false, err.Error()
 		}
 		for _, m := range e.Status.Members {
-			if m.Name == victim && m.ID != oldID && m.Healthy && !m.Learner {
+			if m.Name == victim && m.ID != ids[victim] && m.Healthy && !m.Learner && m.ClaimUID != "" && m.ClaimUID != string(oldClaim) {
 				return true, ""
 			}
 		}
@@ -331,43 +349,120 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	})
 	waitEtcdReady(t, c, e, 3, etcdVersion, 2*time.Minute)
 	checkKeys(t, c, e, keys)
-	t.Logf("member %s replaced (id %s -> new) and Ready again in %s", victim, oldID, time.Since(start).Round(time.Second))
+	t.Logf("claim of %s deleted: replaced (id %s -> %s) on a new claim, Ready again in %s", victim, ids[victim], etcdMemberIDs(e)[victim], time.Since(start).Round(time.Second))
+	ids = etcdMemberIDs(e)
 
-	// Two of three pods deleted: the quorum is lost; nothing is removed.
-	for _, n := range []int{1, 2} {
-		if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: etcdcluster.MemberName(e.Name, n)}}, client.GracePeriodSeconds(0)); err != nil {
-			t.Fatal(err)
-		}
+	// Two of three members stopped in place (their processes frozen):
+	// the quorum is lost, Ready says QuorumLost and which members are
+	// down for as long as it lasts, and nothing is deleted or removed.
+	down := []string{etcdcluster.MemberName(e.Name, 1), etcdcluster.MemberName(e.Name, 2)}
+	pods, claims := etcdPodUIDs(t, c, e), etcdClaimUIDs(t, c, e)
+	for _, name := range down {
+		freezePod(t, c, ns, name)
 	}
 	cond = waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
 		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonQuorumLost, 2*time.Minute)
-	t.Logf("two of three pods deleted: Ready=False %s: %s", cond.Reason, cond.Message)
+	t.Logf("two of three members stopped: Ready=False %s: %s", cond.Reason, cond.Message)
+	for _, name := range down {
+		if !strings.Contains(cond.Message, name) {
+			t.Errorf("QuorumLost message %q does not name %s", cond.Message, name)
+		}
+	}
 	// Some time for a wrong step to show.
-	time.Sleep(20 * time.Second)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
+			t.Fatal(err)
+		}
+		if got := findCondition(e.Status.Conditions, conditions.Ready); got == nil || got.Reason != etcdcluster.ReasonQuorumLost {
+			t.Fatalf("Ready %+v while two of three members are stopped, want QuorumLost", got)
+		}
+	}
+	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
+		t.Errorf("status.members %v after the quorum was lost, want %v kept", got, ids)
+	}
+	if got := etcdPodUIDs(t, c, e); !maps.Equal(got, pods) {
+		t.Errorf("pods %v after the quorum was lost, want %v: none deleted", got, pods)
+	}
+	if got := etcdClaimUIDs(t, c, e); !maps.Equal(got, claims) {
+		t.Errorf("claims %v after the quorum was lost, want %v: none deleted", got, claims)
+	}
+	start = time.Now()
+	for _, name := range down {
+		thawPod(t, c, ns, name)
+	}
+	waitEtcdReady(t, c, e, 3, etcdVersion, 2*time.Minute)
+	checkKeys(t, c, e, keys)
+	t.Logf("members resumed: Ready again in %s with every key", time.Since(start).Round(time.Second))
+
+	// Two of three pods deleted: both come back on their claims, and the
+	// cluster is whole again with the same members and every key (an
+	// empty member never votes a leader in without the writes).
+	start = time.Now()
+	deleteEtcdPods(t, c, e, down...)
+	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
+	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
+		t.Errorf("members %v after two pods were deleted, want the same members %v", got, ids)
+	}
+	checkKeys(t, c, e, keys)
+	t.Logf("two of three pods deleted: back on their claims as the same members, Ready in %s with every key", time.Since(start).Round(time.Second))
+}
+
+// deleteEtcdPods deletes the named member pods of e at once and waits
+// until the StatefulSet has made new ones.
+func deleteEtcdPods(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, names ...string) {
+	t.Helper()
+	old := etcdPodUIDs(t, c, e)
+	for _, name := range names {
+		if err := c.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name}}, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
+		now := etcdPodUIDs(t, c, e)
+		for _, name := range names {
+			if now[name] == "" || now[name] == old[name] {
+				return false, fmt.Sprintf("pods %v", now)
+			}
+		}
+		return true, ""
+	})
+}
+
+// etcdMemberIDs maps e's recorded members to their IDs.
+func etcdMemberIDs(e *etcdv1beta2.EtcdCluster) map[string]string {
+	ids := map[string]string{}
+	for _, m := range e.Status.Members {
+		ids[m.Name] = m.ID
+	}
+	return ids
+}
+
+// etcdPodUIDs maps e's member pods to their uids.
+func etcdPodUIDs(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) map[string]types.UID {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := c.List(context.Background(), pods, client.InNamespace(e.Namespace), client.MatchingLabels(etcdcluster.Selector(e.Name))); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.Status.Members) != 3 {
-		t.Errorf("status.members %+v after the quorum was lost, want the 3 members kept", e.Status.Members)
+	uids := map[string]types.UID{}
+	for _, p := range pods.Items {
+		uids[p.Name] = p.UID
 	}
-	cli, err := etcdClient(etcdEndpoints(ctx, c, e))
-	if err != nil {
+	return uids
+}
+
+// etcdClaimUIDs maps e's claims to their uids.
+func etcdClaimUIDs(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) map[string]types.UID {
+	t.Helper()
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := c.List(context.Background(), claims, client.InNamespace(e.Namespace), client.MatchingLabels(etcdcluster.Selector(e.Name))); err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
-	lc, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	list, err := cli.MemberList(lc, clientv3.WithSerializable())
-	if err != nil || len(list.Members) != 3 {
-		t.Errorf("the surviving member lists %v (%v), want the 3 members: none removed", list, err)
+	uids := map[string]types.UID{}
+	for _, p := range claims.Items {
+		uids[p.Name] = p.UID
 	}
-	// Not checked: that Ready stays QuorumLost. The StatefulSet recreates
-	// the two pods at once, with empty data, and they may rejoin under
-	// their old member identities from the survivor's data before the
-	// operator can replace them (docs/kinds.md, "Not done").
-	if c := findCondition(e.Status.Conditions, conditions.Ready); c != nil {
-		t.Logf("20 s later: Ready=%s %s: %s", c.Status, c.Reason, c.Message)
-	}
+	return uids
 }
 
 // A minor upgrade (3.6.16 -> 3.7.0) rolls one member at a time, the leader

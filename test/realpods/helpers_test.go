@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,4 +138,63 @@ func waitServesContaining(t *testing.T, url, want string, timeout time.Duration)
 		body, err := testenv.Get(hc, url)
 		return err == nil && strings.Contains(body, want), fmt.Sprintf("%s: %q (%v)", url, body, err)
 	})
+}
+
+// freezePod stops every process of the pod name (SIGSTOP): it stays, as
+// a member that hangs does, answering nothing. The test thaws it when it
+// ends.
+func freezePod(t *testing.T, c client.Client, namespace, name string) {
+	t.Helper()
+	pids := podProcesses(t, c, namespace, name)
+	if len(pids) == 0 {
+		t.Fatalf("no process of pod %s found", name)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatalf("stop process %d of pod %s: %v", pid, name, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+}
+
+// thawPod resumes the processes of the pod name (SIGCONT).
+func thawPod(t *testing.T, c client.Client, namespace, name string) {
+	t.Helper()
+	for _, pid := range podProcesses(t, c, namespace, name) {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Fatalf("resume process %d of pod %s: %v", pid, name, err)
+		}
+	}
+}
+
+// podProcesses returns the processes on this machine of the pod name:
+// those in a cgroup of the pod's uid.
+func podProcesses(t *testing.T, c client.Client, namespace, name string) []int {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	// The cgroupfs driver names a pod's cgroup pod<uid>; systemd's, with
+	// the dashes as underscores.
+	marks := []string{"pod" + string(pod.UID), "pod" + strings.ReplaceAll(string(pod.UID), "-", "_")}
+	files, _ := filepath.Glob("/proc/[0-9]*/cgroup")
+	var pids []int
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if !strings.Contains(string(data), marks[0]) && !strings.Contains(string(data), marks[1]) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

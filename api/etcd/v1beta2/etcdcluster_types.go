@@ -64,12 +64,12 @@ type EtcdMember struct {
 	// while it does not answer.
 	// +optional
 	Version string `json:"version,omitempty"`
-	// PodUID is the uid of the pod holding the member's data, recorded
-	// once the member has started in it. The data lives in the pod
-	// (emptyDir): a member whose pod is replaced lost its data, and is
-	// removed and added again.
+	// ClaimUID is the uid of the PersistentVolumeClaim that holds the
+	// member's data, recorded while the member is started and healthy on
+	// it. A member whose pod comes back on another claim lost its data: it
+	// cannot rejoin, and is removed and added again as a new member.
 	// +optional
-	PodUID string `json:"podUID,omitempty"`
+	ClaimUID string `json:"claimUID,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state.

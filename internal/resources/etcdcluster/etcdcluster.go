@@ -3,16 +3,21 @@
 //
 // The children: a StatefulSet of member pods (podManagementPolicy
 // Parallel and updateStrategy OnDelete, so that the operator, not the
-// StatefulSet controller, orders every change), a headless Service through
-// which the members find each other by name before they are ready, a
-// client Service on port 2379, the ConfigMap of the membership a new
-// member joins (ETCD_INITIAL_CLUSTER and ETCD_INITIAL_CLUSTER_STATE), and a
+// StatefulSet controller, orders every change) whose data lives on one
+// PersistentVolumeClaim per member, a headless Service through which the
+// members find each other by name before they are ready, a client Service
+// on port 2379, the ConfigMap of each member's start-up file, and a
 // PodDisruptionBudget that keeps a quorum.
 //
-// The StatefulSet's replicas and the ConfigMap follow the membership the
-// operator registered through etcd's API and recorded in status.members:
-// a member's pod exists only once the member is registered, and joins
-// with the membership the cluster has.
+// The StatefulSet's replicas and the start-up files follow the membership
+// the operator registered through etcd's API and recorded in
+// status.members: a member's pod exists only once the member is
+// registered. Only a member that has not started yet gets a file that
+// lets it join the cluster; a started member's file names no peer, so a
+// pod of it that comes up without its data cannot rejoin under the
+// member's identity (which could elect a leader without the acknowledged
+// writes). Its data on a claim, a started member restarts from its data,
+// which is all it needs.
 package etcdcluster
 
 import (
@@ -21,14 +26,17 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"sigs.k8s.io/yaml"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/resources"
@@ -42,14 +50,13 @@ const (
 	// ClientPort and PeerPort are etcd's ports.
 	ClientPort = 2379
 	PeerPort   = 2380
-	// DataDir is where the member's data lives: an emptyDir, so a pod
-	// deleted is a member whose data is gone, which the operator replaces.
+	// DataDir is where the member's claim is mounted.
 	DataDir = "/var/run/etcd"
-
-	// The keys of the membership ConfigMap, which are also the names of
-	// the environment variables etcd reads them from.
-	KeyInitialCluster      = "ETCD_INITIAL_CLUSTER"
-	KeyInitialClusterState = "ETCD_INITIAL_CLUSTER_STATE"
+	// DataVolume names the volume claim template: a member's claim is
+	// data-<member>.
+	DataVolume = "data"
+	// ConfigDir is where the start-up files are mounted.
+	ConfigDir = "/etc/etcd"
 
 	// ClusterStateNew bootstraps the seed member; every later member joins
 	// with ClusterStateExisting.
@@ -59,8 +66,13 @@ const (
 	clientPortName = "client"
 	peerPortName   = "peer"
 	// userID runs etcd as a non-root user; the image holds a static binary.
-	userID = 65532
+	userID       = 65532
+	configVolume = "config"
 )
+
+// DataSize is the size each member's claim asks for: etcd's default
+// backend quota (2 GiB) and room for its write-ahead log and snapshots.
+var DataSize = resource.MustParse("4Gi")
 
 // Children are the objects an EtcdCluster owns.
 type Children struct {
@@ -108,8 +120,14 @@ func Selector(name string) map[string]string {
 // ClientServiceName names the Service clients reach the cluster through.
 func ClientServiceName(cluster string) string { return cluster + "-client" }
 
-// ConfigMapName names the membership ConfigMap.
+// ConfigMapName names the ConfigMap of the members' start-up files.
 func ConfigMapName(cluster string) string { return cluster + "-members" }
+
+// ConfigKey is the key (and file name) of a member's start-up file.
+func ConfigKey(member string) string { return member + ".yaml" }
+
+// ClaimName is the name of the claim that holds a member's data.
+func ClaimName(member string) string { return DataVolume + "-" + member }
 
 // MemberName is the name of the member (and its pod) of the given ordinal.
 func MemberName(cluster string, ordinal int) string { return cluster + "-" + strconv.Itoa(ordinal) }
@@ -174,7 +192,7 @@ func Replicas(cluster string, members []etcdv1beta2.EtcdMember) int32 {
 	return n
 }
 
-// InitialCluster is ETCD_INITIAL_CLUSTER for the registered members:
+// InitialCluster is the initial-cluster of the registered members:
 // name=peerURL of each, sorted by name. It is what etcd checks a joining
 // member's flags against, so it must list exactly the registered members.
 func InitialCluster(cluster, namespace string, members []etcdv1beta2.EtcdMember) string {
@@ -190,9 +208,9 @@ func InitialCluster(cluster, namespace string, members []etcdv1beta2.EtcdMember)
 	return strings.Join(parts, ",")
 }
 
-// InitialClusterState is ETCD_INITIAL_CLUSTER_STATE: new while the only
-// registered member is the seed that etcd has not reported yet (it has no
-// ID), existing afterwards.
+// InitialClusterState is the initial-cluster-state of the registered
+// members: new while the only registered member is the seed that etcd has
+// not reported yet (it has no ID), existing afterwards.
 func InitialClusterState(members []etcdv1beta2.EtcdMember) string {
 	if len(members) == 1 && members[0].ID == "" {
 		return ClusterStateNew
@@ -200,47 +218,75 @@ func InitialClusterState(members []etcdv1beta2.EtcdMember) string {
 	return ClusterStateExisting
 }
 
+// Config is a member's start-up file: etcd's configuration file, in
+// which every setting is given (etcd reads no flag or environment
+// variable beside a configuration file).
+type Config struct {
+	Name                     string `json:"name"`
+	DataDir                  string `json:"data-dir"`
+	ListenClientURLs         string `json:"listen-client-urls"`
+	ListenPeerURLs           string `json:"listen-peer-urls"`
+	AdvertiseClientURLs      string `json:"advertise-client-urls"`
+	InitialAdvertisePeerURLs string `json:"initial-advertise-peer-urls"`
+	InitialCluster           string `json:"initial-cluster"`
+	InitialClusterState      string `json:"initial-cluster-state"`
+	InitialClusterToken      string `json:"initial-cluster-token"`
+}
+
+// MemberConfig is the start-up file of member m among the registered
+// members. A member that has not started on its data (no claim recorded)
+// joins with the registered membership; a started member's file names
+// only itself, with which etcd restarts from the member's data but, with
+// no data, finds no peer to join and exits.
+func MemberConfig(cluster, namespace string, m etcdv1beta2.EtcdMember, members []etcdv1beta2.EtcdMember) Config {
+	host := fmt.Sprintf("%s.%s.%s.svc", m.Name, cluster, namespace)
+	initial := InitialCluster(cluster, namespace, members)
+	if m.ClaimUID != "" {
+		initial = InitialCluster(cluster, namespace, []etcdv1beta2.EtcdMember{m})
+	}
+	return Config{
+		Name:                     m.Name,
+		DataDir:                  DataDir + "/data",
+		ListenClientURLs:         fmt.Sprintf("http://0.0.0.0:%d", ClientPort),
+		ListenPeerURLs:           fmt.Sprintf("http://0.0.0.0:%d", PeerPort),
+		AdvertiseClientURLs:      fmt.Sprintf("http://%s:%d", host, ClientPort),
+		InitialAdvertisePeerURLs: PeerURL(cluster, namespace, m.Name),
+		InitialCluster:           initial,
+		InitialClusterState:      InitialClusterState(members),
+		InitialClusterToken:      namespace + "/" + cluster,
+	}
+}
+
 func configMap(owner resources.Owner, labels map[string]string, members []etcdv1beta2.EtcdMember) *corev1ac.ConfigMapApplyConfiguration {
+	data := make(map[string]string, len(members))
+	for _, m := range members {
+		// A struct of strings always marshals.
+		b, _ := yaml.Marshal(MemberConfig(owner.Name, owner.Namespace, m, members))
+		data[ConfigKey(m.Name)] = string(b)
+	}
 	return corev1ac.ConfigMap(ConfigMapName(owner.Name), owner.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(owner.Reference()).
-		WithData(map[string]string{
-			KeyInitialCluster:      InitialCluster(owner.Name, owner.Namespace, members),
-			KeyInitialClusterState: InitialClusterState(members),
-		})
+		WithData(data)
 }
 
 func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selector, labels map[string]string, replicas int32) *appsv1ac.StatefulSetApplyConfiguration {
-	host := fmt.Sprintf("$(POD_NAME).%s.%s.svc", owner.Name, owner.Namespace)
-	args := []string{
-		"--name=$(POD_NAME)",
-		"--data-dir=" + DataDir + "/data",
-		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ClientPort),
-		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
-		fmt.Sprintf("--advertise-client-urls=http://%s:%d", host, ClientPort),
-		fmt.Sprintf("--initial-advertise-peer-urls=http://%s:%d", host, PeerPort),
-		"--initial-cluster-token=" + owner.Namespace + "/" + owner.Name,
-	}
-	fromConfigMap := func(key string) *corev1ac.EnvVarApplyConfiguration {
-		return corev1ac.EnvVar().WithName(key).WithValueFrom(corev1ac.EnvVarSource().
-			WithConfigMapKeyRef(corev1ac.ConfigMapKeySelector().WithName(ConfigMapName(owner.Name)).WithKey(key)))
-	}
 	container := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(Image(spec, spec.Version)).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithArgs(args...).
-		WithEnv(
-			corev1ac.EnvVar().WithName("POD_NAME").WithValueFrom(corev1ac.EnvVarSource().
-				WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name"))),
-			fromConfigMap(KeyInitialCluster),
-			fromConfigMap(KeyInitialClusterState),
-		).
+		// A pod of no registered member finds no file and exits.
+		WithArgs("--config-file="+ConfigDir+"/$(POD_NAME).yaml").
+		WithEnv(corev1ac.EnvVar().WithName("POD_NAME").WithValueFrom(corev1ac.EnvVarSource().
+			WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name")))).
 		WithPorts(
 			corev1ac.ContainerPort().WithName(clientPortName).WithContainerPort(ClientPort).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName(peerPortName).WithContainerPort(PeerPort).WithProtocol(corev1.ProtocolTCP),
 		).
-		WithVolumeMounts(corev1ac.VolumeMount().WithName("data").WithMountPath(DataDir)).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName(DataVolume).WithMountPath(DataDir),
+			corev1ac.VolumeMount().WithName(configVolume).WithMountPath(ConfigDir).WithReadOnly(true),
+		).
 		// Ready when the member serves: a learner, or a member without a
 		// leader, is not, and the client Service skips it. No liveness
 		// probe: restarting a member that lost its quorum helps nothing.
@@ -260,7 +306,7 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 			WithRunAsNonRoot(true).
 			WithRunAsUser(userID).WithRunAsGroup(userID).WithFSGroup(userID).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-		WithVolumes(corev1ac.Volume().WithName("data").WithEmptyDir(corev1ac.EmptyDirVolumeSource())).
+		WithVolumes(corev1ac.Volume().WithName(configVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name)))).
 		WithTopologySpreadConstraints(corev1ac.TopologySpreadConstraint().
 			WithMaxSkew(1).
 			WithTopologyKey("kubernetes.io/hostname").
@@ -275,6 +321,20 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 			WithServiceName(owner.Name).
 			WithPodManagementPolicy("Parallel").
 			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType("OnDelete")).
+			// A member removed (scale-in) takes its claim along: a member
+			// added later under its name starts empty, not from the data
+			// of a member etcd no longer knows. Deleting the EtcdCluster
+			// deletes the data.
+			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
+				WithWhenScaled(appsv1.DeletePersistentVolumeClaimRetentionPolicyType).
+				WithWhenDeleted(appsv1.DeletePersistentVolumeClaimRetentionPolicyType)).
+			// On the cluster's default StorageClass.
+			WithVolumeClaimTemplates(corev1ac.PersistentVolumeClaim(DataVolume, "").
+				WithLabels(labels).
+				WithSpec(corev1ac.PersistentVolumeClaimSpec().
+					WithAccessModes(corev1.ReadWriteOnce).
+					WithResources(corev1ac.VolumeResourceRequirements().
+						WithRequests(corev1.ResourceList{corev1.ResourceStorage: DataSize})))).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(labels).

@@ -4,7 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/resources"
@@ -13,25 +15,38 @@ import (
 func TestBuildFollowsTheRecordedMembership(t *testing.T) {
 	owner := resources.Owner{GVK: etcdv1beta2.GroupVersion.WithKind("EtcdCluster"), Name: "example", Namespace: "ns", UID: "uid"}
 	s := spec(3, "3.6.16")
+	const (
+		url0 = "example-0=http://example-0.example.ns.svc:2380"
+		url1 = "example-1=http://example-1.example.ns.svc:2380"
+		url2 = "example-2=http://example-2.example.ns.svc:2380"
+	)
+	// file is what a member's start-up file says.
+	type file struct{ initial, state string }
 	tests := []struct {
 		name     string
 		members  []etcdv1beta2.EtcdMember
 		replicas int32
-		initial  string
-		state    string
+		files    map[string]file
 		// minAvailable is the PodDisruptionBudget's; 0 for none.
 		minAvailable int
 	}{
-		{name: "nothing recorded: no pod", replicas: 0, state: ClusterStateExisting},
+		{name: "nothing recorded: no pod", replicas: 0, files: map[string]file{}},
 		{name: "the seed bootstraps a new cluster", members: []etcdv1beta2.EtcdMember{{Name: "example-0"}}, replicas: 1,
-			initial: "example-0=http://example-0.example.ns.svc:2380", state: ClusterStateNew},
-		{name: "once etcd reports the seed, members join an existing cluster", members: []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1"}, {Name: "example-1", ID: "2"}},
-			replicas: 2, initial: "example-0=http://example-0.example.ns.svc:2380,example-1=http://example-1.example.ns.svc:2380", state: ClusterStateExisting, minAvailable: 2},
-		{name: "a member being replaced keeps its pod", members: []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1"}, {Name: "example-2", ID: "3"}},
-			replicas: 3, initial: "example-0=http://example-0.example.ns.svc:2380,example-2=http://example-2.example.ns.svc:2380", state: ClusterStateExisting, minAvailable: 2},
+			files: map[string]file{"example-0": {url0, ClusterStateNew}}},
+		{name: "a member added joins the registered members; a started one names only itself",
+			members:  []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1", ClaimUID: "c0"}, {Name: "example-1", ID: "2"}},
+			replicas: 2, minAvailable: 2,
+			files: map[string]file{"example-0": {url0, ClusterStateExisting}, "example-1": {url0 + "," + url1, ClusterStateExisting}}},
+		{name: "a member being replaced keeps its pod, without a file",
+			members:  []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1", ClaimUID: "c0"}, {Name: "example-2", ID: "3", ClaimUID: "c2"}},
+			replicas: 3, minAvailable: 2,
+			files: map[string]file{"example-0": {url0, ClusterStateExisting}, "example-2": {url2, ClusterStateExisting}}},
+		{name: "the member added back joins",
+			members:  []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1", ClaimUID: "c0"}, {Name: "example-1", ID: "4"}, {Name: "example-2", ID: "3", ClaimUID: "c2"}},
+			replicas: 3, minAvailable: 2,
+			files: map[string]file{"example-0": {url0, ClusterStateExisting}, "example-1": {url0 + "," + url1 + "," + url2, ClusterStateExisting}, "example-2": {url2, ClusterStateExisting}}},
 		{name: "five members keep three", members: []etcdv1beta2.EtcdMember{{Name: "example-4", ID: "5"}, {Name: "example-0", ID: "1"}, {Name: "example-1", ID: "2"}, {Name: "example-2", ID: "3"}, {Name: "example-3", ID: "4"}},
-			replicas: 5, state: ClusterStateExisting, minAvailable: 3,
-			initial: "example-0=http://example-0.example.ns.svc:2380,example-1=http://example-1.example.ns.svc:2380,example-2=http://example-2.example.ns.svc:2380,example-3=http://example-3.example.ns.svc:2380,example-4=http://example-4.example.ns.svc:2380"},
+			replicas: 5, minAvailable: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,11 +54,20 @@ func TestBuildFollowsTheRecordedMembership(t *testing.T) {
 			if got := *c.StatefulSet.Spec.Replicas; got != tt.replicas {
 				t.Errorf("replicas %d, want %d", got, tt.replicas)
 			}
-			if got := c.ConfigMap.Data[KeyInitialCluster]; got != tt.initial {
-				t.Errorf("initial cluster %q, want %q", got, tt.initial)
+			if tt.files != nil && len(c.ConfigMap.Data) != len(tt.files) {
+				t.Errorf("start-up files %v, want %d", c.ConfigMap.Data, len(tt.files))
 			}
-			if got := c.ConfigMap.Data[KeyInitialClusterState]; got != tt.state {
-				t.Errorf("initial cluster state %q, want %q", got, tt.state)
+			for member, want := range tt.files {
+				var got Config
+				if err := yaml.UnmarshalStrict([]byte(c.ConfigMap.Data[ConfigKey(member)]), &got); err != nil {
+					t.Fatalf("%s: %v", member, err)
+				}
+				if got.InitialCluster != want.initial || got.InitialClusterState != want.state {
+					t.Errorf("%s joins %q (%s), want %q (%s)", member, got.InitialCluster, got.InitialClusterState, want.initial, want.state)
+				}
+				if got.Name != member || got.InitialAdvertisePeerURLs != PeerURL("example", "ns", member) || got.AdvertiseClientURLs != "http://"+member+".example.ns.svc:2379" {
+					t.Errorf("%s: start-up file %+v", member, got)
+				}
 			}
 			switch {
 			case tt.minAvailable == 0 && c.PodDisruptionBudget != nil:
@@ -55,11 +79,16 @@ func TestBuildFollowsTheRecordedMembership(t *testing.T) {
 			if *ctr.Image != "quay.io/coreos/etcd:v3.6.16" {
 				t.Errorf("image %s", *ctr.Image)
 			}
-			if !slices.Contains(ctr.Args, "--initial-advertise-peer-urls=http://$(POD_NAME).example.ns.svc:2380") {
-				t.Errorf("args %q do not advertise the pod's peer URL", ctr.Args)
+			if !slices.Equal(ctr.Args, []string{"--config-file=/etc/etcd/$(POD_NAME).yaml"}) {
+				t.Errorf("args %q do not start from the pod's start-up file", ctr.Args)
 			}
-			if *c.StatefulSet.Spec.PodManagementPolicy != "Parallel" || *c.StatefulSet.Spec.UpdateStrategy.Type != "OnDelete" {
-				t.Errorf("the StatefulSet orders pods itself: %+v", c.StatefulSet.Spec)
+			sts := c.StatefulSet.Spec
+			if *sts.PodManagementPolicy != "Parallel" || *sts.UpdateStrategy.Type != "OnDelete" {
+				t.Errorf("the StatefulSet orders pods itself: %+v", sts)
+			}
+			if len(sts.VolumeClaimTemplates) != 1 || *sts.VolumeClaimTemplates[0].Name != DataVolume ||
+				*sts.PersistentVolumeClaimRetentionPolicy.WhenScaled != appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
+				t.Errorf("member data not on claims deleted with their member: %+v, %+v", sts.VolumeClaimTemplates, sts.PersistentVolumeClaimRetentionPolicy)
 			}
 			if !*c.Service.Spec.PublishNotReadyAddresses || *c.Service.Spec.ClusterIP != "None" {
 				t.Errorf("peer Service %+v is not headless with not-ready addresses", c.Service.Spec)

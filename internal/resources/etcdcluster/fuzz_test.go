@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/resources"
@@ -26,8 +27,8 @@ func (b *bytesReader) next() byte {
 var fuzzVersions = []string{"3.3.25", "3.5.21", "3.6.15", "3.6.16", "3.7.0", "3.8.0", ""}
 
 // observedFrom builds a spec and an observed cluster of up to 9 members
-// from data: membership, learners, health, leadership, versions, pods and
-// recorded pod uids all vary.
+// from data: membership, learners, health, leadership, versions, pods,
+// their claims, crash loops and recorded claim uids all vary.
 func observedFrom(data []byte) (*etcdv1beta2.EtcdClusterSpec, Observed) {
 	r := bytesReader(data)
 	spec := &etcdv1beta2.EtcdClusterSpec{Size: int32(r.next()%9) + 1, Version: fuzzVersions[int(r.next())%(len(fuzzVersions)-1)]}
@@ -49,13 +50,22 @@ func observedFrom(data []byte) (*etcdv1beta2.EtcdClusterSpec, Observed) {
 			o.Members = append(o.Members, mem)
 		}
 		if flags&8 == 0 {
-			o.Pods[mem.Name] = Pod{UID: "uid-" + strconv.Itoa(int(flags>>6)), Image: "quay.io/coreos/etcd:v" + fuzzVersions[int(r.next())%len(fuzzVersions)]}
+			o.Pods[mem.Name] = Pod{UID: "pod-" + strconv.Itoa(i), ClaimUID: claimUID(flags >> 6), CrashLooping: flags&32 != 0, Ready: flags&64 == 0,
+				Image: "quay.io/coreos/etcd:v" + fuzzVersions[int(r.next())%len(fuzzVersions)]}
 		}
 		if flags&16 == 0 {
-			o.Recorded = append(o.Recorded, etcdv1beta2.EtcdMember{Name: mem.Name, ID: strconv.FormatUint(mem.ID, 16), PodUID: "uid-" + strconv.Itoa(int(flags>>6)&1)})
+			o.Recorded = append(o.Recorded, etcdv1beta2.EtcdMember{Name: mem.Name, ID: strconv.FormatUint(mem.ID, 16), ClaimUID: claimUID((flags >> 6) & 1)})
 		}
 	}
 	return spec, o
+}
+
+// claimUID is a claim uid of two bits: 0 is no claim.
+func claimUID(b byte) string {
+	if b == 0 {
+		return ""
+	}
+	return "claim-" + strconv.Itoa(int(b))
 }
 
 // FuzzNext checks the planner's safety rules on any observed cluster: it
@@ -145,9 +155,14 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 			return fmt.Errorf("removed healthy %s while not shrinking safely", m.Name)
 		}
 		if !m.Healthy {
-			if r := recordedOf(o, m); r.PodUID == "" || r.PodUID == o.Pods[m.Name].UID {
-				return fmt.Errorf("removed unhealthy %s whose pod holds its data", m.Name)
+			if r, pod := recordedOf(o, m), o.Pods[m.Name]; r.ClaimUID == "" || pod.ClaimUID == "" || r.ClaimUID == pod.ClaimUID {
+				return fmt.Errorf("removed unhealthy %s whose pod may hold its data", m.Name)
 			}
+		}
+	case RestartPod:
+		m, pod := byName[a.Member], o.Pods[a.Member]
+		if m.Started || !pod.CrashLooping || pod.UID != a.PodUID {
+			return fmt.Errorf("restarted the pod %+v of member %+v", pod, m)
 		}
 	case MoveLeader:
 		if !allWell || byName[a.Member].Learner {
@@ -159,6 +174,12 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 		}
 		if o.Pods[a.Member].Image == a.Image || a.Image != Image(spec, spec.Version) {
 			return fmt.Errorf("upgraded %s from %s to %s", a.Member, o.Pods[a.Member].Image, a.Image)
+		}
+		// One member restarting at a time.
+		for _, m := range o.Members {
+			if pod, ok := o.Pods[m.Name]; ok && pod.Image == a.Image && (!pod.Ready || m.Version != spec.Version) {
+				return fmt.Errorf("upgraded %s while %s (%+v) restarts", a.Member, m.Name, pod)
+			}
 		}
 	}
 	return nil
@@ -174,10 +195,12 @@ func recordedOf(o Observed, m Member) etcdv1beta2.EtcdMember {
 }
 
 // FuzzBuild builds the children for any spec and recorded membership: the
-// StatefulSet has a pod for every registered member, the ConfigMap lists
-// exactly the registered members, a new cluster is bootstrapped only by a
-// seed etcd has not reported yet, the PodDisruptionBudget keeps a quorum
-// of the registered members, and the same input builds the same children.
+// StatefulSet has a pod for every registered member, the ConfigMap has a
+// start-up file for exactly the registered members, in which a member not
+// started yet joins with exactly the registered members and a started one
+// names only itself, a new cluster is bootstrapped only by a seed etcd has
+// not reported yet, the PodDisruptionBudget keeps a quorum of the
+// registered members, and the same input builds the same children.
 func FuzzBuild(f *testing.F) {
 	f.Add([]byte{3, 1, 0, 0})
 	f.Add([]byte{5, 3, 1, 0, 1, 1, 1, 2, 0, 9})
@@ -192,11 +215,14 @@ func FuzzBuild(f *testing.F) {
 				continue
 			}
 			used[o] = true
-			id := ""
-			if r.next()%2 == 0 {
-				id = strconv.Itoa(o + 1)
+			m := etcdv1beta2.EtcdMember{Name: MemberName("example", o)}
+			switch r.next() % 3 {
+			case 1:
+				m.ID = strconv.Itoa(o + 1)
+			case 2:
+				m.ID, m.ClaimUID = strconv.Itoa(o+1), "claim-"+strconv.Itoa(o)
 			}
-			members = append(members, etcdv1beta2.EtcdMember{Name: MemberName("example", o), ID: id})
+			members = append(members, m)
 		}
 		owner := resourcesOwner()
 		c := Build(owner, s, members)
@@ -206,17 +232,25 @@ func FuzzBuild(f *testing.F) {
 				t.Fatalf("member %d registered, replicas %d", o, replicas)
 			}
 		}
-		if got, want := c.ConfigMap.Data[KeyInitialCluster], InitialCluster("example", "ns", members); got != want {
-			t.Fatalf("initial cluster %q, want %q", got, want)
-		}
-		for _, m := range members {
-			if !strings.Contains(c.ConfigMap.Data[KeyInitialCluster], m.Name+"="+PeerURL("example", "ns", m.Name)) {
-				t.Fatalf("member %s missing from %q", m.Name, c.ConfigMap.Data[KeyInitialCluster])
-			}
+		if len(c.ConfigMap.Data) != len(members) {
+			t.Fatalf("%d start-up files for %d members", len(c.ConfigMap.Data), len(members))
 		}
 		newCluster := len(members) == 1 && members[0].ID == ""
-		if (c.ConfigMap.Data[KeyInitialClusterState] == ClusterStateNew) != newCluster {
-			t.Fatalf("members %+v: state %s", members, c.ConfigMap.Data[KeyInitialClusterState])
+		for _, m := range members {
+			var cfg Config
+			if err := yaml.UnmarshalStrict([]byte(c.ConfigMap.Data[ConfigKey(m.Name)]), &cfg); err != nil {
+				t.Fatalf("member %s: %v", m.Name, err)
+			}
+			want := InitialCluster("example", "ns", members)
+			if m.ClaimUID != "" {
+				want = m.Name + "=" + PeerURL("example", "ns", m.Name)
+			}
+			if cfg.Name != m.Name || cfg.InitialCluster != want || cfg.InitialAdvertisePeerURLs != PeerURL("example", "ns", m.Name) {
+				t.Fatalf("member %+v of %+v: start-up file %+v", m, members, cfg)
+			}
+			if (cfg.InitialClusterState == ClusterStateNew) != newCluster {
+				t.Fatalf("members %+v: state %s", members, cfg.InitialClusterState)
+			}
 		}
 		if (c.PodDisruptionBudget != nil) != (len(members) > 1) {
 			t.Fatalf("%d members: PodDisruptionBudget %v", len(members), c.PodDisruptionBudget != nil)

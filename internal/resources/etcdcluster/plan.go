@@ -32,6 +32,15 @@ type Pod struct {
 	UID string
 	// Image is the image of the pod's etcd container.
 	Image string
+	// ClaimUID is the uid of the claim that holds the pod's data; empty
+	// while the claim is not there.
+	ClaimUID string
+	// CrashLooping is whether the kubelet waits to start the etcd
+	// container again after it exited.
+	CrashLooping bool
+	// Ready is the pod's Ready condition: what the client Service and the
+	// PodDisruptionBudget go by.
+	Ready bool
 }
 
 // Observed is everything the planner decides from.
@@ -71,6 +80,11 @@ const (
 	// Upgrade sets the image of a member's pod to the target version's;
 	// the kubelet restarts the container with the member's data.
 	Upgrade ActionKind = "Upgrade"
+	// RestartPod deletes the pod of a member that is joining: the pod
+	// started before the member was registered (it replaces a member whose
+	// data was lost) and waits out the kubelet's back-off; a new pod joins
+	// at once, on the same claim.
+	RestartPod ActionKind = "RestartPod"
 )
 
 // Reasons the planner gives, for the conditions.
@@ -89,8 +103,10 @@ const (
 type Action struct {
 	Kind ActionKind
 	// Member names the member the action is about (the one added,
-	// promoted, removed or upgraded).
+	// promoted, removed, upgraded or whose pod restarts).
 	Member string
+	// PodUID is the uid of the pod RestartPod deletes.
+	PodUID string
 	// ID is that member's ID (for Promote, Remove, Upgrade); for
 	// MoveLeader, the ID of the member that takes the leadership.
 	ID uint64
@@ -164,9 +180,14 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 
 	// The membership change in flight.
 	for _, m := range members {
-		if !m.Started {
-			return Decision{Reason: ReasonScaling, Message: fmt.Sprintf("Member %s is joining", m.Name)}
+		if m.Started {
+			continue
 		}
+		if pod, ok := o.Pods[m.Name]; ok && pod.CrashLooping {
+			return Decision{Action: Action{Kind: RestartPod, Member: m.Name, PodUID: pod.UID}, Reason: ReasonScaling,
+				Message: fmt.Sprintf("Restarting the pod of joining member %s, which started before the member was added", m.Name)}
+		}
+		return Decision{Reason: ReasonScaling, Message: fmt.Sprintf("Member %s is joining", m.Name)}
 	}
 	for _, m := range members {
 		if m.Learner && m.Healthy {
@@ -175,9 +196,10 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		}
 	}
 
-	// A member whose pod is not the one that held its data: its data is
-	// gone, and it cannot rejoin as itself. Removing it keeps the quorum
-	// (it is down); it is added back as a new member afterwards.
+	// A member whose pod came back on another claim than the one that
+	// held its data: its data is gone, and it cannot rejoin as itself (its
+	// start-up file names no peer). Removing it keeps the quorum (it is
+	// down); it is added back as a new member afterwards.
 	recorded := map[uint64]etcdv1beta2.EtcdMember{}
 	for _, r := range o.Recorded {
 		if id, err := strconv.ParseUint(r.ID, 16, 64); err == nil {
@@ -186,9 +208,9 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 	}
 	for _, m := range members {
 		pod, ok := o.Pods[m.Name]
-		if r := recorded[m.ID]; !m.Healthy && ok && r.PodUID != "" && r.PodUID != pod.UID {
+		if r := recorded[m.ID]; !m.Healthy && ok && r.ClaimUID != "" && pod.ClaimUID != "" && r.ClaimUID != pod.ClaimUID {
 			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: ReasonReplacing,
-				Message: fmt.Sprintf("Removing member %s: its pod was replaced and its data is gone; it is added back as a new member", m.Name)}
+				Message: fmt.Sprintf("Removing member %s: its pod runs on a new claim, without the member's data; it is added back as a new member", m.Name)}
 		}
 	}
 	if len(down) > 0 {
@@ -250,21 +272,26 @@ func unreachable(o Observed) Decision {
 // upgrade returns the next member to move to spec.version: a
 // non-leader first, the leader last (after handing its leadership to a
 // member at the target), each only once the one before runs the target
-// version. The version moves one minor at a time at most, and
-// never down.
+// version and its pod is ready again. The version moves one minor at a
+// time at most, and never down.
 func upgrade(spec *etcdv1beta2.EtcdClusterSpec, members []Member, pods map[string]Pod) (Decision, bool) {
 	target := Image(spec, spec.Version)
 	var stale []Member
 	for _, m := range members {
+		if pod, ok := pods[m.Name]; ok && pod.Image != target {
+			stale = append(stale, m)
+		}
+	}
+	for _, m := range members {
 		pod, ok := pods[m.Name]
-		if !ok {
+		if !ok || pod.Image != target {
 			continue
 		}
-		if pod.Image == target && m.Version != spec.Version {
+		// A member's pod turns ready a probe period after etcd answers:
+		// the next member waits for it, or two would be out of the
+		// client Service and the budget at once.
+		if m.Version != spec.Version || (len(stale) > 0 && !pod.Ready) {
 			return Decision{Reason: ReasonUpgrading, Message: fmt.Sprintf("Member %s is restarting at version %s", m.Name, spec.Version)}, true
-		}
-		if pod.Image != target {
-			stale = append(stale, m)
 		}
 	}
 	if len(stale) == 0 {

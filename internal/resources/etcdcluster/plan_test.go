@@ -17,11 +17,12 @@ func m(ordinal int, id uint64) Member {
 
 func with(mem Member, f func(*Member)) Member { f(&mem); return mem }
 
-// pods returns a pod per member, at image, with uid "uid-<name>".
+// pods returns a pod per member, at image, with uid "uid-<name>", on a
+// claim of uid "claim-<name>".
 func pods(image string, members ...Member) map[string]Pod {
 	p := map[string]Pod{}
 	for _, mem := range members {
-		p[mem.Name] = Pod{UID: "uid-" + mem.Name, Image: image}
+		p[mem.Name] = Pod{UID: "uid-" + mem.Name, Image: image, ClaimUID: "claim-" + mem.Name, Ready: true}
 	}
 	return p
 }
@@ -66,6 +67,10 @@ func TestNext(t *testing.T) {
 			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), {ID: 2, Name: "example-1", Learner: true}},
 				Pods: pods(img3616, m(0, 1))},
 			reason: ReasonScaling, message: "example-1 is joining"},
+		{name: "the pod of a joining member that waits out a crash loop is restarted", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), {ID: 2, Name: "example-1", Learner: true}},
+				Pods: map[string]Pod{"example-0": {UID: "uid-example-0"}, "example-1": {UID: "uid-example-1", CrashLooping: true}}},
+			want: Action{Kind: RestartPod, Member: "example-1", PodUID: "uid-example-1"}, reason: ReasonScaling},
 		{name: "a started learner is promoted", spec: spec(3, "3.6.16"),
 			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), with(m(1, 2), func(x *Member) { x.Learner = true })},
 				Pods: pods(img3616, m(0, 1), m(1, 2))},
@@ -104,19 +109,28 @@ func TestNext(t *testing.T) {
 		{name: "a lost quorum wins over a shrink", spec: spec(1, "3.6.16"),
 			obs:    Observed{Reachable: true, Members: []Member{m(0, 1), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, three...)},
 			reason: ReasonQuorumLost, failure: true},
-		{name: "a member whose pod was replaced is removed", spec: spec(3, "3.6.16"),
+		{name: "a member whose pod came back on a new claim is removed", spec: spec(3, "3.6.16"),
 			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), down(m(1, 2)), m(2, 3)},
-				Recorded: []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1", PodUID: "uid-example-0"}, {Name: "example-1", ID: "2", PodUID: "old"}},
+				Recorded: []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1", ClaimUID: "claim-example-0"}, {Name: "example-1", ID: "2", ClaimUID: "old"}},
 				Pods:     pods(img3616, three...)},
 			want: Action{Kind: Remove, Member: "example-1", ID: 2}, reason: ReasonReplacing},
-		{name: "a member restarted in its own pod is awaited, not replaced", spec: spec(3, "3.6.16"),
+		{name: "a member whose pod was replaced on its own claim is awaited, not replaced", spec: spec(3, "3.6.16"),
 			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), down(m(1, 2)), m(2, 3)},
-				Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2", PodUID: "uid-example-1"}},
-				Pods:     pods(img3616, three...)},
+				Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2", ClaimUID: "claim-example-1"}},
+				Pods:     map[string]Pod{"example-0": {}, "example-1": {UID: "new pod", ClaimUID: "claim-example-1"}, "example-2": {}}},
+			reason: ReasonMemberUnhealthy},
+		{name: "a member healthy on a new claim (its data restored there) is kept", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: three,
+				Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2", ClaimUID: "old"}},
+				Pods:     pods(img3616, three...)}},
+		{name: "a member whose claim is not there yet waits", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), down(m(1, 2)), m(2, 3)},
+				Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2", ClaimUID: "old"}},
+				Pods:     map[string]Pod{"example-0": {}, "example-1": {UID: "new pod"}, "example-2": {}}},
 			reason: ReasonMemberUnhealthy},
 		{name: "a member whose pod is gone waits for the StatefulSet", spec: spec(3, "3.6.16"),
 			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), down(m(1, 2)), m(2, 3)},
-				Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2", PodUID: "old"}},
+				Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2", ClaimUID: "old"}},
 				Pods:     pods(img3616, m(0, 1), m(2, 3))},
 			reason: ReasonMemberUnhealthy},
 		{name: "an upgrade starts with a follower", spec: spec(3, "3.7.0"),
@@ -124,15 +138,19 @@ func TestNext(t *testing.T) {
 			want: Action{Kind: Upgrade, Member: "example-1", ID: 2, Image: "quay.io/coreos/etcd:v3.7.0"}, reason: ReasonUpgrading},
 		{name: "an upgrade waits for the member it restarted", spec: spec(3, "3.7.0"),
 			obs: Observed{Reachable: true, Members: three, Pods: map[string]Pod{
-				"example-0": {Image: img3616}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0"}, "example-2": {Image: img3616}}},
+				"example-0": {Image: img3616, Ready: true}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0", Ready: true}, "example-2": {Image: img3616, Ready: true}}},
+			reason: ReasonUpgrading, message: "example-1 is restarting"},
+		{name: "an upgrade waits for the pod it restarted to be ready", spec: spec(3, "3.7.0"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), with(m(1, 2), func(x *Member) { x.Version = "3.7.0" }), m(2, 3)},
+				Pods: map[string]Pod{"example-0": {Image: img3616, Ready: true}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0"}, "example-2": {Image: img3616, Ready: true}}},
 			reason: ReasonUpgrading, message: "example-1 is restarting"},
 		{name: "an upgrade ends with the leader", spec: spec(3, "3.7.0"),
 			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), with(m(1, 2), func(x *Member) { x.Version = "3.7.0" }), with(m(2, 3), func(x *Member) { x.Version = "3.7.0" })},
-				Pods: map[string]Pod{"example-0": {Image: img3616}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0"}, "example-2": {Image: "quay.io/coreos/etcd:v3.7.0"}}},
+				Pods: map[string]Pod{"example-0": {Image: img3616, Ready: true}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0", Ready: true}, "example-2": {Image: "quay.io/coreos/etcd:v3.7.0", Ready: true}}},
 			want: Action{Kind: MoveLeader, Member: "example-2", ID: 3}, reason: ReasonUpgrading, message: "before upgrading example-0"},
 		{name: "the former leader is upgraded last", spec: spec(3, "3.7.0"),
 			obs: Observed{Reachable: true, Members: []Member{m(0, 1), with(m(1, 2), func(x *Member) { x.Version = "3.7.0" }), with(leader(m(2, 3)), func(x *Member) { x.Version = "3.7.0" })},
-				Pods: map[string]Pod{"example-0": {Image: img3616}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0"}, "example-2": {Image: "quay.io/coreos/etcd:v3.7.0"}}},
+				Pods: map[string]Pod{"example-0": {Image: img3616, Ready: true}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0", Ready: true}, "example-2": {Image: "quay.io/coreos/etcd:v3.7.0", Ready: true}}},
 			want: Action{Kind: Upgrade, Member: "example-0", ID: 1, Image: "quay.io/coreos/etcd:v3.7.0"}, reason: ReasonUpgrading},
 		{name: "a patch upgrade", spec: spec(3, "3.6.17"),
 			obs:  Observed{Reachable: true, Members: three, Pods: pods(img3616, three...)},
@@ -172,19 +190,25 @@ func TestParseVersion(t *testing.T) {
 	}
 }
 
-func TestRecordKeepsThePodOfAMember(t *testing.T) {
+func TestRecordKeepsTheClaimOfAMember(t *testing.T) {
 	o := Observed{Cluster: "example",
-		Recorded: []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1", PodUID: "first"}},
-		Pods:     map[string]Pod{"example-0": {UID: "second"}, "example-1": {UID: "pod-1"}, "example-2": {UID: "pod-2"}}}
+		Recorded: []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1", ClaimUID: "first"}, {Name: "example-3", ID: "4", ClaimUID: "old"}},
+		Pods: map[string]Pod{"example-0": {ClaimUID: "second"}, "example-1": {ClaimUID: "claim-1"}, "example-2": {ClaimUID: "claim-2"},
+			"example-3": {ClaimUID: "restored"}}}
 	got := Record(o, []Member{
 		{ID: 3, Name: "example-2", Started: false},
 		{ID: 2, Name: "example-1", Started: true, Healthy: true, Leader: true, Version: "3.6.16"},
-		{ID: 1, Name: "example-0", Started: true, Healthy: true},
+		{ID: 1, Name: "example-0", Started: true, Healthy: false},
+		{ID: 4, Name: "example-3", Started: true, Healthy: true},
 	})
 	want := []etcdv1beta2.EtcdMember{
-		{Name: "example-0", ID: "1", Healthy: true, PodUID: "first"},
-		{Name: "example-1", ID: "2", Healthy: true, Leader: true, Version: "3.6.16", PodUID: "pod-1"},
+		// Down on another claim: the claim that held its data stays.
+		{Name: "example-0", ID: "1", ClaimUID: "first"},
+		{Name: "example-1", ID: "2", Healthy: true, Leader: true, Version: "3.6.16", ClaimUID: "claim-1"},
+		// Not started: no claim holds its data yet.
 		{Name: "example-2", ID: "3"},
+		// Healthy on another claim: its data is there.
+		{Name: "example-3", ID: "4", Healthy: true, ClaimUID: "restored"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("recorded %+v, want %+v", got, want)

@@ -8,9 +8,10 @@ import (
 )
 
 // Record returns status.members for the members etcd reports: each by
-// name, in ordinal order, with its pod's uid once it has started and is
-// healthy in it. A uid once recorded stays while the member does: a pod
-// with another uid is a pod that lost the member's data (see Next).
+// name, in ordinal order, with the uid of its pod's claim while it is
+// started and healthy on it. Otherwise the uid recorded stays: a pod on
+// another claim that cannot start is a pod without the member's data (see
+// Next). A member healthy on another claim has its data there (restored).
 func Record(o Observed, members []Member) []etcdv1beta2.EtcdMember {
 	recorded := map[string]etcdv1beta2.EtcdMember{}
 	for _, r := range o.Recorded {
@@ -20,9 +21,9 @@ func Record(o Observed, members []Member) []etcdv1beta2.EtcdMember {
 	for _, m := range members {
 		id := strconv.FormatUint(m.ID, 16)
 		e := etcdv1beta2.EtcdMember{Name: m.Name, ID: id, Healthy: m.Healthy, Learner: m.Learner, Leader: m.Leader, Version: m.Version,
-			PodUID: recorded[id].PodUID}
-		if pod, ok := o.Pods[m.Name]; ok && e.PodUID == "" && m.Started && m.Healthy {
-			e.PodUID = pod.UID
+			ClaimUID: recorded[id].ClaimUID}
+		if pod, ok := o.Pods[m.Name]; ok && pod.ClaimUID != "" && m.Started && m.Healthy {
+			e.ClaimUID = pod.ClaimUID
 		}
 		out = append(out, e)
 	}
