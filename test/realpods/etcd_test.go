@@ -234,7 +234,7 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	// The sample unchanged in one namespace, with the node's version in
 	// another: both are called example.
 	ns2 := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns, ns2}})
+	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns, ns2}})
 
 	sample := &etcdv1beta2.EtcdCluster{}
 	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", sample, ns)
@@ -316,6 +316,7 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	ids := etcdMemberIDs(e)
 	start = time.Now()
 	deleteEtcdPods(t, c, e, victim)
+	waitMemberServes(t, c, e, victim, ids[victim])
 	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
 	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
 		t.Errorf("members %v after a pod was deleted, want the same members %v", got, ids)
@@ -323,19 +324,40 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	checkKeys(t, c, e, keys)
 	t.Logf("pod %s deleted: back on its claim as the same member, Ready in %s", victim, time.Since(start).Round(time.Second))
 
-	// Its data lost: the claim deleted with the pod. The pod that comes
-	// back on a new, empty claim cannot rejoin under the member's
-	// identity; the member is removed and added back as a new one.
+	// Its data lost while the operator is away: the claim deleted with
+	// the pod. The pod that comes back on a new, empty claim cannot
+	// rejoin under the member's identity (its start-up file names no
+	// peer): etcd exits, and the kubelet restarts it, without the
+	// operator. Once back, the operator removes the member and adds it
+	// back as a new one.
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: etcdcluster.ClaimName(victim)}}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
 		t.Fatal(err)
 	}
 	oldClaim := claim.UID
-	start = time.Now()
+	op.Stop()
 	if err := c.Delete(ctx, claim); err != nil {
 		t.Fatal(err)
 	}
 	deleteEtcdPods(t, c, e, victim)
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		pod := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: victim}, pod); err != nil {
+			return false, err.Error()
+		}
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.RestartCount >= 2 {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("pod %s: %+v", victim, pod.Status.ContainerStatuses)
+	})
+	if id := memberServing(t, c, e, victim); id != "" {
+		t.Errorf("pod %s on an empty claim serves as member %s, want it unable to join", victim, id)
+	}
+	t.Logf("claim of %s deleted with the operator away: the new pod's etcd exited twice without joining", victim)
+	start = time.Now()
+	op = testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 	testenv.Eventually(t, 5*time.Minute, func() (bool, string) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
 			return false, err.Error()
@@ -347,9 +369,10 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 		}
 		return false, fmt.Sprintf("members %+v", e.Status.Members)
 	})
+	waitMemberServes(t, c, e, victim, etcdMemberIDs(e)[victim])
 	waitEtcdReady(t, c, e, 3, etcdVersion, 2*time.Minute)
 	checkKeys(t, c, e, keys)
-	t.Logf("claim of %s deleted: replaced (id %s -> %s) on a new claim, Ready again in %s", victim, ids[victim], etcdMemberIDs(e)[victim], time.Since(start).Round(time.Second))
+	t.Logf("operator back: %s replaced (id %s -> %s) on its new claim, Ready again in %s", victim, ids[victim], etcdMemberIDs(e)[victim], time.Since(start).Round(time.Second))
 	ids = etcdMemberIDs(e)
 
 	// Two of three members stopped in place (their processes frozen):
@@ -399,6 +422,9 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	// empty member never votes a leader in without the writes).
 	start = time.Now()
 	deleteEtcdPods(t, c, e, down...)
+	for _, name := range down {
+		waitMemberServes(t, c, e, name, ids[name])
+	}
 	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
 	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
 		t.Errorf("members %v after two pods were deleted, want the same members %v", got, ids)
@@ -426,6 +452,40 @@ func deleteEtcdPods(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, n
 		}
 		return true, ""
 	})
+}
+
+// waitMemberServes waits until the pod name of e serves as the member
+// of ID id (hex) and knows a leader.
+func waitMemberServes(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, name, id string) {
+	t.Helper()
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		got := memberServing(t, c, e, name)
+		return got == id, fmt.Sprintf("pod %s serves as member %q, want %s", name, got, id)
+	})
+}
+
+// memberServing returns the ID (hex) of the member the pod name of e
+// serves as, asked at the pod's own IP, when it answers and knows a
+// leader; empty otherwise.
+func memberServing(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, name string) string {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: e.Namespace, Name: name}, pod); err != nil || pod.Status.PodIP == "" {
+		return ""
+	}
+	url := "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort))
+	cli, err := etcdClient([]string{url})
+	if err != nil {
+		return ""
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	st, err := cli.Status(ctx, url)
+	if err != nil || st.Leader == 0 {
+		return ""
+	}
+	return strconv.FormatUint(st.Header.MemberId, 16)
 }
 
 // etcdMemberIDs maps e's recorded members to their IDs.
