@@ -29,8 +29,9 @@ import (
 // sample's 3.2.13 cannot be built with today's Go, so the node's registry
 // has no image of it (see docs/real-pods.md).
 const (
-	etcdVersion     = "3.6.16"
-	etcdNextVersion = "3.7.0"
+	etcdPreviousVersion = "3.6.15"
+	etcdVersion         = "3.6.16"
+	etcdNextVersion     = "3.7.0"
 )
 
 // etcdWatch follows an EtcdCluster's members from the test, through the
@@ -525,10 +526,12 @@ func etcdClaimUIDs(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) ma
 	return uids
 }
 
-// A minor upgrade (3.6.16 -> 3.7.0) rolls one member at a time, the leader
-// last, while writes go on: every write succeeds within 5 s (retried, as a
-// client does), and no two members are ever restarting at once.
-func TestEtcdClusterMinorUpgradeRollsOneMemberAtATime(t *testing.T) {
+// A patch upgrade (3.6.15 -> 3.6.16), then a minor one (3.6.16 -> 3.7.0),
+// each roll one member at a time, the leader last, while writes go on:
+// every write succeeds within 5 s (retried, as a client does), and no two
+// member pods are ever not ready at once. Then, shrunk to two members,
+// the cluster refuses to go to one and says why.
+func TestEtcdClusterUpgradesRollOneMemberAtATime(t *testing.T) {
 	needCluster(t)
 	t.Parallel()
 	ctx, c := context.Background(), operatorClient(t)
@@ -537,21 +540,74 @@ func TestEtcdClusterMinorUpgradeRollsOneMemberAtATime(t *testing.T) {
 	e := &etcdv1beta2.EtcdCluster{}
 	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
 	e.Name = "upgrade"
-	e.Spec.Version = etcdVersion
+	e.Spec.Version = etcdPreviousVersion
 	if err := c.Create(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	waitEtcdReady(t, c, e, 3, etcdVersion, 5*time.Minute)
+	waitEtcdReady(t, c, e, 3, etcdPreviousVersion, 5*time.Minute)
+	keys := writeKeys(t, etcdClientOf(t, c, e), "before-upgrade", 20)
 
-	// Writes, back to back, each with 5 s to succeed (an election takes
-	// about one).
-	cli, err := etcdClient(etcdEndpoints(ctx, c, e))
+	for _, step := range []struct{ from, to string }{{etcdPreviousVersion, etcdVersion}, {etcdVersion, etcdNextVersion}} {
+		r := rollUpgrade(t, c, e, step.to)
+		t.Logf("%s -> %s in %s; pods upgraded in order %v; %d writes, %d needed a retry, %d failed within 5 s; at most %d member pod(s) not ready at once",
+			step.from, step.to, r.took.Round(time.Second), r.order, r.writes, r.retried, r.failed, r.maxRestarting)
+		if r.failed > 0 {
+			t.Errorf("%d of %d writes failed during the upgrade to %s: %q", r.failed, r.writes, step.to, r.failures)
+		}
+		if r.maxRestarting > 1 {
+			t.Errorf("%d member pods were not ready at once during the upgrade to %s, want one at a time", r.maxRestarting, step.to)
+		}
+		if len(r.order) != 3 {
+			t.Errorf("pods upgraded to %s: %v, want all 3", step.to, r.order)
+		}
+	}
+	checkKeys(t, c, e, keys)
+
+	// Two members cannot lose one safely: the operator refuses, says why,
+	// and keeps both.
+	setEtcdSpec(t, c, e, func(s *etcdv1beta2.EtcdClusterSpec) { s.Size = 2 })
+	waitEtcdReady(t, c, e, 2, etcdNextVersion, 3*time.Minute)
+	setEtcdSpec(t, c, e, func(s *etcdv1beta2.EtcdClusterSpec) { s.Size = 1 })
+	cond := waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
+		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonScaleInRefused, 2*time.Minute)
+	t.Logf("size 2 -> 1: Ready=False %s: %s", cond.Reason, cond.Message)
+	time.Sleep(10 * time.Second)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Status.Members) != 2 || len(etcdPodUIDs(t, c, e)) != 2 {
+		t.Errorf("members %+v, pods %v after a refused scale-in, want both kept", e.Status.Members, etcdPodUIDs(t, c, e))
+	}
+	checkKeys(t, c, e, keys)
+}
+
+// etcdClientOf returns a client of e's pods, closed when the test ends.
+func etcdClientOf(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *clientv3.Client {
+	t.Helper()
+	cli, err := etcdClient(etcdEndpoints(context.Background(), c, e))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
-	var writes, failed, retried int
-	var failures []string
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// upgradeRun is what rollUpgrade saw.
+type upgradeRun struct {
+	took                    time.Duration
+	order                   []string
+	writes, retried, failed int
+	failures                []string
+	maxRestarting           int
+}
+
+// rollUpgrade sets e's version to version and waits until e is Ready at
+// it, writing keys back to back meanwhile and watching the member pods.
+func rollUpgrade(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, version string) upgradeRun {
+	t.Helper()
+	ctx := context.Background()
+	cli := etcdClientOf(t, c, e)
+	var r upgradeRun
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -567,28 +623,28 @@ func TestEtcdClusterMinorUpgradeRollsOneMemberAtATime(t *testing.T) {
 			wc, cancel := context.WithTimeout(ctx, 5*time.Second)
 			var err error
 			for attempt := 0; ; attempt++ {
-				if _, err = cli.Put(wc, fmt.Sprintf("upgrade/%05d", i), "v"); err == nil || wc.Err() != nil {
+				if _, err = cli.Put(wc, fmt.Sprintf("upgrade-%s/%05d", version, i), "v"); err == nil || wc.Err() != nil {
 					break
 				}
 				if attempt == 0 {
-					retried++
+					r.retried++
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
 			cancel()
-			writes++
+			r.writes++
 			if err != nil {
-				failed++
-				failures = append(failures, err.Error())
+				r.failed++
+				r.failures = append(r.failures, err.Error())
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
 	// The pods' images, as the upgrade changes them, and how many member
-	// pods are not ready at once: at most one.
+	// pods are not ready at once: at most one. (The status' member
+	// versions are not used: the status is written at the end of the
+	// pass that already moved to the next pod.)
 	var mu sync.Mutex
-	maxRestarting := 0
-	var order []string
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -598,25 +654,19 @@ func TestEtcdClusterMinorUpgradeRollsOneMemberAtATime(t *testing.T) {
 			got := &etcdv1beta2.EtcdCluster{}
 			pods := &corev1.PodList{}
 			if c.Get(watchCtx, client.ObjectKeyFromObject(e), got) == nil &&
-				c.List(watchCtx, pods, client.InNamespace(ns), client.MatchingLabels(etcdcluster.Selector(e.Name))) == nil {
-				// A member restarting is a member pod that is not ready
-				// (its readiness probe asks etcd's /health). The status'
-				// member versions are not used: the status is written at
-				// the end of the pass that already moved to the next pod.
+				c.List(watchCtx, pods, client.InNamespace(e.Namespace), client.MatchingLabels(etcdcluster.Selector(e.Name))) == nil {
 				restarting := 0
+				mu.Lock()
 				for _, p := range pods.Items {
-					if p.Spec.Containers[0].Image == etcdcluster.Image(&got.Spec, etcdNextVersion) && !seen[p.Name] {
+					if p.Spec.Containers[0].Image == etcdcluster.Image(&got.Spec, version) && !seen[p.Name] {
 						seen[p.Name] = true
-						mu.Lock()
-						order = append(order, p.Name)
-						mu.Unlock()
+						r.order = append(r.order, p.Name)
 					}
 					if !podReady(&p) {
 						restarting++
 					}
 				}
-				mu.Lock()
-				maxRestarting = max(maxRestarting, restarting)
+				r.maxRestarting = max(r.maxRestarting, restarting)
 				mu.Unlock()
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -624,25 +674,15 @@ func TestEtcdClusterMinorUpgradeRollsOneMemberAtATime(t *testing.T) {
 	}()
 
 	start := time.Now()
-	setEtcdSpec(t, c, e, func(s *etcdv1beta2.EtcdClusterSpec) { s.Version = etcdNextVersion })
-	waitEtcdReady(t, c, e, 3, etcdNextVersion, 6*time.Minute)
-	took := time.Since(start)
+	setEtcdSpec(t, c, e, func(s *etcdv1beta2.EtcdClusterSpec) { s.Version = version })
+	waitEtcdReady(t, c, e, 3, version, 6*time.Minute)
+	r.took = time.Since(start)
 	time.Sleep(2 * time.Second)
 	close(stop)
 	<-done
 	stopWatch()
 	<-watched
-	t.Logf("3.6.16 -> 3.7.0 in %s; pods upgraded in order %v; %d writes, %d needed a retry, %d failed within 5 s; at most %d member(s) restarting at once",
-		took.Round(time.Second), order, writes, retried, failed, maxRestarting)
-	if failed > 0 {
-		t.Errorf("%d of %d writes failed during the upgrade: %q", failed, writes, failures)
-	}
-	if maxRestarting > 1 {
-		t.Errorf("%d member pods were not ready at once, want one at a time", maxRestarting)
-	}
-	if len(order) != 3 {
-		t.Errorf("pods upgraded: %v, want all 3", order)
-	}
+	return r
 }
 
 func findCondition(conds []metav1.Condition, condType string) *metav1.Condition {
