@@ -43,7 +43,7 @@ func etcdSample(root string) (sample, string, error) {
 		return sample{}, "", err
 	}
 	obj.SetNamespace(demoNamespace)
-	return sample{namespace: demoNamespace, obj: obj}, asked, nil
+	return sample{namespace: demoNamespace, obj: obj, mustRun: true}, asked, nil
 }
 
 // showEtcd prints an EtcdCluster's members as its status lists them, and

@@ -170,15 +170,15 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd
 				pod.Image = c.Image
 			}
 		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady {
-				pod.Ready = c.Status == corev1.ConditionTrue
-			}
-		}
 		for _, c := range p.Status.ContainerStatuses {
-			if c.Name == etcdcluster.ContainerName && c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff" {
-				pod.CrashLooping = true
+			if c.Name != etcdcluster.ContainerName {
+				continue
 			}
+			pod.CrashLooping = c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff"
+			// Ready only as the kubelet reports the container of the
+			// pod's image: etcd can answer from a new container before the
+			// kubelet has said the old one stopped.
+			pod.Ready = c.Ready && c.State.Running != nil && sameImage(c.Image, pod.Image)
 		}
 		obs.Pods[p.Name] = pod
 		if p.Status.PodIP != "" {
@@ -349,6 +349,13 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 		return nil, "", fmt.Errorf("unknown action %q", a.Kind)
 	}
 	return etcdcluster.Record(obs, members), "", nil
+}
+
+// sameImage reports whether reported, an image as the kubelet reports a
+// container's, is image: the same name, or image under a registry host
+// the runtime adds.
+func sameImage(reported, image string) bool {
+	return reported == image || strings.HasSuffix(reported, "/"+image)
 }
 
 // refusedUntilSettled reports whether etcd refused a membership change
