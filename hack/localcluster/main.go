@@ -166,7 +166,7 @@ func demo(ctx context.Context, args []string) error {
 	} else {
 		step("The EtcdCluster sample (" + etcdSamplePath + ") is not applied: kwok's fake node runs no etcd")
 	}
-	step("The RedisEnterpriseCluster sample is not applied: its three nodes ask for 1.2 CPUs and 12 GiB beside the other samples (the MicroServiceDeploy sample's pod holds the node's CPUs); test/realpods runs it")
+	step("The RedisEnterpriseCluster sample is not applied (its three nodes ask for 1.2 CPUs and 12 GiB of the machine's memory); test/realpods runs it")
 
 	step("Waiting until every sample is Ready or reports why not")
 	settled := waitSettled(ctx, c, samples, *timeout)

@@ -648,8 +648,13 @@ authorization:
   mode: Webhook
 containerRuntimeEndpoint: unix://%s
 # cgroup v1 with the machine's own processes beside: the kubelet keeps to a
-# cgroup tree of its own and reserves nothing on the host.
+# cgroup tree of its own and enforces no reservation on the host.
 failCgroupV1: false
+# A tenth of a CPU kept out of the node's allocatable for its own
+# processes, as real nodes do: a pod asking for all the machine's CPUs
+# never fits, rather than fit or not by which pod the scheduler takes first.
+systemReserved:
+  cpu: 100m
 cgroupDriver: cgroupfs
 cgroupRoot: /%s
 cgroupsPerQOS: true
