@@ -164,23 +164,7 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 			continue
 		}
-		pod := etcdcluster.Pod{UID: string(p.UID), ClaimUID: claims[etcdcluster.ClaimName(p.Name)]}
-		for _, c := range p.Spec.Containers {
-			if c.Name == etcdcluster.ContainerName {
-				pod.Image = c.Image
-			}
-		}
-		for _, c := range p.Status.ContainerStatuses {
-			if c.Name != etcdcluster.ContainerName {
-				continue
-			}
-			pod.CrashLooping = c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff"
-			// Ready only as the kubelet reports the container of the
-			// pod's image: etcd can answer from a new container before the
-			// kubelet has said the old one stopped.
-			pod.Ready = c.Ready && c.State.Running != nil && sameImage(c.Image, pod.Image)
-		}
-		obs.Pods[p.Name] = pod
+		obs.Pods[p.Name] = etcdcluster.PodOf(&p, claims[etcdcluster.ClaimName(p.Name)])
 		if p.Status.PodIP != "" {
 			url := "http://" + p.Status.PodIP + ":" + strconv.Itoa(etcdcluster.ClientPort)
 			ips[p.Name] = url
@@ -349,13 +333,6 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 		return nil, "", fmt.Errorf("unknown action %q", a.Kind)
 	}
 	return etcdcluster.Record(obs, members), "", nil
-}
-
-// sameImage reports whether reported, an image as the kubelet reports a
-// container's, is image: the same name, or image under a registry host
-// the runtime adds.
-func sameImage(reported, image string) bool {
-	return reported == image || strings.HasSuffix(reported, "/"+image)
 }
 
 // refusedUntilSettled reports whether etcd refused a membership change
