@@ -15,12 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appv1 "github.com/app-operator/app-operator/api/app/v1"
-	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
-	customv1 "github.com/app-operator/app-operator/api/custom/v1"
-	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
-	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
-	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/kinds"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
@@ -41,15 +36,7 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	// status as a merge patch from the cached copy and never reads who
 	// owns it.
 	resource := cache.ByObject{Transform: dropStatusManagedFields}
-	return map[client.Object]cache.ByObject{
-		&appv1.AppService{}:                         resource,
-		&appv1.WebService{}:                         resource,
-		&customv1.MicroServiceDeploy{}:              resource,
-		&cachev1alpha1.Memcached{}:                  resource,
-		&operatorv1.MyWeb{}:                         resource,
-		&etcdv1beta2.EtcdCluster{}:                  resource,
-		&redislabsv1alpha1.RedisEnterpriseCluster{}: resource,
-
+	byObject := map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:  managed,
 		&appsv1.StatefulSet{}: managed,
 		// Only the Secrets the operator labels: a RedisEnterpriseCluster's
@@ -76,6 +63,10 @@ func CacheByObject() map[client.Object]cache.ByObject {
 			Transform: cache.TransformStripManagedFields(),
 		},
 	}
+	for _, k := range kinds.All() {
+		byObject[k.New()] = resource
+	}
+	return byObject
 }
 
 // dropStatusManagedFields is the cache transform of the children and the

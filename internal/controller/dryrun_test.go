@@ -15,10 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
-	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
-	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/kinds"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 	"github.com/app-operator/app-operator/test/fuzzspec"
 	"github.com/app-operator/app-operator/test/testenv"
@@ -111,21 +110,21 @@ func TestBuiltChildrenPassDryRun(t *testing.T) {
 		}
 	}
 
-	kinds := make([]string, 0, len(admitted))
+	names := make([]string, 0, len(admitted))
 	for k := range admitted {
-		kinds = append(kinds, k)
+		names = append(names, k)
 	}
-	sort.Strings(kinds)
-	for _, k := range kinds {
+	sort.Strings(names)
+	for _, k := range names {
 		t.Logf("%s: %d inputs admitted", k, admitted[k])
 	}
 	for gap, n := range gaps {
 		t.Logf("%d admitted inputs left out for a known gap: %s", n, gap)
 	}
 	// A sample the schema mostly refuses would check next to nothing.
-	for _, k := range []string{"AppService", "WebService", "Memcached", "MyWeb", "MicroServiceDeploy"} {
-		if admitted[k] < dryRunSample/4 {
-			t.Errorf("only %d %s inputs admitted: the sample no longer exercises the builder", admitted[k], k)
+	for _, k := range kinds.All() {
+		if n := admitted[k.GVK.Kind]; n < dryRunSample/4 {
+			t.Errorf("only %d %s inputs admitted: the sample no longer exercises the builder", n, k.GVK.Kind)
 		}
 	}
 }
@@ -181,41 +180,40 @@ func dryRunInputs(t *testing.T, ns string) []sampleInput {
 	// Each entry's first argument is the input the target fills its
 	// resource from; the MicroServiceDeploy target's second selects the
 	// operator's options.
-	corpus := func(kindDir string, kinds ...func() client.Object) {
-		entries, err := fuzzspec.ReadCorpus(filepath.Join(repoRoot, "internal", "resources", kindDir, "testdata", "fuzz", "FuzzBuild"))
+	corpus := func(k kinds.Kind) {
+		entries, err := fuzzspec.ReadCorpus(filepath.Join(repoRoot, "internal", "resources", k.Builder, "testdata", "fuzz", "FuzzBuild"))
 		must(t, err)
 		if len(entries) == 0 {
-			t.Fatalf("no seed corpus for %s", kindDir)
+			t.Fatalf("no seed corpus for %s", k.Builder)
 		}
 		for name, args := range entries {
-			for _, kind := range kinds {
-				obj := kind()
-				fuzzspec.Decode(args[0].([]byte), ns, obj)
-				opts := controller.Options{}
-				if _, ok := obj.(*customv1.MicroServiceDeploy); ok {
-					opts = msdOptions(args[1].(uint8))
-				}
-				add("corpus "+name, obj, opts)
+			obj := k.New()
+			fuzzspec.Decode(args[0].([]byte), ns, obj)
+			opts := controller.Options{}
+			if _, ok := obj.(*customv1.MicroServiceDeploy); ok {
+				opts = msdOptions(args[1].(uint8))
 			}
+			add("corpus "+name, obj, opts)
 		}
 	}
-	corpus("appservice", func() client.Object { return &appv1.AppService{} }, func() client.Object { return &appv1.WebService{} })
-	corpus("memcached", func() client.Object { return &cachev1alpha1.Memcached{} })
-	corpus("myweb", func() client.Object { return &operatorv1.MyWeb{} })
-	corpus("microservicedeploy", func() client.Object { return &customv1.MicroServiceDeploy{} })
+	for _, k := range kinds.All() {
+		corpus(k)
+	}
 
 	f := fuzzspec.NewSeededFiller(dryRunSeed)
 	for i := range dryRunSample {
 		name := fmt.Sprintf("sample %d", i)
-		for _, obj := range []client.Object{&appv1.AppService{}, &appv1.WebService{}, &cachev1alpha1.Memcached{}, &operatorv1.MyWeb{}} {
+		for _, k := range kinds.All() {
+			obj := k.New()
 			fuzzspec.Fill(f, ns, obj)
-			add(name, obj, controller.Options{})
+			opts := controller.Options{}
+			if _, ok := obj.(*customv1.MicroServiceDeploy); ok {
+				var expose uint8
+				f.Fill(&expose)
+				opts = msdOptions(expose)
+			}
+			add(name, obj, opts)
 		}
-		msd := &customv1.MicroServiceDeploy{}
-		fuzzspec.Fill(f, ns, msd)
-		var expose uint8
-		f.Fill(&expose)
-		add(name, msd, msdOptions(expose))
 	}
 	return out
 }

@@ -91,7 +91,11 @@ const ControllerUIDField = controllerUIDField
 // IndexByController registers the operator's index of children by
 // controller on indexer, as the manager's set-up does.
 func IndexByController(indexer client.FieldIndexer) error {
-	return indexByController(context.Background(), indexer, kinds(Options{}))
+	ks, err := registeredKinds(Options{})
+	if err != nil {
+		return err
+	}
+	return indexByController(context.Background(), indexer, ks)
 }
 
 // StatusDigest is the digest the engine keeps of a status it wrote.

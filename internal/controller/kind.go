@@ -133,13 +133,21 @@ func (o observed) Service(name string) *corev1.Service {
 // registered is a kind of any type, as SetupWithManager and Build see it.
 type registered interface {
 	setup(mgr ctrl.Manager, env *engine) error
+	// kindOf returns the kind's name and group, version and kind.
+	kindOf() (string, schema.GroupVersionKind)
 	// prunedTypes returns the child types the kind's controller prunes.
 	prunedTypes() []client.Object
+	// ownedTypes returns the child types the kind's controller owns.
+	ownedTypes() []client.Object
 	// buildAny builds obj's children if obj is of this kind.
 	buildAny(obj runtime.Object) ([]runtime.ApplyConfiguration, bool, error)
 }
 
+func (k kind[T]) kindOf() (string, schema.GroupVersionKind) { return k.name, k.gvk }
+
 func (k kind[T]) prunedTypes() []client.Object { return k.prunes }
+
+func (k kind[T]) ownedTypes() []client.Object { return k.owns }
 
 func (k kind[T]) buildAny(obj runtime.Object) ([]runtime.ApplyConfiguration, bool, error) {
 	t, ok := obj.(T)

@@ -19,12 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	appv1 "github.com/app-operator/app-operator/api/app/v1"
-	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
-	customv1 "github.com/app-operator/app-operator/api/custom/v1"
-	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
-	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
-	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/kinds"
 )
 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -33,26 +28,41 @@ import (
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(appv1.AddToScheme(s))
-	utilruntime.Must(customv1.AddToScheme(s))
-	utilruntime.Must(cachev1alpha1.AddToScheme(s))
-	utilruntime.Must(operatorv1.AddToScheme(s))
-	utilruntime.Must(redislabsv1alpha1.AddToScheme(s))
-	utilruntime.Must(etcdv1beta2.AddToScheme(s))
+	utilruntime.Must(kinds.AddToScheme(s))
 	return s
 }
 
-// kinds lists every kind the operator serves.
-func kinds(opts Options) []registered {
-	return []registered{
-		appServiceKind(opts),
-		webServiceKind(opts),
-		microServiceDeployKind(opts),
-		memcachedKind(opts),
-		myWebKind(opts),
-		redisEnterpriseClusterKind(),
-		etcdClusterKind(opts),
+// controllers are the controllers of the kinds, by kinds.Kind.Name.
+var controllers = map[string]func(Options) registered{
+	"appservice":             func(o Options) registered { return appServiceKind(o) },
+	"webservice":             func(o Options) registered { return webServiceKind(o) },
+	"microservicedeploy":     func(o Options) registered { return microServiceDeployKind(o) },
+	"memcached":              func(o Options) registered { return memcachedKind(o) },
+	"myweb":                  func(o Options) registered { return myWebKind(o) },
+	"redisenterprisecluster": func(Options) registered { return redisEnterpriseClusterKind() },
+	"etcdcluster":            func(o Options) registered { return etcdClusterKind(o) },
+}
+
+// registeredKinds returns the controller of every kind of kinds.All, in
+// that order; an error names a kind without one, or a controller of no
+// kind.
+func registeredKinds(opts Options) ([]registered, error) {
+	var out []registered
+	for _, k := range kinds.All() {
+		newKind, ok := controllers[k.Name()]
+		if !ok {
+			return nil, fmt.Errorf("kind %s has no controller", k.GVK.Kind)
+		}
+		r := newKind(opts)
+		if name, gvk := r.kindOf(); name != k.Name() || gvk != k.GVK {
+			return nil, fmt.Errorf("the controller of kind %s serves %s as %q", k.GVK, gvk, name)
+		}
+		out = append(out, r)
 	}
+	if len(out) != len(controllers) {
+		return nil, fmt.Errorf("%d controllers for %d kinds: a controller serves no kind of kinds.All", len(controllers), len(out))
+	}
+	return out, nil
 }
 
 // SetupWithManager registers every controller with mgr.
@@ -61,7 +71,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("MicroServiceDeploy options: %w", err)
 	}
 	env := newEngine(mgr.GetScheme(), opts)
-	ks := kinds(env.opts)
+	ks, err := registeredKinds(env.opts)
+	if err != nil {
+		return err
+	}
 	if err := indexByController(context.Background(), mgr.GetFieldIndexer(), ks); err != nil {
 		return err
 	}
@@ -135,10 +148,33 @@ func controllerUID(o client.Object) []string {
 	return nil
 }
 
+// OwnedTypes returns every type of child the controllers own, once each.
+func OwnedTypes() ([]client.Object, error) {
+	ks, err := registeredKinds(Options{})
+	if err != nil {
+		return nil, err
+	}
+	var out []client.Object
+	seen := map[reflect.Type]bool{}
+	for _, k := range ks {
+		for _, o := range k.ownedTypes() {
+			if t := reflect.TypeOf(o); !seen[t] {
+				seen[t] = true
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
+}
+
 // Build returns the children the operator would apply for obj, in order,
 // without a cluster: the builders are pure.
 func Build(obj runtime.Object, opts Options) ([]runtime.ApplyConfiguration, error) {
-	for _, k := range kinds(opts) {
+	ks, err := registeredKinds(opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range ks {
 		if acs, ok, err := k.buildAny(obj); ok {
 			return acs, err
 		}

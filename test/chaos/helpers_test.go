@@ -12,11 +12,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,9 +25,9 @@ import (
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
-	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/kinds"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/test/cluster"
 	"github.com/app-operator/app-operator/test/testenv"
@@ -167,17 +162,16 @@ func samples(t testing.TB, ns string) []client.Object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "*_*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var objs []client.Object
-	for _, f := range files {
-		// A RedisEnterpriseCluster is Ready only once Redis really runs
+	want := 0
+	for _, k := range kinds.All() {
+		// A stateful kind is Ready only once its application really runs
 		// and answers: test/realpods covers its sample.
-		if filepath.Base(f) == "app_v1alpha1_redisenterprisecluster.yaml" {
+		if k.Stateful {
 			continue
 		}
+		want++
+		f := filepath.Join(root, "config", "samples", k.Sample)
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -202,8 +196,8 @@ func samples(t testing.TB, ns string) []client.Object {
 		u.SetNamespace(ns)
 		objs = append(objs, typed(t, u))
 	}
-	if len(objs) != 5 {
-		t.Fatalf("want the 5 samples, found %d", len(objs))
+	if len(objs) != want {
+		t.Fatalf("want the %d samples of the kinds that run on fake nodes, found %d", want, len(objs))
 	}
 	return objs
 }
@@ -248,7 +242,8 @@ func kindOf(o client.Object) string {
 // customResources lists every resource of the operator's kinds in ns.
 func customResources(ctx context.Context, c client.Reader, ns string) ([]client.Object, error) {
 	var out []client.Object
-	for _, l := range []client.ObjectList{&appv1.AppServiceList{}, &appv1.WebServiceList{}, &cachev1alpha1.MemcachedList{}, &operatorv1.MyWebList{}, &customv1.MicroServiceDeployList{}} {
+	for _, k := range kinds.All() {
+		l := k.NewList()
 		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
 			return nil, err
 		}
@@ -338,11 +333,27 @@ func checkInvariants(t testing.TB, c client.Client, ns string) {
 	}
 }
 
-// childTypes are the types of every child the operator creates.
-var childTypes = []client.ObjectList{
-	&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{}, &corev1.ConfigMapList{},
-	&autoscalingv2.HorizontalPodAutoscalerList{}, &networkingv1.IngressList{}, &policyv1.PodDisruptionBudgetList{},
-}
+// childTypes are the list types of every type of child the controllers
+// own.
+var childTypes = func() []client.ObjectList {
+	owned, err := controller.OwnedTypes()
+	if err != nil {
+		panic(err)
+	}
+	var out []client.ObjectList
+	for _, o := range owned {
+		gvks, _, err := scheme.ObjectKinds(o)
+		if err != nil {
+			panic(err)
+		}
+		l, err := scheme.New(gvks[0].GroupVersion().WithKind(gvks[0].Kind + "List"))
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, l.(client.ObjectList))
+	}
+	return out
+}()
 
 // listAll lists the objects of every list type of lists in ns, type by type.
 func listAll(t testing.TB, c client.Client, ns string, lists []client.ObjectList) []client.Object {

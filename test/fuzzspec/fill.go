@@ -1,6 +1,7 @@
 package fuzzspec
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/api/podsecurity"
 )
@@ -41,7 +43,7 @@ func Funcs() []any {
 		fillSeccompProfile, optional[corev1.SeccompProfile],
 		fillCapability,
 		fillProfile, fillServiceType, fillProtocol,
-		fillAppServiceSpec, fillServicePort, fillMyWebSpec, fillMicroServiceDeploySpec,
+		fillAppServiceSpec, fillServicePort, fillMyWebSpec, fillMicroServiceDeploySpec, fillEtcdClusterSpec,
 	}
 }
 
@@ -337,6 +339,20 @@ func fillServicePort(p *appv1.ServicePort, c randfill.Continue) {
 func fillMyWebSpec(s *operatorv1.MyWebSpec, c randfill.Continue) {
 	c.FillNoCustom(s)
 	s.NodePortNumber = nodePort(c)
+}
+
+// fillEtcdClusterSpec gives spec.version its shape: seven times in eight a
+// version the schema admits (MAJOR.MINOR.PATCH), of which some are etcd's
+// own, else any string.
+func fillEtcdClusterSpec(s *etcdv1beta2.EtcdClusterSpec, c randfill.Continue) {
+	c.FillNoCustom(s)
+	switch c.Intn(8) {
+	case 0:
+	case 1, 2:
+		s.Version = pick(c, "3.5.21", "3.6.15", "3.6.16", "3.7.0")
+	default:
+		s.Version = fmt.Sprintf("%d.%d.%d", c.Intn(4), c.Intn(10), c.Intn(30))
+	}
 }
 
 // fillMicroServiceDeploySpec gives spec.creationTimestamp its shape

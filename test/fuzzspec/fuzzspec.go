@@ -24,23 +24,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/randfill"
 
-	appv1 "github.com/app-operator/app-operator/api/app/v1"
-	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
-	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
-	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/kinds"
 )
 
 // scheme knows the kinds, to set a resource's apiVersion and kind.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		appv1.AddToScheme, cachev1alpha1.AddToScheme, customv1.AddToScheme, operatorv1.AddToScheme,
-		redislabsv1alpha1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
+	if err := kinds.AddToScheme(s); err != nil {
+		panic(err)
 	}
 	return s
 }()

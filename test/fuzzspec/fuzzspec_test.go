@@ -14,18 +14,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
-	customv1 "github.com/app-operator/app-operator/api/custom/v1"
-	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
-	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/kinds"
 )
 
 var update = flag.Bool("update", false, "write the seed corpus entries of the samples in config/samples")
 
-// kinds returns a new resource of every kind.
-func kinds() []client.Object {
-	return []client.Object{&appv1.AppService{}, &appv1.WebService{}, &cachev1alpha1.Memcached{}, &operatorv1.MyWeb{}, &customv1.MicroServiceDeploy{}, &redislabsv1alpha1.RedisEnterpriseCluster{}}
+// newResources returns a new resource of every kind.
+func newResources() []client.Object {
+	var out []client.Object
+	for _, k := range kinds.All() {
+		out = append(out, k.New())
+	}
+	return out
 }
 
 // TestFillReachesEveryField fills many resources of every kind and checks
@@ -34,7 +35,7 @@ func kinds() []client.Object {
 // one (a pointer, a list, a map) also left unset in some: a field added to
 // a spec is fuzzed, and no fill function hides one.
 func TestFillReachesEveryField(t *testing.T) {
-	for _, kind := range kinds() {
+	for _, kind := range newResources() {
 		t.Run(reflect.TypeOf(kind).Elem().Name(), func(t *testing.T) {
 			f := NewSeededFiller(1)
 			set, unset := map[string]bool{}, map[string]bool{}
@@ -95,7 +96,7 @@ func walk(v reflect.Value, path string, set, unset map[string]bool) {
 
 func TestDecodeIsDeterministic(t *testing.T) {
 	for _, data := range [][]byte{nil, []byte("x"), bytes.Repeat([]byte{0xa5, 3, 0}, 50)} {
-		for _, kind := range kinds() {
+		for _, kind := range newResources() {
 			a := reflect.New(reflect.TypeOf(kind).Elem()).Interface().(client.Object)
 			b := reflect.New(reflect.TypeOf(kind).Elem()).Interface().(client.Object)
 			Decode(data, "ns", a)
@@ -151,36 +152,40 @@ func TestNameIsADNSLabel(t *testing.T) {
 	}
 }
 
-// sampleEntries are the arguments of each fuzz target's seed corpus entry
-// for a sample of a kind, in the JSON of the sample: by kind, the corpus
-// directory (under internal/resources) and the arguments.
-var sampleEntries = map[string][]struct {
+// sampleEntry is a seed corpus entry of a fuzz target for a kind's
+// sample: the corpus directory, under the kind's builder package, and the
+// arguments, from the JSON of the sample.
+type sampleEntry struct {
 	dir  string
 	args func(sample []byte) []any
-}{
-	"AppService":             {{"appservice/testdata/fuzz/FuzzBuild", one}},
-	"WebService":             {{"appservice/testdata/fuzz/FuzzBuild", one}},
-	"Memcached":              {{"memcached/testdata/fuzz/FuzzBuild", one}},
-	"MyWeb":                  {{"myweb/testdata/fuzz/FuzzBuild", one}},
-	"RedisEnterpriseCluster": {{"redisenterprisecluster/testdata/fuzz/FuzzBuild", one}},
-	"MicroServiceDeploy": {
-		// The operator's default options: nothing exposed.
-		{"microservicedeploy/testdata/fuzz/FuzzBuild", func(s []byte) []any { return []any{s, uint8(0), ""} }},
-		{"microservicedeploy/testdata/fuzz/FuzzQuota", func(s []byte) []any { return []any{s, s} }},
-	},
 }
 
-func one(s []byte) []any { return []any{s} }
+// sampleEntries returns the seed corpus entries of the fuzz targets for a
+// sample of kind k. Every kind's builder has a FuzzBuild whose first
+// argument is the resource; the others, where a target takes more, are
+// those of the operator's defaults.
+func sampleEntries(k kinds.Kind) []sampleEntry {
+	build := func(rest ...any) sampleEntry {
+		return sampleEntry{k.Builder + "/testdata/fuzz/FuzzBuild", func(s []byte) []any { return append([]any{s}, rest...) }}
+	}
+	switch k.GVK.Kind {
+	case "MicroServiceDeploy":
+		// The operator's default options: nothing exposed.
+		return []sampleEntry{build(uint8(0), ""),
+			{"microservicedeploy/testdata/fuzz/FuzzQuota", func(s []byte) []any { return []any{s, s} }}}
+	case "EtcdCluster":
+		// No membership recorded: a new cluster.
+		return []sampleEntry{build([]byte{})}
+	}
+	return []sampleEntry{build()}
+}
 
 // TestSeedCorporaHoldTheSamples checks that the seed corpus of every fuzz
-// target of a kind holds each sample of that kind in config/samples, as
-// the entry sample-<file>; -update writes them.
+// target of a kind holds the kind's sample in config/samples, as the entry
+// sample-<file>; -update writes them.
 func TestSeedCorporaHoldTheSamples(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*_*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no samples (%v)", err)
-	}
-	for _, file := range files {
+	for _, k := range kinds.All() {
+		file := filepath.Join("..", "..", "config", "samples", k.Sample)
 		y, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -189,18 +194,13 @@ func TestSeedCorporaHoldTheSamples(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
-		var meta struct{ Kind string }
-		if err := yaml.Unmarshal(sample, &meta); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		entries, ok := sampleEntries[meta.Kind]
-		if !ok {
-			t.Errorf("%s: no fuzz target for kind %q", file, meta.Kind)
-		}
-		for _, e := range entries {
+		for _, e := range sampleEntries(k) {
 			path := filepath.Join("..", "..", "internal", "resources", e.dir, "sample-"+strings.TrimSuffix(filepath.Base(file), ".yaml"))
 			want := EncodeEntry(e.args(sample)...)
 			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
 				if err := os.WriteFile(path, want, 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -1,7 +1,6 @@
 package etcdcluster
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/test/fuzzspec"
 )
 
 // bytesReader hands out the fuzz input a byte at a time, zeros once spent.
@@ -194,19 +194,24 @@ func recordedOf(o Observed, m Member) etcdv1beta2.EtcdMember {
 	return etcdv1beta2.EtcdMember{}
 }
 
-// FuzzBuild builds the children for any spec and recorded membership: the
-// StatefulSet has a pod for every registered member, the ConfigMap has a
-// start-up file for exactly the registered members, in which a member not
-// started yet joins with exactly the registered members and a started one
-// names only itself, a new cluster is bootstrapped only by a seed etcd has
-// not reported yet, the PodDisruptionBudget keeps a quorum of the
-// registered members, and the same input builds the same children.
+// FuzzBuild builds the children of EtcdClusters whose specs are filled
+// from the fuzz input spec (see fuzzspec.Decode), with the membership
+// recorded in their status drawn from members: the StatefulSet has a pod
+// for every registered member, the ConfigMap has a start-up file for
+// exactly the registered members, in which a member not started yet joins
+// with exactly the registered members and a started one names only itself,
+// a new cluster is bootstrapped only by a seed etcd has not reported yet,
+// the PodDisruptionBudget keeps a quorum of the registered members, and the
+// same input builds the same children. The seed corpus is in
+// testdata/fuzz/FuzzBuild.
 func FuzzBuild(f *testing.F) {
-	f.Add([]byte{3, 1, 0, 0})
-	f.Add([]byte{5, 3, 1, 0, 1, 1, 1, 2, 0, 9})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r := bytesReader(data)
-		s := &etcdv1beta2.EtcdClusterSpec{Size: int32(r.next()%9) + 1, Version: fuzzVersions[int(r.next())%(len(fuzzVersions)-1)]}
+	f.Add([]byte(`{"metadata":{"name":"example"},"spec":{"size":3,"version":"3.6.16"}}`), []byte{1, 0, 0, 0})
+	f.Add([]byte(`{"metadata":{"name":"example"},"spec":{"size":5,"version":"3.7.0"}}`), []byte{3, 1, 0, 1, 1, 1, 2, 0, 9})
+	f.Fuzz(func(t *testing.T, spec, membership []byte) {
+		e := &etcdv1beta2.EtcdCluster{}
+		fuzzspec.Decode(spec, "ns", e)
+		e.UID = "uid"
+		r := bytesReader(membership)
 		var members []etcdv1beta2.EtcdMember
 		used := map[int]bool{}
 		for range int(r.next() % 10) {
@@ -215,7 +220,7 @@ func FuzzBuild(f *testing.F) {
 				continue
 			}
 			used[o] = true
-			m := etcdv1beta2.EtcdMember{Name: MemberName("example", o)}
+			m := etcdv1beta2.EtcdMember{Name: MemberName(e.Name, o)}
 			switch r.next() % 3 {
 			case 1:
 				m.ID = strconv.Itoa(o + 1)
@@ -224,8 +229,8 @@ func FuzzBuild(f *testing.F) {
 			}
 			members = append(members, m)
 		}
-		owner := resourcesOwner()
-		c := Build(owner, s, members)
+		owner := resources.OwnerOf(e, etcdv1beta2.GroupVersion.WithKind("EtcdCluster"))
+		c := Build(owner, &e.Spec, members)
 		replicas := *c.StatefulSet.Spec.Replicas
 		for o := range used {
 			if int32(o) >= replicas {
@@ -241,11 +246,11 @@ func FuzzBuild(f *testing.F) {
 			if err := yaml.UnmarshalStrict([]byte(c.ConfigMap.Data[ConfigKey(m.Name)]), &cfg); err != nil {
 				t.Fatalf("member %s: %v", m.Name, err)
 			}
-			want := InitialCluster("example", "ns", members)
+			want := InitialCluster(e.Name, "ns", members)
 			if m.ClaimUID != "" {
-				want = m.Name + "=" + PeerURL("example", "ns", m.Name)
+				want = m.Name + "=" + PeerURL(e.Name, "ns", m.Name)
 			}
-			if cfg.Name != m.Name || cfg.InitialCluster != want || cfg.InitialAdvertisePeerURLs != PeerURL("example", "ns", m.Name) {
+			if cfg.Name != m.Name || cfg.InitialCluster != want || cfg.InitialAdvertisePeerURLs != PeerURL(e.Name, "ns", m.Name) {
 				t.Fatalf("member %+v of %+v: start-up file %+v", m, members, cfg)
 			}
 			if (cfg.InitialClusterState == ClusterStateNew) != newCluster {
@@ -258,14 +263,8 @@ func FuzzBuild(f *testing.F) {
 		if c.PodDisruptionBudget != nil && c.PodDisruptionBudget.Spec.MinAvailable.IntValue() != Quorum(len(members)) {
 			t.Fatalf("%d members: minAvailable %v", len(members), c.PodDisruptionBudget.Spec.MinAvailable)
 		}
-		again, _ := json.Marshal(Build(owner, s, members).Objects())
-		first, _ := json.Marshal(c.Objects())
-		if string(first) != string(again) {
-			t.Fatal("the same input built other children")
+		if err := fuzzspec.Same(c.Objects(), Build(owner, &e.Spec, members).Objects()); err != nil {
+			t.Fatal(err)
 		}
 	})
-}
-
-func resourcesOwner() resources.Owner {
-	return resources.Owner{GVK: etcdv1beta2.GroupVersion.WithKind("EtcdCluster"), Name: "example", Namespace: "ns", UID: "uid"}
 }
