@@ -1,5 +1,6 @@
-# app-operator: one manager for the AppService, WebService, Memcached, MyWeb and
-# MicroServiceDeploy APIs. `make help` lists the targets.
+# app-operator: one manager for every app-operator kind (AppService,
+# WebService, MicroServiceDeploy, Memcached, MyWeb, RedisEnterpriseCluster and
+# EtcdCluster). `make help` lists the targets.
 
 # Tool versions. The control-plane versions live in hack/controlplane/go.mod
 # (Kubernetes, etcd) and hack/controlplane/kwok/go.mod (kwok).
