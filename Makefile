@@ -1,5 +1,6 @@
-# app-operator: one manager for the AppService, WebService, Memcached, MyWeb and
-# MicroServiceDeploy APIs. `make help` lists the targets.
+# app-operator: one manager for every app-operator kind (AppService,
+# WebService, MicroServiceDeploy, Memcached, MyWeb, RedisEnterpriseCluster and
+# EtcdCluster). `make help` lists the targets.
 
 # Tool versions. The control-plane versions live in hack/controlplane/go.mod
 # (Kubernetes, etcd) and hack/controlplane/kwok/go.mod (kwok).
@@ -12,7 +13,12 @@ HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/controlplane/go.mod)
 KWOK_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kwok" {print $$2}' hack/controlplane/kwok/go.mod)
 CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
+# The control plane's kubectl, built from source with the rest of it.
 KUBECTL := $(CONTROLPLANE)/kubectl
+# The kubectl `make install` and `make uninstall` run: the one on PATH, or
+# KUBECTL_BIN=/path/to/kubectl. Without one (KUBECTL_BIN empty), they build
+# the control plane (about ten minutes the first time) and run its kubectl.
+KUBECTL_BIN ?= $(shell command -v kubectl 2>/dev/null)
 # The real-node profile's node components: versions pinned in
 # hack/realnode/go.mod (containerd, runc, the registry),
 # hack/realnode/metrics-server/go.mod, hack/realnode/coredns/go.mod and, for
@@ -152,12 +158,12 @@ run: build ## Run the operator against the cluster of the current kubeconfig, wi
 	env $(MANAGER_ENV) $(LOCALBIN)/app-operator --health-probe-bind-address=:8081
 
 .PHONY: install
-install: controlplane ## Install the CRDs into the cluster of the current kubeconfig.
-	$(KUBECTL) apply --server-side -k config/crd
+install: $(if $(KUBECTL_BIN),,controlplane) ## Install the CRDs into the cluster of the current kubeconfig, with the kubectl on PATH (without one, the control plane's, built from source).
+	$(or $(KUBECTL_BIN),$(KUBECTL)) apply --server-side -k config/crd
 
 .PHONY: uninstall
-uninstall: controlplane ## Remove the CRDs (and every custom resource) from the cluster of the current kubeconfig.
-	$(KUBECTL) delete --ignore-not-found -k config/crd
+uninstall: $(if $(KUBECTL_BIN),,controlplane) ## Remove the CRDs (and every custom resource) from the cluster of the current kubeconfig, with the kubectl on PATH (without one, the control plane's).
+	$(or $(KUBECTL_BIN),$(KUBECTL)) delete --ignore-not-found -k config/crd
 
 ##@ Tools
 

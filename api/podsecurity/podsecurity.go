@@ -1,5 +1,7 @@
-// Package podsecurity holds the pod security settings every app-operator
-// kind accepts, inlined into its spec.
+// Package podsecurity holds the pod security settings that AppService,
+// WebService, MicroServiceDeploy, Memcached and MyWeb accept, inlined into
+// their spec. RedisEnterpriseCluster and EtcdCluster have none: their pods
+// are always built to pass the restricted Pod Security level.
 // +kubebuilder:object:generate=true
 package podsecurity
 
