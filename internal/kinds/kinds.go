@@ -88,17 +88,17 @@ func All() []Kind {
 			AddToScheme: operatorv1.AddToScheme, Builder: "myweb", Sample: "operator_v1_myweb.yaml",
 		},
 		{
-			GVK: etcdv1beta2.GroupVersion.WithKind("EtcdCluster"), Plural: "etcdclusters",
-			New:         func() client.Object { return &etcdv1beta2.EtcdCluster{} },
-			NewList:     func() client.ObjectList { return &etcdv1beta2.EtcdClusterList{} },
-			AddToScheme: etcdv1beta2.AddToScheme, Builder: "etcdcluster", Sample: "etcd/etcd_v1beta2_etcdcluster.yaml",
-			Stateful: true,
-		},
-		{
 			GVK: redislabsv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster"), Plural: "redisenterpriseclusters",
 			New:         func() client.Object { return &redislabsv1alpha1.RedisEnterpriseCluster{} },
 			NewList:     func() client.ObjectList { return &redislabsv1alpha1.RedisEnterpriseClusterList{} },
 			AddToScheme: redislabsv1alpha1.AddToScheme, Builder: "redisenterprisecluster", Sample: "app_v1alpha1_redisenterprisecluster.yaml",
+			Stateful: true,
+		},
+		{
+			GVK: etcdv1beta2.GroupVersion.WithKind("EtcdCluster"), Plural: "etcdclusters",
+			New:         func() client.Object { return &etcdv1beta2.EtcdCluster{} },
+			NewList:     func() client.ObjectList { return &etcdv1beta2.EtcdClusterList{} },
+			AddToScheme: etcdv1beta2.AddToScheme, Builder: "etcdcluster", Sample: "etcd/etcd_v1beta2_etcdcluster.yaml",
 			Stateful: true,
 		},
 	}

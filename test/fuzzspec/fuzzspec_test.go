@@ -212,3 +212,26 @@ func TestSeedCorporaHoldTheSamples(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryBuilderHasFuzzBuild checks that the builder package of every
+// kind has the fuzz target FuzzBuild whose seed corpus the dry-run suite
+// reads.
+func TestEveryBuilderHasFuzzBuild(t *testing.T) {
+	for _, k := range kinds.All() {
+		files, err := filepath.Glob(filepath.Join("..", "..", "internal", "resources", k.Builder, "*_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = found || bytes.Contains(data, []byte("\nfunc FuzzBuild(f *testing.F) {"))
+		}
+		if !found {
+			t.Errorf("%s: internal/resources/%s has no FuzzBuild", k.GVK.Kind, k.Builder)
+		}
+	}
+}
