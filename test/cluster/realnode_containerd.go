@@ -16,7 +16,36 @@ import (
 // The real node's container runtime: containerd with its registry mirrors,
 // its CNI network and its CRI, which the kubelet waits for.
 
+// startContainerd writes containerd's registry mirrors, its CNI network and
+// its configuration, starts it, and waits for its CRI to report the runtime
+// and the network ready.
 func (n *realNode) startContainerd(ctx context.Context, registry string) error {
+	certs, err := n.writeRegistryMirrors(registry)
+	if err != nil {
+		return err
+	}
+	cniConf, err := n.writeCNIConfig()
+	if err != nil {
+		return err
+	}
+	config, err := n.writeContainerdConfig(certs, cniConf)
+	if err != nil {
+		return err
+	}
+	// containerd finds its shim on PATH.
+	env := append(os.Environ(), "PATH="+n.binDir+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	if err := n.run("containerd", env, "--config="+config); err != nil {
+		return err
+	}
+	return n.poll(ctx, 60*time.Second, "containerd's CRI", func() error {
+		return criReady(ctx)
+	})
+}
+
+// writeRegistryMirrors writes containerd's registry configuration (one
+// hosts.toml per registry, each naming the local registry) and returns its
+// folder.
+func (n *realNode) writeRegistryMirrors(registry string) (string, error) {
 	certs := filepath.Join(n.dir, "containerd", "certs.d")
 	// Every registry is served by the local one: the samples' (docker.io),
 	// the sandbox image's (registry.k8s.io), quay.io, and through _default
@@ -24,16 +53,22 @@ func (n *realNode) startContainerd(ctx context.Context, registry string) error {
 	// local registry lacks fails to pull, as a missing image does anywhere.
 	for _, host := range []string{"docker.io", "registry.k8s.io", "quay.io", "_default"} {
 		if err := os.MkdirAll(filepath.Join(certs, host), 0o755); err != nil {
-			return err
+			return "", err
 		}
 		hosts := fmt.Sprintf("server = \"http://%s\"\n\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", registry, registry)
 		if err := os.WriteFile(filepath.Join(certs, host, "hosts.toml"), []byte(hosts), 0o644); err != nil {
-			return err
+			return "", err
 		}
 	}
+	return certs, nil
+}
+
+// writeCNIConfig writes the pods' network configuration (the bridge
+// plugin on the node's subnet) and returns its folder.
+func (n *realNode) writeCNIConfig() (string, error) {
 	cniConf := filepath.Join(n.dir, "cni", "net.d")
 	if err := os.MkdirAll(cniConf, 0o755); err != nil {
-		return err
+		return "", err
 	}
 	// Pods route their subnet on the bridge and the Services' cluster IPs
 	// through the node, where kube-proxy translates them; nothing else.
@@ -56,8 +91,14 @@ func (n *realNode) startContainerd(ctx context.Context, registry string) error {
 }
 `, cniNetworkName, bridgeName, podSubnet, bridgeIP, serviceCIDR, filepath.Join(n.dir, "cni", "ipam"))
 	if err := os.WriteFile(filepath.Join(cniConf, "10-app-operator.conflist"), []byte(conflist), 0o644); err != nil {
-		return err
+		return "", err
 	}
+	return cniConf, nil
+}
+
+// writeContainerdConfig writes containerd's configuration, with its
+// volatile state under the short path, and returns its path.
+func (n *realNode) writeContainerdConfig(certs, cniConf string) (string, error) {
 	root := filepath.Join(n.dir, "containerd", "root")
 	config := filepath.Join(n.dir, "containerd.toml")
 	toml := fmt.Sprintf(`version = 4
@@ -116,16 +157,9 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 		filepath.Join(root, "opt"), certs, cniPluginDir, cniConf,
 		filepath.Join(n.binDir, "runc"), filepath.Join(realNodeState, "runc"))
 	if err := os.WriteFile(config, []byte(toml), 0o644); err != nil {
-		return err
+		return "", err
 	}
-	// containerd finds its shim on PATH.
-	env := append(os.Environ(), "PATH="+n.binDir+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-	if err := n.run("containerd", env, "--config="+config); err != nil {
-		return err
-	}
-	return n.poll(ctx, 60*time.Second, "containerd's CRI", func() error {
-		return criReady(ctx)
-	})
+	return config, nil
 }
 
 // criReady asks containerd whether its runtime and network are ready.
