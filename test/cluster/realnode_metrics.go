@@ -21,6 +21,10 @@ import (
 
 // The real node's metrics-server, serving the metrics.k8s.io API.
 
+// The name and namespace of metrics-server's Service, which the APIService
+// names.
+const metricsServerName, metricsServerNamespace = "metrics-server", metav1.NamespaceSystem
+
 // startMetricsServer runs metrics-server as a process on the node's address
 // and registers it as the metrics.k8s.io API: a Service without selector
 // whose one endpoint is that address, and an APIService. The kubelet's
@@ -45,11 +49,20 @@ func (c *Cluster) startMetricsServer(ctx context.Context, kubeconfig, caCert str
 	); err != nil {
 		return err
 	}
+	if err := c.createMetricsService(ctx, port); err != nil {
+		return err
+	}
+	return c.registerMetricsAPI(ctx)
+}
+
+// createMetricsService creates metrics-server's Service, without selector,
+// and the EndpointSlice that gives it metrics-server's address and port.
+func (c *Cluster) createMetricsService(ctx context.Context, port int) error {
 	cs, err := kubernetes.NewForConfig(c.Config())
 	if err != nil {
 		return err
 	}
-	const name, ns = "metrics-server", metav1.NamespaceSystem
+	const name, ns = metricsServerName, metricsServerNamespace
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
@@ -71,6 +84,14 @@ func (c *Cluster) startMetricsServer(ctx context.Context, kubeconfig, caCert str
 	if _, err := cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create EndpointSlice %s/%s: %w", ns, name, err)
 	}
+	return nil
+}
+
+// registerMetricsAPI registers metrics-server's Service as the
+// metrics.k8s.io API and waits until the API server finds it Available.
+func (c *Cluster) registerMetricsAPI(ctx context.Context) error {
+	const name, ns = metricsServerName, metricsServerNamespace
+	n := c.node
 	dyn, err := dynamic.NewForConfig(c.Config())
 	if err != nil {
 		return err
