@@ -11,6 +11,8 @@ import (
 // The real node's host network: the pods' bridge, and the kubelet's iptables
 // chains, which kube-proxy's own cleanup leaves behind.
 
+// createBridge creates the pods' bridge, if it is missing, with the node's
+// address, and brings it up.
 func createBridge() error {
 	if _, err := os.Stat("/sys/class/net/" + bridgeName); err != nil {
 		if out, err := exec.Command("ip", "link", "add", bridgeName, "type", "bridge").CombinedOutput(); err != nil {
@@ -23,6 +25,16 @@ func createBridge() error {
 	} {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return nil
+}
+
+// deleteBridge deletes the pods' bridge, if it exists.
+func deleteBridge() error {
+	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
+		if out, err := exec.Command("ip", "link", "delete", bridgeName).CombinedOutput(); err != nil {
+			return fmt.Errorf("delete bridge %s: %v: %s", bridgeName, err, out)
 		}
 	}
 	return nil

@@ -121,11 +121,7 @@ func cleanupRealNode(rec realNodeRecordData, proxyCleaned bool) error {
 		errs = append(errs, kubeProxyCleanup(rec.BinDir))
 	}
 	errs = append(errs, removeKubeletChains())
-	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
-		if out, err := exec.Command("ip", "link", "delete", bridgeName).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("delete bridge %s: %v: %s", bridgeName, err, out))
-		}
-	}
+	errs = append(errs, deleteBridge())
 	errs = append(errs, removeCgroupRoot())
 	for key, value := range rec.Sysctls {
 		path := filepath.Join("/proc/sys", key)
