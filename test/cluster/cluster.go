@@ -12,12 +12,9 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,15 +23,9 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Profile selects which components run.
@@ -53,9 +44,6 @@ const (
 	// time; see RealPodsSupported and docs/real-pods.md.
 	RealPods Profile = "real-pods"
 )
-
-// FakeNodeName is the name of the kwok-managed node of the Full profile.
-const FakeNodeName = "kwok-node-0"
 
 const (
 	serviceCIDR = "10.96.0.0/16"
@@ -462,151 +450,3 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, downFor time.Duration) e
 // RemoveDir deletes the run folder. Call it after Stop, when the logs are no
 // longer wanted (for example after a passing test run).
 func (c *Cluster) RemoveDir() error { return os.RemoveAll(c.Dir) }
-
-func (c *Cluster) run(name string, args ...string) error {
-	p, err := startProcess(filepath.Join(c.binDir, name), args, filepath.Join(c.Dir, "logs", name+".log"))
-	if err != nil {
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	c.procs = append(c.procs, p)
-	return nil
-}
-
-// waitReady polls /readyz until the apiserver answers ok, failing fast if a
-// component exits.
-func (c *Cluster) waitReady(ctx context.Context) error {
-	cs, err := kubernetes.NewForConfig(c.Config())
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	var last error
-	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if err := c.exited(); err != nil {
-			return false, err
-		}
-		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		last = err
-		return err == nil && string(body) == "ok", nil
-	})
-	if err != nil {
-		return fmt.Errorf("kube-apiserver not ready: %w (last answer: %v)", err, last)
-	}
-	return nil
-}
-
-func (c *Cluster) exited() error {
-	for _, p := range c.procs {
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited: %v; last log lines:\n%s", p.name, p.err, p.tail(20))
-		default:
-		}
-	}
-	return nil
-}
-
-// addFakeNode registers the kwok node and waits until it is Ready and the
-// default ServiceAccount exists (pods are rejected until it does).
-func (c *Cluster) addFakeNode(ctx context.Context) error {
-	cs, err := kubernetes.NewForConfig(c.Config())
-	if err != nil {
-		return err
-	}
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        FakeNodeName,
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-			Labels: map[string]string{
-				"kubernetes.io/hostname": FakeNodeName,
-				"kubernetes.io/os":       "linux",
-				"kubernetes.io/arch":     "amd64",
-				"type":                   "kwok",
-			},
-		},
-		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
-	}
-	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create node %s: %w", FakeNodeName, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if err := c.exited(); err != nil {
-			return false, err
-		}
-		n, err := cs.CoreV1().Nodes().Get(ctx, FakeNodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
-				return err == nil, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("node %s not Ready: %w", FakeNodeName, err)
-	}
-	return nil
-}
-
-func (c *Cluster) writeKubeconfig(path, user, token string) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: c.host, CertificateAuthorityData: c.caPEM}
-	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: user, Namespace: metav1.NamespaceDefault}
-	cfg.CurrentContext = "local"
-	return clientcmd.WriteToFile(*cfg, path)
-}
-
-func checkBinaries(binDir string, profile Profile) error {
-	names := []string{"etcd", "kube-apiserver", "kubectl"}
-	switch profile {
-	case Full:
-		names = append(names, "kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml")
-	case RealPods:
-		names = append(names, "kube-controller-manager", "kube-scheduler")
-	}
-	for _, n := range names {
-		if _, err := os.Stat(filepath.Join(binDir, n)); err != nil {
-			return fmt.Errorf("control-plane binary %s missing in %s: run `make controlplane` first", n, binDir)
-		}
-	}
-	return nil
-}
-
-// freePorts reserves n distinct free loopback ports. They are released before
-// the components bind them; collisions with other processes are unlikely.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-func randomToken() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
