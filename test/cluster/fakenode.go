@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +19,23 @@ import (
 
 // FakeNodeName is the name of the kwok-managed node of the Full profile.
 const FakeNodeName = "kwok-node-0"
+
+// startFakeNode starts kwok with its kubeconfig and its server on the port,
+// and registers the fake node it keeps Ready.
+func (c *Cluster) startFakeNode(ctx context.Context, kwokConfig string, port int) error {
+	if err := c.run("kwok",
+		"--kubeconfig="+kwokConfig,
+		"--config="+filepath.Join(c.binDir, "kwok-stages.yaml"),
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--server-address=127.0.0.1:"+strconv.Itoa(port),
+		"--cidr=10.244.0.0/16",
+		"--node-ip=127.0.0.1",
+	); err != nil {
+		return err
+	}
+	return c.addFakeNode(ctx)
+}
 
 // addFakeNode registers the kwok node and waits until it is Ready and the
 // default ServiceAccount exists (pods are rejected until it does).
