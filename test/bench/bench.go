@@ -33,7 +33,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -352,41 +351,6 @@ func plan(cfg Config) ([]plannedCase, error) {
 		}
 	}
 	return out, nil
-}
-
-// roundTrip returns the median milliseconds of five reads of a missing
-// resource of the workload's kind, under the operator's identity.
-func (e *env) roundTrip(ctx context.Context, w workload) (float64, error) {
-	c, err := e.operatorClient()
-	if err != nil {
-		return 0, err
-	}
-	ms := make([]float64, 5)
-	for i := range ms {
-		start := time.Now()
-		err := c.Get(ctx, types.NamespacedName{Namespace: probeNamespace, Name: "absent"}, w.newObject("", "", 0))
-		if !apierrors.IsNotFound(err) {
-			return 0, fmt.Errorf("read as the operator: %v", err)
-		}
-		ms[i] = float64(time.Since(start).Microseconds()) / 1000
-	}
-	slices.Sort(ms)
-	return ms[len(ms)/2], nil
-}
-
-// probeTimes waits for the probe application name and returns the seconds
-// from created until its status observed it, and until it was Ready.
-func (e *env) probeTimes(ctx context.Context, tr *tracker, name string, created time.Time) (float64, float64, error) {
-	key := probeNamespace + "/" + name
-	if err := e.poll(ctx, name+" Ready", func() (bool, string) {
-		_, ok := tr.whenReady(key)
-		return ok, name + " not Ready"
-	}); err != nil {
-		return 0, 0, err
-	}
-	at, _ := tr.when(key)
-	readyAt, _ := tr.whenReady(key)
-	return at.Sub(created).Seconds(), readyAt.Sub(created).Seconds(), nil
 }
 
 // Pair is one cold converge of the operator and one of the bare client,
@@ -864,16 +828,6 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		run.probe.Ratio = run.probe.BacklogSeconds / run.probe.IdleSeconds
 	}
 	return run, nil
-}
-
-// bareProbeTimes reads the seconds from created until the bare probe name's
-// status was seen, and its steps from the audit log.
-func (e *env) bareProbeTimes(ctx context.Context, tr *tracker, name string, created time.Time, seconds *float64, steps *probeTimeline) (err error) {
-	if *seconds, _, err = e.probeTimes(ctx, tr, name, created); err != nil {
-		return err
-	}
-	*steps, err = e.audit.probe(name, created)
-	return err
 }
 
 // rolledOut reports whether every Deployment in the cluster has finished
