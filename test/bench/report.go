@@ -317,3 +317,5 @@ func memoryBreakdown(m memory) string {
 	return fmt.Sprintf("RSS %.1f MiB (peak %.1f) = file-backed %.1f + anonymous %.1f; Go runtime: heap in use %.1f, heap free %.1f (released to the kernel %.1f), stacks %.1f, GC metadata %.1f, other runtime %.1f",
 		mib(m.RSS), mib(m.PeakRSS), mib(m.RSSFile), mib(m.RSSAnon), mib(m.HeapInuse), mib(m.HeapFree), mib(m.HeapReleased), mib(m.Stacks), mib(m.GCMetadata), mib(m.RuntimeOther))
 }
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
