@@ -146,8 +146,8 @@ type Case struct {
 	// ColdClientWrites is the same from the operator's client metrics (every
 	// namespace, the probe resources included).
 	ColdClientWrites float64 `json:"coldClientWrites"`
-	// QuotaWrites are writes to the per-namespace ResourceQuota
-	// (MicroServiceDeploy), part of ColdWrites.
+	// Memory is the operator's memory once it has settled after the cold
+	// converge.
 	Memory memory `json:"memoryAfterConverge"`
 
 	RestartSeconds float64 `json:"restartSeconds"`
