@@ -55,10 +55,6 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int, full b
 	if err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probeNamespace}}); err != nil {
 		return bareRun{}, err
 	}
-	var nss []string
-	for i := range (n + cfg.PerNamespace - 1) / cfg.PerNamespace {
-		nss = append(nss, fmt.Sprintf("%s%03d", barePrefix, i))
-	}
 	// The same watch as in the operator's run times the bare client: it
 	// loads both clusters alike, and both end when it sees the last status.
 	tr, err := newTracker(ctx, e.adminCfg, w.gvr)
@@ -80,45 +76,15 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int, full b
 		defer func() { _ = stopAPIServerProfile() }()
 	}
 	var (
-		run        bareRun
-		probeErr   = make(chan error, 1)
-		probeStart time.Time
+		run          bareRun
+		backlogProbe func() (time.Time, error)
 	)
 	if full {
-		// The probe during the backlog, beside the bare client.
-		go func() {
-			probeErr <- func() error {
-				if err := e.poll(ctx, "the bare client starts", func() (bool, string) {
-					got, _ := tr.count(barePrefix)
-					return got >= max(1, n/10), fmt.Sprintf("%d of %d seen", got, n)
-				}); err != nil {
-					return err
-				}
-				var err error
-				if run.probe.RoundTripBacklogMs, err = e.roundTrip(ctx, w); err != nil {
-					return err
-				}
-				probeStart, err = e.runBareProbe(ctx, w, "probe-backlog")
-				return err
-			}()
-		}()
+		backlogProbe = e.startBareBacklogProbe(ctx, tr, w, n, &run.probe.RoundTripBacklogMs)
 	}
-	var br bareResult
 	start := time.Now()
-	clientCPU, err := runRole(ctx, cfg.Self, []string{
-		RoleEnv + "=bare", "BENCH_KUBECONFIG=" + e.kubeconfig, "BENCH_WORKLOAD=" + w.name,
-		"BENCH_WORKERS=" + fmt.Sprint(workers), "BENCH_NAMESPACES=" + joinComma(nss),
-	}, filepath.Join(e.cluster.Dir, "logs", "bare.log"), &br)
+	br, clientCPU, err := e.runBareClient(ctx, tr, w, n, workers)
 	if err != nil {
-		return bareRun{}, err
-	}
-	if br.Apps != n {
-		return bareRun{}, fmt.Errorf("the bare client found %d applications, want %d", br.Apps, n)
-	}
-	if err := e.poll(ctx, "the bare client's statuses", func() (bool, string) {
-		got, _ := tr.count(barePrefix)
-		return got == n, fmt.Sprintf("%d of %d seen", got, n)
-	}); err != nil {
 		return bareRun{}, err
 	}
 	cpu, err := clusterCPU.read()
@@ -137,31 +103,103 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int, full b
 	_, last := tr.count(barePrefix)
 	run.seconds, run.writes, run.cpu = last.Sub(start).Seconds(), br.Writes, cpu
 	if full {
-		if err := <-probeErr; err != nil {
+		probeStart, err := backlogProbe()
+		if err != nil {
 			return bareRun{}, fmt.Errorf("bare probe in the backlog: %w", err)
 		}
 		if err := e.bareProbeTimes(ctx, tr, "probe-backlog", probeStart, &run.probe.BacklogSeconds, &run.probe.BacklogSteps); err != nil {
 			return bareRun{}, err
 		}
-		// The same on an idle cluster: once the Deployment controller has
-		// reported on every Deployment of the backlog.
-		if err := e.poll(ctx, "every rollout of the bare client's run reported", func() (bool, string) {
-			return e.rolledOut(ctx)
-		}); err != nil {
+		if err := e.bareIdleProbe(ctx, tr, w, &run.probe); err != nil {
 			return bareRun{}, err
 		}
-		if run.probe.RoundTripIdleMs, err = e.roundTrip(ctx, w); err != nil {
-			return bareRun{}, err
-		}
-		if probeStart, err = e.runBareProbe(ctx, w, "probe-idle"); err != nil {
-			return bareRun{}, fmt.Errorf("bare probe on the idle cluster: %w", err)
-		}
-		if err := e.bareProbeTimes(ctx, tr, "probe-idle", probeStart, &run.probe.IdleSeconds, &run.probe.IdleSteps); err != nil {
-			return bareRun{}, err
-		}
-		run.probe.Ratio = run.probe.BacklogSeconds / run.probe.IdleSeconds
 	}
 	return run, nil
+}
+
+// runBareClient runs the bare client over the n applications with workers
+// requests at a time, and waits until the watch has seen the status it
+// wrote for every one. It returns what the client reported and the CPU
+// seconds it used.
+func (e *env) runBareClient(ctx context.Context, tr *tracker, w workload, n, workers int) (bareResult, float64, error) {
+	var nss []string
+	for i := range (n + e.cfg.PerNamespace - 1) / e.cfg.PerNamespace {
+		nss = append(nss, fmt.Sprintf("%s%03d", barePrefix, i))
+	}
+	var br bareResult
+	clientCPU, err := runRole(ctx, e.cfg.Self, []string{
+		RoleEnv + "=bare", "BENCH_KUBECONFIG=" + e.kubeconfig, "BENCH_WORKLOAD=" + w.name,
+		"BENCH_WORKERS=" + fmt.Sprint(workers), "BENCH_NAMESPACES=" + joinComma(nss),
+	}, filepath.Join(e.cluster.Dir, "logs", "bare.log"), &br)
+	if err != nil {
+		return bareResult{}, 0, err
+	}
+	if br.Apps != n {
+		return bareResult{}, 0, fmt.Errorf("the bare client found %d applications, want %d", br.Apps, n)
+	}
+	if err := e.poll(ctx, "the bare client's statuses", func() (bool, string) {
+		got, _ := tr.count(barePrefix)
+		return got == n, fmt.Sprintf("%d of %d seen", got, n)
+	}); err != nil {
+		return bareResult{}, 0, err
+	}
+	return br, clientCPU, nil
+}
+
+// startBareBacklogProbe serves the probe during the bare client's backlog,
+// beside it: once a tenth of the applications have their status, it
+// measures the round trip under the operator's identity into *roundTripMs,
+// then creates and serves probe-backlog. The returned function waits for
+// the probe and returns when it was created.
+func (e *env) startBareBacklogProbe(ctx context.Context, tr *tracker, w workload, n int, roundTripMs *float64) (wait func() (time.Time, error)) {
+	var (
+		probeErr   = make(chan error, 1)
+		probeStart time.Time
+	)
+	go func() {
+		probeErr <- func() error {
+			if err := e.poll(ctx, "the bare client starts", func() (bool, string) {
+				got, _ := tr.count(barePrefix)
+				return got >= max(1, n/10), fmt.Sprintf("%d of %d seen", got, n)
+			}); err != nil {
+				return err
+			}
+			var err error
+			if *roundTripMs, err = e.roundTrip(ctx, w); err != nil {
+				return err
+			}
+			probeStart, err = e.runBareProbe(ctx, w, "probe-backlog")
+			return err
+		}()
+	}()
+	return func() (time.Time, error) {
+		err := <-probeErr
+		return probeStart, err
+	}
+}
+
+// bareIdleProbe serves the same probe as in the backlog on the idle
+// cluster, once the Deployment controller has reported on every Deployment
+// of the backlog, and times it against the probe in the backlog.
+func (e *env) bareIdleProbe(ctx context.Context, tr *tracker, w workload, p *bareProbes) error {
+	if err := e.poll(ctx, "every rollout of the bare client's run reported", func() (bool, string) {
+		return e.rolledOut(ctx)
+	}); err != nil {
+		return err
+	}
+	var err error
+	if p.RoundTripIdleMs, err = e.roundTrip(ctx, w); err != nil {
+		return err
+	}
+	probeStart, err := e.runBareProbe(ctx, w, "probe-idle")
+	if err != nil {
+		return fmt.Errorf("bare probe on the idle cluster: %w", err)
+	}
+	if err := e.bareProbeTimes(ctx, tr, "probe-idle", probeStart, &p.IdleSeconds, &p.IdleSteps); err != nil {
+		return err
+	}
+	p.Ratio = p.BacklogSeconds / p.IdleSeconds
+	return nil
 }
 
 // rolledOut reports whether every Deployment in the cluster has finished
