@@ -39,31 +39,6 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 	}
 	defer func() { _ = wf.stop() }()
 	m := &MemoryRamp{Workload: w.name, Unrelated: cfg.Unrelated}
-	// measure reads both memories; with a profile name, it also saves
-	// both heap profiles in cfg.ProfileDir (<name>.pprof and
-	// <name>-floor.pprof).
-	measure := func(profile string) (MemoryPoint, error) {
-		var p MemoryPoint
-		if _, err := e.quiet(ctx, op); err != nil {
-			return p, err
-		}
-		var err error
-		if p.Operator, err = op.memory(); err != nil {
-			return p, err
-		}
-		if p.WatchingFloor, err = wf.memory(); err != nil {
-			return p, err
-		}
-		env := []string{RoleEnv + "=floor", "BENCH_KUBECONFIG=" + e.kubeconfig}
-		if profile != "" && cfg.ProfileDir != "" {
-			if err := op.saveHeapProfile(filepath.Join(cfg.ProfileDir, profile+".pprof")); err != nil {
-				return p, err
-			}
-			env = append(env, "BENCH_HEAP_PROFILE="+filepath.Join(cfg.ProfileDir, profile+"-floor.pprof"))
-		}
-		_, err = runRole(ctx, cfg.Self, env, filepath.Join(e.cluster.Dir, "logs", "floor.log"), &p.Floor)
-		return p, err
-	}
 	have := 0
 	for _, step := range []int{0, n / 4, n / 2, 3 * n / 4, n} {
 		if step < have || (step == have && step > 0) {
@@ -83,7 +58,7 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		if step == n {
 			profile = fmt.Sprintf("heap-%d", n)
 		}
-		p, err := measure(profile)
+		p, err := e.measureMemory(ctx, op, wf, profile)
 		if err != nil {
 			return nil, err
 		}
@@ -92,6 +67,55 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		fmt.Fprintf(cfg.Progress, "  N=%d heap %.1f MiB, RSS %.1f MiB, peak RSS %.1f MiB; floor heap %.1f MiB, watching floor heap %.1f MiB\n", step,
 			mib(p.Operator.HeapInuse), mib(p.Operator.RSS), mib(p.Operator.PeakRSS), mib(p.Floor.HeapInuse), mib(p.WatchingFloor.HeapInuse))
 	}
+	m.fitSlopes()
+
+	if cfg.Unrelated > 0 {
+		fmt.Fprintf(cfg.Progress, "  %d unrelated ConfigMaps and Secrets\n", cfg.Unrelated)
+		if err := e.createUnrelated(ctx, cfg.Unrelated); err != nil {
+			return nil, err
+		}
+		time.Sleep(5 * time.Second)
+		p, err := e.measureMemory(ctx, op, wf, "")
+		if err != nil {
+			return nil, err
+		}
+		m.WithUnrelated, m.FloorWithUnrelated, m.WatchingFloorWithUnrelated = p.Operator, p.Floor, p.WatchingFloor
+		lastPoint := m.Points[len(m.Points)-1]
+		m.UnrelatedIncrease = 100 * float64(p.Operator.HeapInuse-lastPoint.Operator.HeapInuse) / float64(lastPoint.Operator.HeapInuse)
+	}
+	return m, nil
+}
+
+// measureMemory reads the operator's memory and the informer floors', once
+// the operator has settled: the watching floor's as it runs, the floor's
+// from one run over the objects there are now. With a profile name, it also
+// saves both heap profiles in cfg.ProfileDir (<name>.pprof and
+// <name>-floor.pprof).
+func (e *env) measureMemory(ctx context.Context, op, wf *operator, profile string) (MemoryPoint, error) {
+	var p MemoryPoint
+	if _, err := e.quiet(ctx, op); err != nil {
+		return p, err
+	}
+	var err error
+	if p.Operator, err = op.memory(); err != nil {
+		return p, err
+	}
+	if p.WatchingFloor, err = wf.memory(); err != nil {
+		return p, err
+	}
+	env := []string{RoleEnv + "=floor", "BENCH_KUBECONFIG=" + e.kubeconfig}
+	if profile != "" && e.cfg.ProfileDir != "" {
+		if err := op.saveHeapProfile(filepath.Join(e.cfg.ProfileDir, profile+".pprof")); err != nil {
+			return p, err
+		}
+		env = append(env, "BENCH_HEAP_PROFILE="+filepath.Join(e.cfg.ProfileDir, profile+"-floor.pprof"))
+	}
+	_, err = runRole(ctx, e.cfg.Self, env, filepath.Join(e.cluster.Dir, "logs", "floor.log"), &p.Floor)
+	return p, err
+}
+
+// fitSlopes fits the slopes of the ramp's memories against N.
+func (m *MemoryRamp) fitSlopes() {
 	// The fit leaves out N=0: the first applications pay one-time costs
 	// (the first pass of each code path, the apply type converter, work
 	// queues growing) that are not per application.
@@ -112,38 +136,29 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 	m.SlopeKiB, m.FloorSlopeKiB, m.RSSSlopeKiB = slope(xs, heap)/1024, slope(xs, floor)/1024, slope(xs, rssv)/1024
 	m.LiveSlopeKiB, m.FloorLiveSlopeKiB = slope(xs, live)/1024, slope(xs, floorLive)/1024
 	m.WatchingFloorSlopeKiB, m.WatchingFloorLiveSlopeKiB = slope(xs, watching)/1024, slope(xs, watchingLive)/1024
+}
 
-	if cfg.Unrelated > 0 {
-		fmt.Fprintf(cfg.Progress, "  %d unrelated ConfigMaps and Secrets\n", cfg.Unrelated)
-		perNS := 1000
-		for i := range (cfg.Unrelated + perNS - 1) / perNS {
-			if err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-unrelated-%02d", i)}}); err != nil {
-				return nil, err
-			}
+// createUnrelated creates count objects no application owns, ConfigMaps
+// and Secrets in turn with 512 bytes of data each, a thousand to a
+// namespace of their own.
+func (e *env) createUnrelated(ctx context.Context, count int) error {
+	perNS := 1000
+	for i := range (count + perNS - 1) / perNS {
+		if err := e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-unrelated-%02d", i)}}); err != nil {
+			return err
 		}
-		payload := string(make([]byte, 0))
-		for range 512 {
-			payload += "x"
-		}
-		if err := parallel(16, 0, cfg.Unrelated, func(i int) error {
-			meta := metav1.ObjectMeta{Namespace: fmt.Sprintf("bench-unrelated-%02d", i/perNS), Name: fmt.Sprintf("unrelated-%05d", i)}
-			if i%2 == 0 {
-				return e.admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"data": payload}})
-			}
-			return e.admin.Create(ctx, &corev1.Secret{ObjectMeta: meta, StringData: map[string]string{"data": payload}})
-		}); err != nil {
-			return nil, err
-		}
-		time.Sleep(5 * time.Second)
-		p, err := measure("")
-		if err != nil {
-			return nil, err
-		}
-		m.WithUnrelated, m.FloorWithUnrelated, m.WatchingFloorWithUnrelated = p.Operator, p.Floor, p.WatchingFloor
-		lastPoint := m.Points[len(m.Points)-1]
-		m.UnrelatedIncrease = 100 * float64(p.Operator.HeapInuse-lastPoint.Operator.HeapInuse) / float64(lastPoint.Operator.HeapInuse)
 	}
-	return m, nil
+	payload := string(make([]byte, 0))
+	for range 512 {
+		payload += "x"
+	}
+	return parallel(16, 0, count, func(i int) error {
+		meta := metav1.ObjectMeta{Namespace: fmt.Sprintf("bench-unrelated-%02d", i/perNS), Name: fmt.Sprintf("unrelated-%05d", i)}
+		if i%2 == 0 {
+			return e.admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"data": payload}})
+		}
+		return e.admin.Create(ctx, &corev1.Secret{ObjectMeta: meta, StringData: map[string]string{"data": payload}})
+	})
 }
 
 // slope is the least-squares slope of ys against xs.
