@@ -87,6 +87,9 @@ func up(ctx context.Context, args []string) error {
 	return nil
 }
 
+// demo starts a cluster and the operator on it, applies every sample and
+// waits until each is Ready or reports why not, shows them, and says how to
+// look at each; unless told to exit then, it runs until interrupted.
 func demo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
 	operator := fs.String("operator", "bin/app-operator", "path of the manager binary")
@@ -114,14 +117,8 @@ func demo(ctx context.Context, args []string) error {
 		return cmd.Run()
 	}
 
-	if _, err := os.Stat(filepath.Join(root, "config", "crd", "kustomization.yaml")); err == nil {
-		step("Installing the CRDs")
-		if err := kubectl("apply", "--server-side", "-k", "config/crd"); err != nil {
-			return err
-		}
-		if err := kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
-			return err
-		}
+	if err := installCRDs(root, kubectl); err != nil {
+		return err
 	}
 
 	step("Starting the operator (log: " + filepath.Join(c.Dir, "logs", "app-operator.log") + ")")
@@ -131,57 +128,16 @@ func demo(ctx context.Context, args []string) error {
 	}
 	defer op.stop()
 
-	step("Applying every sample: kubectl apply -n " + demoNamespace + " -k config/samples")
-	// The kustomization applies the sample files unchanged but for what
-	// lets them share one namespace and one cluster (see its comments).
-	rendered, err := kubectlCommand(ctx, c, root, "kustomize", "config/samples").Output()
-	if err != nil {
-		return fmt.Errorf("kubectl kustomize config/samples: %w", err)
-	}
-	samples, err := decodeSamples(rendered, demoNamespace)
+	cl, samples, err := applySamples(ctx, c, root, profile, kubectl)
 	if err != nil {
 		return err
 	}
-	cl, err := client.New(c.Config(), client.Options{})
-	if err != nil {
-		return err
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}
-	if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", demoNamespace, err)
-	}
-	if err := kubectl("apply", "-n", demoNamespace, "-k", "config/samples"); err != nil {
-		return err
-	}
-	if profile == cluster.RealPods {
-		etcd, asked, err := etcdSample(root)
-		if err != nil {
-			return err
-		}
-		step(fmt.Sprintf("Applying the EtcdCluster sample (%s) at etcd %s: the sample's %s cannot be built with today's Go, so this cluster has no image of it", etcdSamplePath, demoEtcdVersion, asked))
-		if err := cl.Create(ctx, etcd.obj.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create the EtcdCluster sample: %w", err)
-		}
-		samples = append(samples, etcd)
-	} else {
-		step("The EtcdCluster sample (" + etcdSamplePath + ") is not applied: kwok's fake node runs no etcd")
-	}
-	step("The RedisEnterpriseCluster sample is not applied (its three nodes ask for 1.2 CPUs and 12 GiB of the machine's memory); test/realpods runs it")
 
 	step("Waiting until every sample is Ready or reports why not")
 	settled := waitSettled(ctx, c, samples, *timeout)
 
 	step("The samples and their children")
-	kinds := map[string]bool{}
-	var kindList []string
-	for _, smp := range samples {
-		if !kinds[smp.obj.GetKind()] {
-			kinds[smp.obj.GetKind()] = true
-			kindList = append(kindList, strings.ToLower(smp.obj.GetKind()))
-		}
-	}
-	_ = kubectl("get", strings.Join(kindList, ","), "-n", demoNamespace)
-	_ = kubectl("get", "deployments,statefulsets,services,configmaps,serviceaccounts,horizontalpodautoscalers,ingresses,poddisruptionbudgets,resourcequotas,pods", "-n", demoNamespace, "-l", "app.kubernetes.io/managed-by=app-operator")
+	showSamples(samples, kubectl)
 	fmt.Println()
 	for _, line := range settled.lines {
 		fmt.Println(line)
@@ -197,6 +153,86 @@ func demo(ctx context.Context, args []string) error {
 		return nil
 	}
 	printAccess(c)
+	printLook(profile, samples)
+	<-ctx.Done()
+	return nil
+}
+
+// installCRDs installs the CRDs of config/crd, when the repository has
+// them, and waits until they are established.
+func installCRDs(root string, kubectl func(args ...string) error) error {
+	if _, err := os.Stat(filepath.Join(root, "config", "crd", "kustomization.yaml")); err == nil {
+		step("Installing the CRDs")
+		if err := kubectl("apply", "--server-side", "-k", "config/crd"); err != nil {
+			return err
+		}
+		if err := kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applySamples applies every sample of config/samples into the demo's
+// namespace, and the EtcdCluster sample with the RealPods profile. It
+// returns a client of the cluster and the samples applied.
+func applySamples(ctx context.Context, c *cluster.Cluster, root string, profile cluster.Profile, kubectl func(args ...string) error) (client.Client, []sample, error) {
+	step("Applying every sample: kubectl apply -n " + demoNamespace + " -k config/samples")
+	// The kustomization applies the sample files unchanged but for what
+	// lets them share one namespace and one cluster (see its comments).
+	rendered, err := kubectlCommand(ctx, c, root, "kustomize", "config/samples").Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubectl kustomize config/samples: %w", err)
+	}
+	samples, err := decodeSamples(rendered, demoNamespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := client.New(c.Config(), client.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}
+	if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, nil, fmt.Errorf("create namespace %s: %w", demoNamespace, err)
+	}
+	if err := kubectl("apply", "-n", demoNamespace, "-k", "config/samples"); err != nil {
+		return nil, nil, err
+	}
+	if profile == cluster.RealPods {
+		etcd, asked, err := etcdSample(root)
+		if err != nil {
+			return nil, nil, err
+		}
+		step(fmt.Sprintf("Applying the EtcdCluster sample (%s) at etcd %s: the sample's %s cannot be built with today's Go, so this cluster has no image of it", etcdSamplePath, demoEtcdVersion, asked))
+		if err := cl.Create(ctx, etcd.obj.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, nil, fmt.Errorf("create the EtcdCluster sample: %w", err)
+		}
+		samples = append(samples, etcd)
+	} else {
+		step("The EtcdCluster sample (" + etcdSamplePath + ") is not applied: kwok's fake node runs no etcd")
+	}
+	step("The RedisEnterpriseCluster sample is not applied (its three nodes ask for 1.2 CPUs and 12 GiB of the machine's memory); test/realpods runs it")
+	return cl, samples, nil
+}
+
+// showSamples lists the samples and the children the operator made for
+// them.
+func showSamples(samples []sample, kubectl func(args ...string) error) {
+	kinds := map[string]bool{}
+	var kindList []string
+	for _, smp := range samples {
+		if !kinds[smp.obj.GetKind()] {
+			kinds[smp.obj.GetKind()] = true
+			kindList = append(kindList, strings.ToLower(smp.obj.GetKind()))
+		}
+	}
+	_ = kubectl("get", strings.Join(kindList, ","), "-n", demoNamespace)
+	_ = kubectl("get", "deployments,statefulsets,services,configmaps,serviceaccounts,horizontalpodautoscalers,ingresses,poddisruptionbudgets,resourcequotas,pods", "-n", demoNamespace, "-l", "app.kubernetes.io/managed-by=app-operator")
+}
+
+// printLook prints how to look at each sample.
+func printLook(profile cluster.Profile, samples []sample) {
 	if profile == cluster.RealPods {
 		fmt.Println("Look at each sample (its pods' output: kubectl -n " + demoNamespace + " logs <pod>):")
 	} else {
@@ -207,8 +243,6 @@ func demo(ctx context.Context, args []string) error {
 		fmt.Printf("  %-20s %s\n", smp.obj.GetKind(), lookCommand(smp))
 	}
 	fmt.Println()
-	<-ctx.Done()
-	return nil
 }
 
 // demoNamespace holds every sample the demo applies.

@@ -15,6 +15,8 @@ import (
 
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/test/testenv"
+	"k8s.io/apimachinery/pkg/types"
+	"slices"
 )
 
 // bareProbe does for the new application obj, as soon as it is created,
@@ -71,4 +73,49 @@ func (e *env) runBareProbe(ctx context.Context, w workload, name string) (time.T
 		return time.Time{}, err
 	}
 	return created, bareProbe(ctx, c, w, obj)
+}
+
+// roundTrip returns the median milliseconds of five reads of a missing
+// resource of the workload's kind, under the operator's identity.
+func (e *env) roundTrip(ctx context.Context, w workload) (float64, error) {
+	c, err := e.operatorClient()
+	if err != nil {
+		return 0, err
+	}
+	ms := make([]float64, 5)
+	for i := range ms {
+		start := time.Now()
+		err := c.Get(ctx, types.NamespacedName{Namespace: probeNamespace, Name: "absent"}, w.newObject("", "", 0))
+		if !apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("read as the operator: %v", err)
+		}
+		ms[i] = float64(time.Since(start).Microseconds()) / 1000
+	}
+	slices.Sort(ms)
+	return ms[len(ms)/2], nil
+}
+
+// probeTimes waits for the probe application name and returns the seconds
+// from created until its status observed it, and until it was Ready.
+func (e *env) probeTimes(ctx context.Context, tr *tracker, name string, created time.Time) (float64, float64, error) {
+	key := probeNamespace + "/" + name
+	if err := e.poll(ctx, name+" Ready", func() (bool, string) {
+		_, ok := tr.whenReady(key)
+		return ok, name + " not Ready"
+	}); err != nil {
+		return 0, 0, err
+	}
+	at, _ := tr.when(key)
+	readyAt, _ := tr.whenReady(key)
+	return at.Sub(created).Seconds(), readyAt.Sub(created).Seconds(), nil
+}
+
+// bareProbeTimes reads the seconds from created until the bare probe name's
+// status was seen, and its steps from the audit log.
+func (e *env) bareProbeTimes(ctx context.Context, tr *tracker, name string, created time.Time, seconds *float64, steps *probeTimeline) (err error) {
+	if *seconds, _, err = e.probeTimes(ctx, tr, name, created); err != nil {
+		return err
+	}
+	*steps, err = e.audit.probe(name, created)
+	return err
 }

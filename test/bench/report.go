@@ -78,6 +78,23 @@ func medianCPURatio(pairs []Pair) float64 {
 
 // WriteTable prints the results as tables.
 func WriteTable(w io.Writer, r *Results) {
+	writeCases(w, r)
+	writePairs(w, r)
+	writeProbeSteps(w, r)
+	writeMemoryAndReadCost(w, r)
+	if m := r.Memory; m != nil {
+		writeMemoryRamp(w, m)
+	}
+	if len(r.Config.OperatorEnv) > 0 {
+		fmt.Fprintf(w, "operator environment: %s\n", strings.Join(r.Config.OperatorEnv, " "))
+	}
+	fmt.Fprintf(w, "machine: %d CPUs, %.1f GiB, %s, %s; load %s before, %s after\n", r.Machine.CPUs, float64(r.Machine.MemoryKiB)/(1<<20),
+		r.Machine.GoVersion, r.Machine.Kubernetes, r.Machine.LoadBefore, r.Machine.LoadAfter)
+}
+
+// writeCases prints the table of the cases, a row each, and what its
+// columns measure.
+func writeCases(w io.Writer, r *Results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tfirst s\tchildren s\tconverge s\tratio\tall Ready s\twrites/app\t(children+1)\tevents/app\tpasses/app\tCPU ratio\trestart writes\tupdate writes/app\tprobe backlog/idle s\tratio\tprobe Ready backlog/idle s\tratio\tround trip backlog/idle ms\theap MiB\tRSS MiB\tpeak RSS MiB\trestart peak RSS MiB\t")
 	for _, c := range r.Cases {
@@ -105,6 +122,12 @@ func WriteTable(w io.Writer, r *Results) {
 	fmt.Fprintln(w, "heap: the Go heap in use after a forced collection, and RSS, once the cold converge has settled; peak RSS: the largest RSS since the operator started (VmHWM); restart peak RSS: the same for the operator restarted over the converged applications.")
 	fmt.Fprintln(w, "round trip: the median of five reads under the operator's identity as each probe is created, the floor under any request of the probe's pass.")
 	fmt.Fprintln(w, "bare probe: the same new application served by a client that applies its children as soon as it is created, waits for the Deployment controller's report and writes its status, during the bare client's backlog and then idle: the floor of the probe's ratio on this cluster.")
+}
+
+// writePairs prints, for every case, the cold converges and their bare
+// clients: the ratios of the repeated pairs, and the CPU and the API
+// requests of each pair.
+func writePairs(w io.Writer, r *Results) {
 	for _, c := range r.Cases {
 		if len(c.Pairs) < 2 {
 			continue
@@ -138,6 +161,11 @@ func WriteTable(w io.Writer, r *Results) {
 				p.ConvergeRequests.total(), p.BareRequests.total(), requestDifferences(p.ConvergeRequests, p.BareRequests, 8))
 		}
 	}
+}
+
+// writeProbeSteps prints the steps of each full case's probes, the
+// operator's and the bare client's.
+func writeProbeSteps(w io.Writer, r *Results) {
 	for _, c := range r.Cases {
 		if !c.Full {
 			continue
@@ -152,6 +180,11 @@ func WriteTable(w io.Writer, r *Results) {
 				p.RoundTripBacklogMs, p.RoundTripIdleMs)
 		}
 	}
+}
+
+// writeMemoryAndReadCost prints where each case's memory went, after the
+// cold converge and after the restart, and what a read cost.
+func writeMemoryAndReadCost(w io.Writer, r *Results) {
 	for _, c := range r.Cases {
 		fmt.Fprintf(w, "memory (%s, N=%d, workers %d) after the cold converge: %s\n", c.Workload, c.N, c.Workers, memoryBreakdown(c.Memory))
 		if c.Full {
@@ -164,39 +197,37 @@ func WriteTable(w io.Writer, r *Results) {
 				c.Workload, rc.Reads, rc.StorageAPIServerMs, rc.StorageEtcdMs, rc.CacheAPIServerMs, rc.CacheEtcdMs)
 		}
 	}
-	if m := r.Memory; m != nil {
-		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "memory (%s)\tN\toperator heap in use / live MiB\toperator RSS / peak MiB\tinformer floor heap in use / live MiB\tfloor RSS / peak MiB\twatching floor heap in use / live MiB\twatching floor RSS / peak MiB\t\n", m.Workload)
-		row := func(label string, n int, op, floor, watching memory) {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t\n", label, n,
-				mib(op.HeapInuse), mib(op.HeapAlloc), mib(op.RSS), mib(op.PeakRSS),
-				mib(floor.HeapInuse), mib(floor.HeapAlloc), mib(floor.RSS), mib(floor.PeakRSS),
-				mib(watching.HeapInuse), mib(watching.HeapAlloc), mib(watching.RSS), mib(watching.PeakRSS))
-		}
-		for _, p := range m.Points {
-			row("", p.N, p.Operator, p.Floor, p.WatchingFloor)
-		}
-		if m.Unrelated > 0 {
-			row(fmt.Sprintf("+%d unrelated", m.Unrelated), m.Points[len(m.Points)-1].N, m.WithUnrelated, m.FloorWithUnrelated, m.WatchingFloorWithUnrelated)
-		}
-		_ = tw.Flush()
-		fmt.Fprintf(w, "heap in use slope %.1f KiB/app (informer floor %.1f KiB/app, ratio %.2f; watching floor %.1f, ratio %.2f); live heap slope %.1f KiB/app (floor %.1f, ratio %.2f; watching floor %.1f, ratio %.2f); RSS slope %.1f KiB/app; unrelated objects add %.1f %% heap in use\n",
-			m.SlopeKiB, m.FloorSlopeKiB, m.SlopeKiB/m.FloorSlopeKiB, m.WatchingFloorSlopeKiB, m.SlopeKiB/m.WatchingFloorSlopeKiB,
-			m.LiveSlopeKiB, m.FloorLiveSlopeKiB, m.LiveSlopeKiB/m.FloorLiveSlopeKiB, m.WatchingFloorLiveSlopeKiB, m.LiveSlopeKiB/m.WatchingFloorLiveSlopeKiB,
-			m.RSSSlopeKiB, m.UnrelatedIncrease)
-		if len(m.Points) > 0 {
-			last := m.Points[len(m.Points)-1]
-			fmt.Fprintf(w, "operator memory at N=%d: %s\n", last.N, memoryBreakdown(last.Operator))
-			fmt.Fprintf(w, "informer floor memory at N=%d: %s\n", last.N, memoryBreakdown(last.Floor))
-		}
-		fmt.Fprintln(w, "informer floor: informers only, started over the converged applications; watching floor: the same, running beside the operator from N=0. Peak: the largest RSS since the process started (VmHWM).")
+}
+
+// writeMemoryRamp prints the memory ramp's table, its slopes and where the
+// memory went at its largest N.
+func writeMemoryRamp(w io.Writer, m *MemoryRamp) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "memory (%s)\tN\toperator heap in use / live MiB\toperator RSS / peak MiB\tinformer floor heap in use / live MiB\tfloor RSS / peak MiB\twatching floor heap in use / live MiB\twatching floor RSS / peak MiB\t\n", m.Workload)
+	row := func(label string, n int, op, floor, watching memory) {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t\n", label, n,
+			mib(op.HeapInuse), mib(op.HeapAlloc), mib(op.RSS), mib(op.PeakRSS),
+			mib(floor.HeapInuse), mib(floor.HeapAlloc), mib(floor.RSS), mib(floor.PeakRSS),
+			mib(watching.HeapInuse), mib(watching.HeapAlloc), mib(watching.RSS), mib(watching.PeakRSS))
 	}
-	if len(r.Config.OperatorEnv) > 0 {
-		fmt.Fprintf(w, "operator environment: %s\n", strings.Join(r.Config.OperatorEnv, " "))
+	for _, p := range m.Points {
+		row("", p.N, p.Operator, p.Floor, p.WatchingFloor)
 	}
-	fmt.Fprintf(w, "machine: %d CPUs, %.1f GiB, %s, %s; load %s before, %s after\n", r.Machine.CPUs, float64(r.Machine.MemoryKiB)/(1<<20),
-		r.Machine.GoVersion, r.Machine.Kubernetes, r.Machine.LoadBefore, r.Machine.LoadAfter)
+	if m.Unrelated > 0 {
+		row(fmt.Sprintf("+%d unrelated", m.Unrelated), m.Points[len(m.Points)-1].N, m.WithUnrelated, m.FloorWithUnrelated, m.WatchingFloorWithUnrelated)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "heap in use slope %.1f KiB/app (informer floor %.1f KiB/app, ratio %.2f; watching floor %.1f, ratio %.2f); live heap slope %.1f KiB/app (floor %.1f, ratio %.2f; watching floor %.1f, ratio %.2f); RSS slope %.1f KiB/app; unrelated objects add %.1f %% heap in use\n",
+		m.SlopeKiB, m.FloorSlopeKiB, m.SlopeKiB/m.FloorSlopeKiB, m.WatchingFloorSlopeKiB, m.SlopeKiB/m.WatchingFloorSlopeKiB,
+		m.LiveSlopeKiB, m.FloorLiveSlopeKiB, m.LiveSlopeKiB/m.FloorLiveSlopeKiB, m.WatchingFloorLiveSlopeKiB, m.LiveSlopeKiB/m.WatchingFloorLiveSlopeKiB,
+		m.RSSSlopeKiB, m.UnrelatedIncrease)
+	if len(m.Points) > 0 {
+		last := m.Points[len(m.Points)-1]
+		fmt.Fprintf(w, "operator memory at N=%d: %s\n", last.N, memoryBreakdown(last.Operator))
+		fmt.Fprintf(w, "informer floor memory at N=%d: %s\n", last.N, memoryBreakdown(last.Floor))
+	}
+	fmt.Fprintln(w, "informer floor: informers only, started over the converged applications; watching floor: the same, running beside the operator from N=0. Peak: the largest RSS since the process started (VmHWM).")
 }
 
 // WriteFiles writes results.json, summary.md and bench.png into dir.
@@ -317,3 +348,5 @@ func memoryBreakdown(m memory) string {
 	return fmt.Sprintf("RSS %.1f MiB (peak %.1f) = file-backed %.1f + anonymous %.1f; Go runtime: heap in use %.1f, heap free %.1f (released to the kernel %.1f), stacks %.1f, GC metadata %.1f, other runtime %.1f",
 		mib(m.RSS), mib(m.PeakRSS), mib(m.RSSFile), mib(m.RSSAnon), mib(m.HeapInuse), mib(m.HeapFree), mib(m.HeapReleased), mib(m.Stacks), mib(m.GCMetadata), mib(m.RuntimeOther))
 }
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
