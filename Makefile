@@ -114,11 +114,12 @@ BENCH_FLAGS ?=
 bench: controlplane ## Measure converge time against a bare client, writes, restart, update fan-out, memory and responsiveness (results under bin/bench/).
 	go run ./hack/bench -n $(BENCH_N) $(BENCH_FLAGS)
 
-# The packages with fuzz targets; every target runs for FUZZTIME. A count
+# The packages with fuzz targets (every package under internal/ with a
+# Fuzz function in a test file); every target runs for FUZZTIME. A count
 # of inputs (Nx), not a duration: with a duration, Go 1.26's fuzzing
 # coordinator can report the end of the time as a failure
 # ("context deadline exceeded", no failing input; golang/go#75804).
-FUZZ_PACKAGES ?= ./internal/resources/appservice ./internal/resources/memcached ./internal/resources/microservicedeploy ./internal/resources/myweb ./internal/resources/etcdcluster ./internal/resources/redisenterprisecluster ./internal/status
+FUZZ_PACKAGES ?= $(sort $(patsubst %/,./%,$(dir $(shell grep -l '^func Fuzz' -r internal --include='*_test.go'))))
 FUZZTIME ?= 5000x
 
 .PHONY: fuzz
