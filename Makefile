@@ -85,7 +85,8 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: manifests generate ## Fail when generated files, formatting or go.mod are stale.
+verify: manifests generate ## Fail when generated files, formatting or go.mod are stale, or when git tracks a binary or a file of more than 2 MB.
+	@hack/check-tracked-files.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "Files need gofmt:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
 	cd hack/controlplane && go mod tidy -diff
