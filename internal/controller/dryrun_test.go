@@ -16,9 +16,11 @@ import (
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/kinds"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
+	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/fuzzspec"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -140,6 +142,11 @@ var envVarName = regexp.MustCompile(`^[ -<>-~]+$`)
 // values of a map[string]string, has no length bound to estimate its cost
 // with, and the API server refuses the CRD (its estimated cost exceeds the
 // budget many times over).
+//
+// A RedisEnterpriseCluster's requests and limits are compared only when
+// the cluster is reconciled: the operator reports a request above its
+// limit (or a value that is no quantity) with reason InvalidSpec, and the
+// builder refuses it.
 func knownGap(obj client.Object) string {
 	var spec *appv1.AppServiceSpec
 	switch o := obj.(type) {
@@ -147,6 +154,11 @@ func knownGap(obj client.Object) string {
 		spec = &o.Spec
 	case *appv1.WebService:
 		spec = &o.Spec
+	case *redislabsv1alpha1.RedisEnterpriseCluster:
+		if _, err := rec.Resources(o.Spec.RedisEnterpriseNodeResources); err != nil {
+			return "spec.redisEnterpriseNodeResources: a request above its limit, or no quantity, is refused on reconcile (InvalidSpec)"
+		}
+		return ""
 	default:
 		return ""
 	}

@@ -16,6 +16,7 @@ import (
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/api/podsecurity"
+	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 )
 
 // Funcs are the fill functions of the fillers: one per type whose values
@@ -44,6 +45,7 @@ func Funcs() []any {
 		fillCapability,
 		fillProfile, fillServiceType, fillProtocol,
 		fillAppServiceSpec, fillServicePort, fillMyWebSpec, fillMicroServiceDeploySpec, fillEtcdClusterSpec,
+		fillRedisEnterpriseClusterSpec, fillRedisNodeResources, optional[redislabsv1alpha1.NodeResources], fillPullPolicy,
 	}
 }
 
@@ -287,6 +289,10 @@ func fillProtocol(p *corev1.Protocol, c randfill.Continue) {
 	*p = enum(c, "", corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)
 }
 
+func fillPullPolicy(p *corev1.PullPolicy, c randfill.Continue) {
+	*p = enum(c, "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)
+}
+
 func enum[T ~string](c randfill.Continue, values ...T) T {
 	if c.Intn(32) == 0 {
 		var s string
@@ -353,6 +359,48 @@ func fillEtcdClusterSpec(s *etcdv1beta2.EtcdClusterSpec, c randfill.Continue) {
 	default:
 		s.Version = fmt.Sprintf("%d.%d.%d", c.Intn(4), c.Intn(10), c.Intn(30))
 	}
+}
+
+// fillRedisEnterpriseClusterSpec gives spec.nodes its shape: seven times in
+// eight a count the schema admits (odd, 3 to 9), else any count.
+func fillRedisEnterpriseClusterSpec(s *redislabsv1alpha1.RedisEnterpriseClusterSpec, c randfill.Continue) {
+	c.FillNoCustom(s)
+	if c.Intn(8) != 0 {
+		s.Nodes = pick[int32](c, 3, 5, 7, 9)
+	}
+}
+
+// fillRedisNodeResources fills a Redis container's requests and limits:
+// some of CPU, memory and ephemeral storage, each a quantity written as a
+// string (sometimes with spaces in it, as the kind allows) or an integer,
+// or one time in sixteen any value of its type.
+func fillRedisNodeResources(r *redislabsv1alpha1.NodeResources, c randfill.Continue) {
+	fill := func() map[corev1.ResourceName]redislabsv1alpha1.Quantity {
+		if c.Intn(4) == 0 {
+			return nil
+		}
+		m := map[corev1.ResourceName]redislabsv1alpha1.Quantity{}
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+			if !c.Bool() {
+				continue
+			}
+			q := quantityOf(name, c)
+			var v redislabsv1alpha1.Quantity
+			switch c.Intn(16) {
+			case 0:
+				c.FillNoCustom(&v)
+			case 1:
+				v.IntOrString = intstr.FromInt32(int32(q.Value()))
+			case 2:
+				v.IntOrString = intstr.FromString(strings.Replace(q.String(), "Mi", " Mi", 1))
+			default:
+				v.IntOrString = intstr.FromString(q.String())
+			}
+			m[name] = v
+		}
+		return m
+	}
+	r.Limits, r.Requests = fill(), fill()
 }
 
 // fillMicroServiceDeploySpec gives spec.creationTimestamp its shape
