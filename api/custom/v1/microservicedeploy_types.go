@@ -229,9 +229,5 @@ type MicroServiceDeployList struct {
 	Items           []MicroServiceDeploy `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&MicroServiceDeploy{}, &MicroServiceDeployList{})
-}
-
 // GetConditions returns the status conditions.
 func (m *MicroServiceDeploy) GetConditions() []metav1.Condition { return m.Status.Conditions }

@@ -95,9 +95,5 @@ type MyWebList struct {
 	Items           []MyWeb `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&MyWeb{}, &MyWebList{})
-}
-
 // GetConditions returns the status conditions.
 func (m *MyWeb) GetConditions() []metav1.Condition { return m.Status.Conditions }
