@@ -1,9 +1,10 @@
 package v1
 
 import (
-	"github.com/app-operator/app-operator/api/podsecurity"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/app-operator/app-operator/api/podsecurity"
 )
 
 // MicroServiceDeploySpec is the desired state of one instance of a

@@ -1,8 +1,9 @@
 package v1
 
 import (
-	"github.com/app-operator/app-operator/api/podsecurity"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/app-operator/app-operator/api/podsecurity"
 )
 
 // MaxPageBytes bounds spec.pageContentHtml. A ConfigMap holds at most 1 MiB
