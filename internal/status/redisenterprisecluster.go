@@ -22,7 +22,7 @@ func RedisEnterpriseCluster(st *redisv1alpha1.RedisEnterpriseClusterStatus, gene
 	st.State = cmp.Or(st.State, redisv1alpha1.StateBootstrappingFirstPod)
 	ready := metav1.Condition{Type: conditions.Ready, Status: metav1.ConditionFalse}
 	progressing := metav1.Condition{Type: conditions.Progressing, Status: metav1.ConditionTrue}
-	degraded := metav1.Condition{Type: conditions.Degraded, Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected, Message: "Nothing is wrong"}
+	degraded := metav1.Condition{Type: conditions.Degraded, Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected, Message: messageAsExpected}
 	switch st.State {
 	case redisv1alpha1.StateError:
 		ready.Reason, ready.Message = failure.Reason, failure.Message
@@ -30,7 +30,7 @@ func RedisEnterpriseCluster(st *redisv1alpha1.RedisEnterpriseClusterStatus, gene
 		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, failure.Reason, failure.Message
 	case redisv1alpha1.StateRunning:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, conditions.ReasonAvailable, "One primary and every replica in sync"
-		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, "The last change has rolled out"
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, messageRolloutComplete
 	case redisv1alpha1.StateBootstrappingFirstPod:
 		ready.Reason, ready.Message = redisv1alpha1.ReasonBootstrapping, cmp.Or(took, waiting, "Choosing the first primary")
 		progressing.Reason, progressing.Message = ready.Reason, ready.Message
