@@ -602,7 +602,7 @@ func TestMicroServiceDeployInstancesShareOneQuota(t *testing.T) {
 
 // managersOf returns the field managers of o.
 func managersOf(o client.Object) []string {
-	var out []string
+	out := make([]string, 0, len(o.GetManagedFields()))
 	for _, mf := range o.GetManagedFields() {
 		out = append(out, mf.Manager)
 	}

@@ -33,7 +33,7 @@ func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcd
 	}
 	st.Size = int32(len(st.Members))
 	st.Leader = ""
-	var members []etcdcluster.Member
+	members := make([]etcdcluster.Member, 0, len(st.Members))
 	for _, m := range st.Members {
 		if m.Leader {
 			st.Leader = m.Name

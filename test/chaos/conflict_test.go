@@ -31,7 +31,7 @@ func TestConflicts(t *testing.T) {
 	crs := convergeSamples(t, c, ns, famConflict)
 
 	ctx := context.Background()
-	var targets []child
+	targets := make([]child, 0, len(crs))
 	for _, cr := range crs {
 		targets = append(targets, desired(t, cr)...)
 	}

@@ -381,7 +381,7 @@ func desired(t testing.TB, obj client.Object) []child {
 	if err != nil {
 		t.Fatalf("build the children of %s %s: %v", kindOf(obj), obj.GetName(), err)
 	}
-	var out []child
+	out := make([]child, 0, len(acs))
 	for _, ac := range acs {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ac)
 		if err != nil {

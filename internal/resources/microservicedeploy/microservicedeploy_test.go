@@ -121,7 +121,7 @@ func TestBuildPodsRunUnderTheirServiceAccountWithTheirConfig(t *testing.T) {
 	if got := c.ConfigMap.Data[ConfigKey]; got != "password=88888888" {
 		t.Errorf("ConfigMap data = %q", got)
 	}
-	var mounts []string
+	mounts := make([]string, 0, len(pod.Spec.Containers[0].VolumeMounts))
 	for _, m := range pod.Spec.Containers[0].VolumeMounts {
 		mounts = append(mounts, *m.Name+":"+*m.MountPath+":"+ptr.Deref(m.SubPath, ""))
 	}
