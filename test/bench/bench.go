@@ -1272,7 +1272,7 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 	// measure reads both memories; with a profile name, it also saves
 	// both heap profiles in cfg.ProfileDir (<name>.pprof and
 	// <name>-floor.pprof).
-	measure := func(profile string) (MemoryPoint, error) {
+	measure := func(name string) (MemoryPoint, error) {
 		var p MemoryPoint
 		if _, err := e.quiet(ctx, op); err != nil {
 			return p, err
@@ -1285,11 +1285,11 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 			return p, err
 		}
 		env := []string{RoleEnv + "=floor", "BENCH_KUBECONFIG=" + e.kubeconfig}
-		if profile != "" && cfg.ProfileDir != "" {
-			if err := op.saveHeapProfile(filepath.Join(cfg.ProfileDir, profile+".pprof")); err != nil {
+		if name != "" && cfg.ProfileDir != "" {
+			if err := op.saveHeapProfile(filepath.Join(cfg.ProfileDir, name+".pprof")); err != nil {
 				return p, err
 			}
-			env = append(env, "BENCH_HEAP_PROFILE="+filepath.Join(cfg.ProfileDir, profile+"-floor.pprof"))
+			env = append(env, "BENCH_HEAP_PROFILE="+filepath.Join(cfg.ProfileDir, name+"-floor.pprof"))
 		}
 		_, err = runRole(ctx, cfg.Self, env, filepath.Join(e.cluster.Dir, "logs", "floor.log"), &p.Floor)
 		return p, err
@@ -1309,11 +1309,11 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		}); err != nil {
 			return nil, err
 		}
-		profile := ""
+		name := ""
 		if step == n {
-			profile = fmt.Sprintf("heap-%d", n)
+			name = fmt.Sprintf("heap-%d", n)
 		}
-		p, err := measure(profile)
+		p, err := measure(name)
 		if err != nil {
 			return nil, err
 		}

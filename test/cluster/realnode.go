@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
+	imagename "github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -472,7 +472,7 @@ func pushImages(ctx context.Context, dir, addr string) error {
 		return err
 	}
 	for _, desc := range manifest.Manifests {
-		ref, err := name.ParseReference(desc.Annotations["org.opencontainers.image.ref.name"])
+		ref, err := imagename.ParseReference(desc.Annotations["org.opencontainers.image.ref.name"])
 		if err != nil {
 			return err
 		}
