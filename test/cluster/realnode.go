@@ -367,7 +367,7 @@ func (c *Cluster) startMetricsServer(ctx context.Context, kubeconfig, caCert str
 				if m["status"] == "True" {
 					return nil
 				}
-				return fmt.Errorf("Available=%v: %v", m["status"], m["message"])
+				return fmt.Errorf("Available=%v: %v", m["status"], m["message"]) //nolint:staticcheck // Available is the condition's name.
 			}
 		}
 		return errors.New("no Available condition yet")
@@ -751,7 +751,7 @@ func (c *Cluster) waitRealNodeReady(ctx context.Context) error {
 		for _, cond := range node.Status.Conditions {
 			if cond.Type == corev1.NodeReady {
 				if cond.Status != corev1.ConditionTrue {
-					return fmt.Errorf("Ready=%s: %s", cond.Status, cond.Message)
+					return fmt.Errorf("Ready=%s: %s", cond.Status, cond.Message) //nolint:staticcheck // Ready is the condition's name.
 				}
 				_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
 				return err
