@@ -5,10 +5,12 @@
 # Tool versions. The control-plane versions live in hack/controlplane/go.mod
 # (Kubernetes, etcd) and hack/controlplane/kwok/go.mod (kwok).
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION ?= v4.3.1
 
 LOCALBIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/controlplane/go.mod)
 KWOK_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kwok" {print $$2}' hack/controlplane/kwok/go.mod)
@@ -84,8 +86,14 @@ fmt: ## Run go fmt.
 vet: ## Run go vet.
 	go vet ./...
 
+# The lint covers the main module. The modules with their own go.mod under
+# hack/controlplane and hack/realnode only build the cluster's components.
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: verify
-verify: manifests generate ## Fail when generated files, formatting or go.mod are stale, or when git tracks a binary or a file of more than 2 MB.
+verify: manifests generate lint ## Fail when generated files, formatting or go.mod are stale, the lint finds something, or git tracks a binary or a file of more than 2 MB.
 	@hack/check-tracked-files.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "Files need gofmt:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
@@ -181,6 +189,11 @@ $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $@
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(LOCALBIN)/golangci-lint $@
 
 .PHONY: helm
 helm: $(HELM) ## Install Helm into bin/.

@@ -108,7 +108,7 @@ func closure(byName map[string]smdschema.TypeDef, roots []string) map[string]boo
 	}
 	atom = func(a smdschema.Atom) {
 		if a.Map != nil {
-			for _, f := range a.Map.Fields {
+			for _, f := range a.Map.Fields { //nolint:staticcheck // Named through Map like a.Map.ElementType below, which is ambiguous without it.
 				ref(f.Type)
 			}
 			ref(a.Map.ElementType)

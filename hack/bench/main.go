@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -48,10 +49,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	dir := *out
-	if dir == "" {
-		dir = filepath.Join("bin", "bench", time.Now().UTC().Format("2006-01-02T150405Z"))
-	}
+	dir := cmp.Or(*out, filepath.Join("bin", "bench", time.Now().UTC().Format("2006-01-02T150405Z")))
 	if dir, err = filepath.Abs(dir); err != nil {
 		fail(err)
 	}

@@ -50,7 +50,8 @@ func etcdSample(root string) (sample, string, error) {
 // writes and reads back a key through the members' client port.
 func showEtcd(ctx context.Context, cl client.Client, live *unstructured.Unstructured) {
 	members, _, _ := unstructured.NestedSlice(live.Object, "status", "members")
-	var names, endpoints []string
+	names := make([]string, 0, len(members))
+	var endpoints []string
 	for _, m := range members {
 		member, _ := m.(map[string]any)
 		name, _ := member["name"].(string)

@@ -191,7 +191,7 @@ func ownedDigest(live runtime.Object, manager string) (uint64, bool) {
 	if mf == nil || err != nil {
 		return 0, false
 	}
-	return digestOf(mf.FieldsV1.Raw), true
+	return digestOf(mf.FieldsV1.GetRawBytes()), true
 }
 
 // digestOf is the FNV-1a hash of data.

@@ -21,7 +21,7 @@ func statusDigestApp(message string, entries int) *appv1.AppService {
 	for i := range entries {
 		a.ManagedFields = append(a.ManagedFields, metav1.ManagedFieldsEntry{
 			Manager: fmt.Sprintf("writer-%d", i), Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "app.example.com/v1",
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:image":{},"f:size":{}}}`)},
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:image":{},"f:size":{}}}`),
 		})
 	}
 	a.Status.ObservedGeneration = 2

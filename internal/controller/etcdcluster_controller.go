@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -230,9 +231,7 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd
 		if name == "" && len(m.PeerURLs) > 0 {
 			name, _ = etcdcluster.MemberOfPeerURL(o.Name, o.Namespace, m.PeerURLs[0])
 		}
-		if name == "" {
-			name = strconv.FormatUint(m.ID, 16)
-		}
+		name = cmp.Or(name, strconv.FormatUint(m.ID, 16))
 		member := etcdcluster.Member{ID: m.ID, Name: name, Started: m.Name != "", Learner: m.IsLearner, Leader: m.ID == leader}
 		if st := byID[m.ID]; st != nil {
 			member.Version = st.Version

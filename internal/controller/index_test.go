@@ -56,7 +56,7 @@ func TestChildrenAreFoundThroughTheirControllerIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var owners []*corev1.ConfigMap
+	owners := make([]*corev1.ConfigMap, 0, 3)
 	for i := range 3 {
 		owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("owner-%d", i)}}
 		if err := k8s.Create(ctx, owner); err != nil {

@@ -60,12 +60,12 @@ func newMSD(t *testing.T, ns, name string, mutate func(*customv1.MicroServiceDep
 
 // msdChildren are the children every instance has, named name.
 func msdChildren(ns, name string) []client.Object {
-	meta := func() metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+	objectMeta := func() metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
 	return []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: meta()},
-		&corev1.ConfigMap{ObjectMeta: meta()},
-		&corev1.Service{ObjectMeta: meta()},
-		&appsv1.Deployment{ObjectMeta: meta()},
+		&corev1.ServiceAccount{ObjectMeta: objectMeta()},
+		&corev1.ConfigMap{ObjectMeta: objectMeta()},
+		&corev1.Service{ObjectMeta: objectMeta()},
+		&appsv1.Deployment{ObjectMeta: objectMeta()},
 	}
 }
 
@@ -602,7 +602,7 @@ func TestMicroServiceDeployInstancesShareOneQuota(t *testing.T) {
 
 // managersOf returns the field managers of o.
 func managersOf(o client.Object) []string {
-	var out []string
+	out := make([]string, 0, len(o.GetManagedFields()))
 	for _, mf := range o.GetManagedFields() {
 		out = append(out, mf.Manager)
 	}

@@ -14,7 +14,7 @@ import (
 
 func TestTheREADMEsTableListsEveryKind(t *testing.T) {
 	rows := matches(t, "README.md", "(?m)^\\| `(\\w+)` \\| `([\\w./-]+)` \\|")
-	var want, got []string
+	want, got := make([]string, 0, len(All())), make([]string, 0, len(rows))
 	for _, k := range All() {
 		want = append(want, k.GVK.Kind+" "+k.GVK.GroupVersion().String())
 	}
@@ -27,8 +27,9 @@ func TestTheREADMEsTableListsEveryKind(t *testing.T) {
 }
 
 func TestTheREADMEsUninstallDeletesEveryCRD(t *testing.T) {
-	var got, want []string
-	for _, r := range matches(t, "README.md", `(?m)^  ([a-z0-9.-]+\.[a-z0-9.-]+)(?: \\)?$`) {
+	found := matches(t, "README.md", `(?m)^  ([a-z0-9.-]+\.[a-z0-9.-]+)(?: \\)?$`)
+	got, want := make([]string, 0, len(found)), make([]string, 0, len(All()))
+	for _, r := range found {
 		got = append(got, r[1])
 	}
 	for _, k := range All() {
@@ -40,8 +41,9 @@ func TestTheREADMEsUninstallDeletesEveryCRD(t *testing.T) {
 }
 
 func TestTheDesignListsEveryFieldManager(t *testing.T) {
-	var got, want []string
-	for _, r := range matches(t, filepath.Join("docs", "design.md"), "(?m)^- `app-operator-(\\w+)`$") {
+	found := matches(t, filepath.Join("docs", "design.md"), "(?m)^- `app-operator-(\\w+)`$")
+	got, want := make([]string, 0, len(found)), make([]string, 0, len(All()))
+	for _, r := range found {
 		got = append(got, r[1])
 	}
 	for _, k := range All() {

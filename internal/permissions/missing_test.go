@@ -58,8 +58,9 @@ func TestMissingNamesExactlyTheRuleNotGranted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var want []string
-	for _, n := range expand(rules[:1]) {
+	needs := expand(rules[:1])
+	want := make([]string, 0, len(needs))
+	for _, n := range needs {
 		want = append(want, describe(n, ""))
 	}
 	sort.Strings(want)

@@ -9,6 +9,7 @@
 package permissions
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -360,10 +361,7 @@ func where(ns string) string {
 }
 
 func describe(n need, ns string) string {
-	group := n.group
-	if group == "" {
-		group = "core"
-	}
+	group := cmp.Or(n.group, "core")
 	resource := n.resource
 	if n.subresource != "" {
 		resource += "/" + n.subresource

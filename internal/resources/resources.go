@@ -4,6 +4,7 @@
 package resources
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -123,10 +124,7 @@ type Defaults struct {
 // for the settings: the profile's (the resource's, else the operator's
 // default, else Baseline), each replaced by the user's own when given.
 func SecurityContexts(s podsecurity.Settings, d Defaults) (*corev1ac.PodSecurityContextApplyConfiguration, *corev1ac.SecurityContextApplyConfiguration) {
-	profile := s.SecurityProfile
-	if profile == "" {
-		profile = d.SecurityProfile
-	}
+	profile := cmp.Or(s.SecurityProfile, d.SecurityProfile)
 	pod := corev1ac.PodSecurityContext().
 		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
 	container := corev1ac.SecurityContext().WithAllowPrivilegeEscalation(false)

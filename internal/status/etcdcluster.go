@@ -33,7 +33,7 @@ func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcd
 	}
 	st.Size = int32(len(st.Members))
 	st.Leader = ""
-	var members []etcdcluster.Member
+	members := make([]etcdcluster.Member, 0, len(st.Members))
 	for _, m := range st.Members {
 		if m.Leader {
 			st.Leader = m.Name
@@ -60,7 +60,7 @@ func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcd
 	ready := metav1.Condition{Type: conditions.Ready, ObservedGeneration: generation}
 	progressing := metav1.Condition{Type: conditions.Progressing, ObservedGeneration: generation}
 	degraded := metav1.Condition{Type: conditions.Degraded, ObservedGeneration: generation,
-		Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected, Message: "Nothing is wrong"}
+		Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected, Message: messageAsExpected}
 	switch {
 	case failure != nil:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, failure.Reason, failure.Message
@@ -81,7 +81,7 @@ func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcd
 	case view.Observed && !d.Done() && !d.Failure && d.Reason != etcdcluster.ReasonMemberUnhealthy:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, d.Reason, d.Message
 	case ready.Status == metav1.ConditionTrue:
-		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, "The last change has rolled out"
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, messageRolloutComplete
 	default:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ready.Reason, "No change can be made: "+ready.Message
 	}

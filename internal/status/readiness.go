@@ -50,8 +50,12 @@ func ReadinessFailure(now time.Time, pods ...*corev1.Pod) (f *Failure, recheck t
 // looks at. It changes only when a container starts, becomes ready or stops
 // being ready.
 func UnreadyContainers(p *corev1.Pod) []string {
-	var out []string
-	for _, u := range unready(p) {
+	us := unready(p)
+	if len(us) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(us))
+	for _, u := range us {
 		out = append(out, u.container+"@"+u.since.UTC().Format(time.RFC3339))
 	}
 	return out

@@ -1,6 +1,8 @@
 package status
 
 import (
+	"cmp"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,16 +19,10 @@ func RedisEnterpriseCluster(st *redisv1alpha1.RedisEnterpriseClusterStatus, gene
 	if failure != nil {
 		st.State = redisv1alpha1.StateError
 	}
-	if st.State == "" {
-		st.State = redisv1alpha1.StateBootstrappingFirstPod
-	}
+	st.State = cmp.Or(st.State, redisv1alpha1.StateBootstrappingFirstPod)
 	ready := metav1.Condition{Type: conditions.Ready, Status: metav1.ConditionFalse}
 	progressing := metav1.Condition{Type: conditions.Progressing, Status: metav1.ConditionTrue}
-	degraded := metav1.Condition{Type: conditions.Degraded, Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected, Message: "Nothing is wrong"}
-	message := waiting
-	if took != "" {
-		message = took
-	}
+	degraded := metav1.Condition{Type: conditions.Degraded, Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected, Message: messageAsExpected}
 	switch st.State {
 	case redisv1alpha1.StateError:
 		ready.Reason, ready.Message = failure.Reason, failure.Message
@@ -34,15 +30,15 @@ func RedisEnterpriseCluster(st *redisv1alpha1.RedisEnterpriseClusterStatus, gene
 		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, failure.Reason, failure.Message
 	case redisv1alpha1.StateRunning:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, conditions.ReasonAvailable, "One primary and every replica in sync"
-		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, "The last change has rolled out"
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, messageRolloutComplete
 	case redisv1alpha1.StateBootstrappingFirstPod:
-		ready.Reason, ready.Message = redisv1alpha1.ReasonBootstrapping, orElse(message, "Choosing the first primary")
+		ready.Reason, ready.Message = redisv1alpha1.ReasonBootstrapping, cmp.Or(took, waiting, "Choosing the first primary")
 		progressing.Reason, progressing.Message = ready.Reason, ready.Message
 	case redisv1alpha1.StateRunningRollingUpdate:
-		ready.Reason, ready.Message = redisv1alpha1.ReasonRollingUpdate, orElse(message, "Replacing the nodes")
+		ready.Reason, ready.Message = redisv1alpha1.ReasonRollingUpdate, cmp.Or(took, waiting, "Replacing the nodes")
 		progressing.Reason, progressing.Message = ready.Reason, ready.Message
 	default:
-		ready.Reason, ready.Message = redisv1alpha1.ReasonInitializing, orElse(message, "Giving the nodes their roles")
+		ready.Reason, ready.Message = redisv1alpha1.ReasonInitializing, cmp.Or(took, waiting, "Giving the nodes their roles")
 		progressing.Reason, progressing.Message = ready.Reason, ready.Message
 	}
 	for _, c := range []metav1.Condition{ready, progressing, degraded} {
@@ -53,11 +49,4 @@ func RedisEnterpriseCluster(st *redisv1alpha1.RedisEnterpriseClusterStatus, gene
 	if failure == nil {
 		st.ObservedGeneration = generation
 	}
-}
-
-func orElse(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -24,6 +24,13 @@ type Failure struct {
 
 func (f *Failure) Error() string { return f.Reason + ": " + f.Message }
 
+// The messages of Progressing=False after a rollout, and of Degraded=False,
+// the same for every kind.
+const (
+	messageRolloutComplete = "The last change has rolled out"
+	messageAsExpected      = "Nothing is wrong"
+)
+
 // rolloutPhase classifies a Deployment the way `kubectl rollout status` does.
 type rolloutPhase int
 
@@ -112,7 +119,7 @@ func progressingCondition(generation int64, r rollout) metav1.Condition {
 	case phaseStalled:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, r.reason, r.message
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, "The last change has rolled out"
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, messageRolloutComplete
 	}
 	return c
 }
@@ -126,7 +133,7 @@ func degradedCondition(generation int64, r rollout, failure *Failure) metav1.Con
 	case r.phase == phaseStalled:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, r.reason, r.message
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, conditions.ReasonAsExpected, "Nothing is wrong"
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, conditions.ReasonAsExpected, messageAsExpected
 	}
 	return c
 }

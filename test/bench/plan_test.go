@@ -23,7 +23,8 @@ func TestPlan(t *testing.T) {
 		{"myweb capped", Config{N: []int{5000}, Workloads: []string{"myweb"}, Workers: 4, Repeat: 1}, []string{
 			"myweb 2766 4 full ×1",
 		}},
-		{"the sweep and the repeats at the first N only; the repeats at every N", Config{N: []int{1000, 5000}, Workloads: []string{"appservice", "memcached"}, Workers: 4, Sweep: []int{4, 16}, Repeat: 2}, []string{
+		{"the sweep and the repeats at the first N only; the repeats at every N", Config{N: []int{1000, 5000}, Workloads: []string{"appservice", "memcached"},
+			Workers: 4, Sweep: []int{4, 16}, Repeat: 2}, []string{
 			"appservice 1000 4 full ×2", "appservice 1000 16 ×1", "memcached 1000 4 full ×1",
 			"appservice 5000 4 full ×2", "memcached 5000 4 full ×1",
 		}},

@@ -13,10 +13,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/test/testenv"
-	"k8s.io/apimachinery/pkg/types"
-	"slices"
 )
 
 // bareProbe does for the new application obj, as soon as it is created,

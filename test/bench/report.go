@@ -274,12 +274,12 @@ func writePlot(path string, r *Results) error {
 		xy[1] = append(xy[1], plotter.XY{X: float64(c.N), Y: c.BareSeconds})
 		byWorkload[c.Workload] = xy
 	}
-	var names []string
+	names := make([]string, 0, len(byWorkload))
 	for k := range byWorkload {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	var lines []any
+	lines := make([]any, 0, 4*len(names))
 	for _, k := range names {
 		xy := byWorkload[k]
 		sort.Slice(xy[0], func(i, j int) bool { return xy[0][i].X < xy[0][j].X })

@@ -103,8 +103,9 @@ func requestDifferences(op, bare apiRequests, n int) string {
 		}
 		return strings.Compare(a, b)
 	})
-	var parts []string
-	for _, k := range keys[:min(n, len(keys))] {
+	top := keys[:min(n, len(keys))]
+	parts := make([]string, 0, len(top))
+	for _, k := range top {
 		parts = append(parts, fmt.Sprintf("%s %.0f/%.0f", k, op[k], bare[k]))
 	}
 	return strings.Join(parts, ", ")

@@ -122,8 +122,8 @@ func runBare(ctx context.Context, cfg Config, w workload, n, workers int, full b
 // wrote for every one. It returns what the client reported and the CPU
 // seconds it used.
 func (e *env) runBareClient(ctx context.Context, tr *tracker, w workload, n, workers int) (bareResult, float64, error) {
-	var nss []string
-	for i := range (n + e.cfg.PerNamespace - 1) / e.cfg.PerNamespace {
+	nss := make([]string, 0, (n+e.cfg.PerNamespace-1)/e.cfg.PerNamespace)
+	for i := range cap(nss) {
 		nss = append(nss, fmt.Sprintf("%s%03d", barePrefix, i))
 	}
 	var br bareResult

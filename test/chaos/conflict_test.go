@@ -31,7 +31,7 @@ func TestConflicts(t *testing.T) {
 	crs := convergeSamples(t, c, ns, famConflict)
 
 	ctx := context.Background()
-	var targets []child
+	targets := make([]child, 0, len(crs))
 	for _, cr := range crs {
 		targets = append(targets, desired(t, cr)...)
 	}
@@ -51,16 +51,16 @@ func TestConflicts(t *testing.T) {
 			}
 		}
 	})
-	writer(700*time.Millisecond, func(i int, ch child) {
-		ch = targets[(i*7)%len(targets)]
+	writer(700*time.Millisecond, func(i int, _ child) {
+		ch := targets[(i*7)%len(targets)]
 		if u, err := liveChild(ctx, c, ns, ch); err == nil && u != nil {
 			if c.Delete(ctx, u) == nil {
 				deletes.Add(1)
 			}
 		}
 	})
-	writer(300*time.Millisecond, func(i int, ch child) {
-		ch = targets[(i*3)%len(targets)]
+	writer(300*time.Millisecond, func(i int, _ child) {
+		ch := targets[(i*3)%len(targets)]
 		if u, err := liveChild(ctx, c, ns, ch); err == nil && u != nil {
 			if patch, err := editPatch(u); err == nil {
 				edited := patched(u, patch)
@@ -77,7 +77,7 @@ func TestConflicts(t *testing.T) {
 						ac[f] = v
 					}
 				}
-				if c.Patch(ctx, asUnstructured(ac), client.Apply, client.FieldOwner("chaos-writer"), client.ForceOwnership) == nil {
+				if c.Apply(ctx, client.ApplyConfigurationFromUnstructured(asUnstructured(ac)), client.FieldOwner("chaos-writer"), client.ForceOwnership) == nil {
 					applies.Add(1)
 				}
 			}

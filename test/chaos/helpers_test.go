@@ -340,7 +340,7 @@ var childTypes = func() []client.ObjectList {
 	if err != nil {
 		panic(err)
 	}
-	var out []client.ObjectList
+	out := make([]client.ObjectList, 0, len(owned))
 	for _, o := range owned {
 		gvks, _, err := scheme.ObjectKinds(o)
 		if err != nil {
@@ -392,7 +392,7 @@ func desired(t testing.TB, obj client.Object) []child {
 	if err != nil {
 		t.Fatalf("build the children of %s %s: %v", kindOf(obj), obj.GetName(), err)
 	}
-	var out []child
+	out := make([]child, 0, len(acs))
 	for _, ac := range acs {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ac)
 		if err != nil {

@@ -151,12 +151,12 @@ func (r *restoreTimes) add(kind, fault string, d time.Duration) {
 func (r *restoreTimes) lines() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
+	out := make([]string, 0, len(r.took)+1)
 	for kind, ds := range r.took {
 		slices.Sort(ds)
 		out = append(out, fmt.Sprintf("%-23s %2d faults restored, median %.2fs, max %.2fs", kind, len(ds), ds[len(ds)/2].Seconds(), ds[len(ds)-1].Seconds()))
 	}
-	var faults []string
+	faults := make([]string, 0, len(r.n))
 	for f, n := range r.n {
 		faults = append(faults, fmt.Sprintf("%s %d", f, n))
 	}

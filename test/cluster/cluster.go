@@ -11,6 +11,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,9 +102,7 @@ type Cluster struct {
 // Start builds nothing: it runs the binaries found in BinDir and returns once
 // the cluster is ready (and, for Full, once the fake node is Ready).
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
-	if opts.Profile == "" {
-		opts.Profile = APIOnly
-	}
+	opts.Profile = cmp.Or(opts.Profile, APIOnly)
 	progress := opts.Progress
 	if progress == nil {
 		progress = io.Discard

@@ -122,7 +122,7 @@ func (c *Cluster) waitRealNodeReady(ctx context.Context) error {
 		for _, cond := range node.Status.Conditions {
 			if cond.Type == corev1.NodeReady {
 				if cond.Status != corev1.ConditionTrue {
-					return fmt.Errorf("Ready=%s: %s", cond.Status, cond.Message)
+					return fmt.Errorf("Ready=%s: %s", cond.Status, cond.Message) //nolint:staticcheck // The condition's name, as the API writes it.
 				}
 				_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
 				return err

@@ -125,7 +125,7 @@ func (c *Cluster) registerMetricsAPI(ctx context.Context) error {
 				if m["status"] == "True" {
 					return nil
 				}
-				return fmt.Errorf("Available=%v: %v", m["status"], m["message"])
+				return fmt.Errorf("Available=%v: %v", m["status"], m["message"]) //nolint:staticcheck // The condition's name, as the API writes it.
 			}
 		}
 		return errors.New("no Available condition yet")

@@ -24,7 +24,7 @@ func TestSamplesRunUnderPodSecurityRestricted(t *testing.T) {
 	ctx := context.Background()
 	c := operatorClient(t)
 	objs := samplesInNamespaces(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
-	var namespaces []string
+	namespaces := make([]string, 0, len(objs))
 	for _, u := range objs {
 		namespaces = append(namespaces, u.GetNamespace())
 	}

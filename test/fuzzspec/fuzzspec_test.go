@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "write the seed corpus entries of the sa
 
 // newResources returns a new resource of every kind.
 func newResources() []client.Object {
-	var out []client.Object
+	out := make([]client.Object, 0, len(kinds.All()))
 	for _, k := range kinds.All() {
 		out = append(out, k.New())
 	}

@@ -441,7 +441,7 @@ func checkSelectors(t *testing.T, cs kubernetes.Interface, pods []corev1.Pod) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var portNames []string
+	portNames := make([]string, 0, len(svc.Spec.Ports))
 	for _, p := range svc.Spec.Ports {
 		portNames = append(portNames, p.Name)
 	}

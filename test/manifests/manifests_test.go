@@ -80,7 +80,8 @@ func helm(t *testing.T, set ...string) []*unstructured.Unstructured {
 		}
 		bin = matches[len(matches)-1]
 	}
-	args := []string{"template", "app-operator", "charts/app-operator", "--namespace", "app-operator-system"}
+	args := make([]string, 0, 5+2*len(set))
+	args = append(args, "template", "app-operator", "charts/app-operator", "--namespace", "app-operator-system")
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
@@ -157,8 +158,9 @@ func TestChartAndKustomizeHardenTheManagerAlike(t *testing.T) {
 // hardening keeps what decides how safely the manager runs, and the
 // environment of its Go runtime (its garbage collection and memory limit).
 func hardening(containers any) any {
-	var out []any
-	for _, c := range containers.([]any) {
+	cs := containers.([]any)
+	out := make([]any, 0, len(cs))
+	for _, c := range cs {
 		m := c.(map[string]any)
 		out = append(out, map[string]any{
 			"securityContext": m["securityContext"], "livenessProbe": m["livenessProbe"],
@@ -232,14 +234,13 @@ func TestWatchNamespacesUsesRolesOnly(t *testing.T) {
 	// The cluster-wide grants: reading the watched Namespaces, by name, so
 	// that the start-up check can tell a deleted one, and the manager's
 	// rules on cluster-scoped resources, which no Role can grant.
-	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{"team-a", "team-b"}, Verbs: []string{"get"}}}
 	required, err := permissions.Required()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cluster := permissions.SplitByScope(required)
-	want = append(want, cluster...)
-	if len(cluster) == 0 {
+	_, clusterRules := permissions.SplitByScope(required)
+	want := append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{"team-a", "team-b"}, Verbs: []string{"get"}}}, clusterRules...)
+	if len(clusterRules) == 0 {
 		t.Fatal("the manager's rules name no cluster-scoped resource: this test checks nothing of them")
 	}
 	for _, o := range objs {
@@ -271,7 +272,7 @@ func bySuffix(t *testing.T, objs []*unstructured.Unstructured, kind, suffix stri
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	var out []string
+	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
 	}

@@ -358,7 +358,7 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	}
 	t.Logf("claim of %s deleted with the operator away: the new pod's etcd exited twice without joining", victim)
 	start = time.Now()
-	op = testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 	testenv.Eventually(t, 5*time.Minute, func() (bool, string) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
 			return false, err.Error()

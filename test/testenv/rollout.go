@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -66,7 +65,7 @@ func ReplicasOwners(t testing.TB, d *appsv1.Deployment) []string {
 			continue
 		}
 		fields := &fieldpath.Set{}
-		if err := fields.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+		if err := fields.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
 			t.Fatalf("managedFields of %s/%s, manager %s: %v", d.Namespace, d.Name, mf.Manager, err)
 		}
 		if fields.Has(replicas) {

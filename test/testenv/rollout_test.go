@@ -41,7 +41,7 @@ func TestReplicasOwners(t *testing.T) {
 	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
 		e := metav1.ManagedFieldsEntry{Manager: manager}
 		if fields != "" {
-			e.FieldsV1 = &metav1.FieldsV1{Raw: []byte(fields)}
+			e.FieldsV1 = metav1.NewFieldsV1(fields)
 		}
 		return e
 	}

@@ -206,10 +206,6 @@ type WebServiceList struct {
 	Items           []WebService `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&AppService{}, &AppServiceList{}, &WebService{}, &WebServiceList{})
-}
-
 // GetConditions returns the status conditions.
 func (a *AppService) GetConditions() []metav1.Condition { return a.Status.Conditions }
 

@@ -110,9 +110,5 @@ type MemcachedList struct {
 	Items           []Memcached `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&Memcached{}, &MemcachedList{})
-}
-
 // GetConditions returns the status conditions.
 func (m *Memcached) GetConditions() []metav1.Condition { return m.Status.Conditions }

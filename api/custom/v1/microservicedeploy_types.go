@@ -1,9 +1,10 @@
 package v1
 
 import (
-	"github.com/app-operator/app-operator/api/podsecurity"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/app-operator/app-operator/api/podsecurity"
 )
 
 // MicroServiceDeploySpec is the desired state of one instance of a
@@ -227,10 +228,6 @@ type MicroServiceDeployList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MicroServiceDeploy `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&MicroServiceDeploy{}, &MicroServiceDeployList{})
 }
 
 // GetConditions returns the status conditions.

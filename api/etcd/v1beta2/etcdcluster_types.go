@@ -138,9 +138,5 @@ type EtcdClusterList struct {
 	Items           []EtcdCluster `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&EtcdCluster{}, &EtcdClusterList{})
-}
-
 // GetConditions returns the status conditions.
 func (e *EtcdCluster) GetConditions() []metav1.Condition { return e.Status.Conditions }

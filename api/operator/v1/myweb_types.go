@@ -1,8 +1,9 @@
 package v1
 
 import (
-	"github.com/app-operator/app-operator/api/podsecurity"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/app-operator/app-operator/api/podsecurity"
 )
 
 // MaxPageBytes bounds spec.pageContentHtml. A ConfigMap holds at most 1 MiB
@@ -93,10 +94,6 @@ type MyWebList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MyWeb `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&MyWeb{}, &MyWebList{})
 }
 
 // GetConditions returns the status conditions.

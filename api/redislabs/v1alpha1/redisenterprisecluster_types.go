@@ -290,10 +290,6 @@ type RedisEnterpriseClusterList struct {
 	Items           []RedisEnterpriseCluster `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&RedisEnterpriseCluster{}, &RedisEnterpriseClusterList{})
-}
-
 // GetConditions returns the status conditions.
 func (r *RedisEnterpriseCluster) GetConditions() []metav1.Condition { return r.Status.Conditions }
 

@@ -3,6 +3,7 @@
 package appservice
 
 import (
+	"cmp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,10 +113,7 @@ func containerPorts(ports []appv1.ServicePort) []*corev1ac.ContainerPortApplyCon
 }
 
 func service(owner resources.Owner, spec *appv1.AppServiceSpec, selector, labels map[string]string) *corev1ac.ServiceApplyConfiguration {
-	svcType := spec.ServiceType
-	if svcType == "" {
-		svcType = corev1.ServiceTypeNodePort
-	}
+	svcType := cmp.Or(spec.ServiceType, corev1.ServiceTypeNodePort)
 	s := corev1ac.ServiceSpec().WithType(svcType).WithSelector(selector)
 	for _, p := range spec.Ports {
 		port := corev1ac.ServicePort().
@@ -149,8 +147,5 @@ func targetPort(p appv1.ServicePort) int32 {
 }
 
 func protocol(p appv1.ServicePort) corev1.Protocol {
-	if p.Protocol == "" {
-		return corev1.ProtocolTCP
-	}
-	return p.Protocol
+	return cmp.Or(p.Protocol, corev1.ProtocolTCP)
 }

@@ -97,7 +97,7 @@ func TestBuildDeployment(t *testing.T) {
 	if *c.Name != "web" || *c.Image != "nginx:1.27" {
 		t.Errorf("container name %s image %s", *c.Name, *c.Image)
 	}
-	var ports []string
+	ports := make([]string, 0, len(c.Ports))
 	for _, p := range c.Ports {
 		ports = append(ports, fmt.Sprintf("%d/%s", *p.ContainerPort, *p.Protocol))
 	}

@@ -21,6 +21,7 @@
 package etcdcluster
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strconv"
@@ -171,11 +172,7 @@ func MemberOfPeerURL(cluster, namespace, url string) (string, bool) {
 
 // Image is the image of version: <repository>:v<version>.
 func Image(spec *etcdv1beta2.EtcdClusterSpec, version string) string {
-	repo := spec.Repository
-	if repo == "" {
-		repo = etcdv1beta2.DefaultRepository
-	}
-	return repo + ":v" + version
+	return cmp.Or(spec.Repository, etcdv1beta2.DefaultRepository) + ":v" + version
 }
 
 // Replicas is the StatefulSet's replica count for the registered members:

@@ -4,6 +4,7 @@
 package memcached
 
 import (
+	"cmp"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -113,10 +114,7 @@ func CacheMegabytes(res corev1.ResourceRequirements) (mb int64, ok bool) {
 }
 
 func deployment(owner resources.Owner, spec *cachev1alpha1.MemcachedSpec, defaults resources.Defaults, selector, labels map[string]string) *appsv1ac.DeploymentApplyConfiguration {
-	image := spec.Image
-	if image == "" {
-		image = cachev1alpha1.DefaultImage
-	}
+	image := cmp.Or(spec.Image, cachev1alpha1.DefaultImage)
 	res := Resources(spec)
 	args := []string{"-p", strconv.Itoa(Port)}
 	if mb, ok := CacheMegabytes(res); ok {

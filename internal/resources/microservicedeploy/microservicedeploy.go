@@ -6,6 +6,7 @@
 package microservicedeploy
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -110,13 +111,6 @@ func (o Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func (o Options) authAnnotation() string {
-	if o.AuthURLAnnotation != "" {
-		return o.AuthURLAnnotation
-	}
-	return DefaultAuthURLAnnotation
 }
 
 // Exposure is whether and where the operator exposes an instance.
@@ -385,7 +379,7 @@ func ingress(owner resources.Owner, spec *customv1.MicroServiceDeploySpec, opts 
 		WithOwnerReferences(owner.Reference()).
 		WithSpec(ingSpec)
 	if spec.NeedAuth {
-		ing.WithAnnotations(map[string]string{opts.authAnnotation(): opts.AuthURL})
+		ing.WithAnnotations(map[string]string{cmp.Or(opts.AuthURLAnnotation, DefaultAuthURLAnnotation): opts.AuthURL})
 	}
 	return ing
 }

@@ -68,10 +68,10 @@ func QuotaHard(specs []*customv1.MicroServiceDeploySpec) corev1.ResourceList {
 			}
 		}
 		if allRequest {
-			hard[corev1.ResourceName("requests."+name)] = canonical(requests)
+			hard["requests."+name] = canonical(requests)
 		}
 		if allLimit {
-			hard[corev1.ResourceName("limits."+name)] = canonical(limits)
+			hard["limits."+name] = canonical(limits)
 		}
 	}
 	return hard

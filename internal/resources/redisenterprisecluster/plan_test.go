@@ -192,7 +192,7 @@ func FuzzPlan(f *testing.F) {
 		if b := next(); b%6 < 5 {
 			recorded = names[b%6]
 		}
-		var nodes []Node
+		nodes := make([]Node, 0, want)
 		for i := range want {
 			b, c, o := next(), next(), next()
 			n := Node{

@@ -7,6 +7,7 @@
 package redisenterprisecluster
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -121,10 +122,7 @@ func Nodes(spec *redisv1alpha1.RedisEnterpriseClusterSpec) int {
 // BootPrimary is the node every other node replicates at boot: the
 // recorded primary, or the first node before one is recorded.
 func BootPrimary(name, recorded string) string {
-	if recorded != "" {
-		return recorded
-	}
-	return PodName(name, 0)
+	return cmp.Or(recorded, PodName(name, 0))
 }
 
 // Input is what the builder needs beyond the spec.
@@ -157,44 +155,26 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 		ConfigMap:           configMap(owner, spec, in, conf, labels),
 		NodesService:        nodesService(owner, selector, labels),
 		PrimaryService:      primaryService(owner.Name, corev1.ServiceTypeClusterIP, owner, selector, labels),
-		UIService:           primaryService(UIServiceName(owner.Name), uiServiceType(spec), owner, selector, labels),
+		UIService:           primaryService(UIServiceName(owner.Name), cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), owner, selector, labels),
 		StatefulSet:         statefulSet(owner, spec, res, conf, selector, labels),
 		PodDisruptionBudget: podDisruptionBudget(owner, selector, labels),
 	}, nil
 }
 
-func uiServiceType(spec *redisv1alpha1.RedisEnterpriseClusterSpec) corev1.ServiceType {
-	if spec.UIServiceType == "" {
-		return corev1.ServiceTypeClusterIP
-	}
-	return spec.UIServiceType
-}
-
 // Username returns spec.username, or its default.
 func Username(spec *redisv1alpha1.RedisEnterpriseClusterSpec) string {
-	if spec.Username == "" {
-		return redisv1alpha1.DefaultUsername
-	}
-	return spec.Username
+	return cmp.Or(spec.Username, redisv1alpha1.DefaultUsername)
 }
 
 // Image returns repository:versionTag, with the defaults.
 func Image(spec *redisv1alpha1.RedisEnterpriseClusterSpec) (string, corev1.PullPolicy) {
 	repo, tag, policy := redisv1alpha1.DefaultRepository, redisv1alpha1.DefaultVersionTag, corev1.PullIfNotPresent
 	if s := spec.RedisEnterpriseImageSpec; s != nil {
-		repo = cmpOr(s.Repository, repo)
-		tag = cmpOr(s.VersionTag, tag)
-		policy = cmpOr(s.ImagePullPolicy, policy)
+		repo = cmp.Or(s.Repository, repo)
+		tag = cmp.Or(s.VersionTag, tag)
+		policy = cmp.Or(s.ImagePullPolicy, policy)
 	}
 	return repo + ":" + tag, policy
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Quantity parses a resource value as the API accepts it: a quantity in
