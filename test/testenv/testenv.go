@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,7 +162,8 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator 
 	}
 	// Several managers in one test binary register the same controller names.
 	skipNameValidation := true
-	logs := &testWriter{t: t}
+	logs := &testWriter{}
+	t.Cleanup(func() { logs.printIfFailed(t) })
 	mgr, err := ctrl.NewManager(reads.Wrap(muts.Wrap(cfg)), ctrl.Options{
 		Scheme:                 controller.NewScheme(),
 		Cache:                  cacheOpts,
@@ -233,20 +235,30 @@ func Sorted(s []string) []string {
 	return out
 }
 
-// testWriter sends the manager's log to the test log, so it shows only for
-// failing tests. Lines written after the manager stopped are dropped: the
-// test may be over by then.
+// logTail is how many of the manager's last log lines a failing test
+// prints: enough to see what it did last, few enough that the test's own
+// failure messages stay on the first screen of its output.
+const logTail = 150
+
+// testWriter keeps the manager's last log lines and prints them when the
+// test fails, after the test's own messages. Lines written after the
+// manager stopped are dropped: the test may be over by then.
 type testWriter struct {
-	mu     sync.Mutex
-	t      testing.TB
-	closed bool
+	mu      sync.Mutex
+	lines   []string
+	written int
+	closed  bool
 }
 
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.closed {
-		w.t.Log(string(p))
+		w.written++
+		if len(w.lines) == logTail {
+			w.lines = w.lines[1:]
+		}
+		w.lines = append(w.lines, strings.TrimRight(string(p), "\n"))
 	}
 	return len(p), nil
 }
@@ -255,6 +267,15 @@ func (w *testWriter) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
+}
+
+// printIfFailed logs the kept lines when t has failed.
+func (w *testWriter) printIfFailed(t testing.TB) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t.Failed() && w.written > 0 {
+		t.Logf("the manager's last %d log lines (of %d):\n%s", len(w.lines), w.written, strings.Join(w.lines, "\n"))
+	}
 }
 
 // ReconcileCount is how many passes the named controller has finished in
