@@ -1,0 +1,165 @@
+// Package redisnode is what the operator asks of one Redis node: its
+// replication state, and the few commands that change its role. The
+// controller uses it through the Nodes interface, so its glue is tested
+// with a fake.
+package redisnode
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Timeouts of the calls: a node that does not answer within them counts as
+// not answering in this pass.
+const (
+	DialTimeout = time.Second
+	CallTimeout = time.Second
+)
+
+// Info is what a node says of its replication and its data.
+type Info struct {
+	// Primary is whether the node says it is a primary (role:master).
+	Primary bool
+	// ReplID is the replication ID of the node's history.
+	ReplID string
+	// Offset is the node's replication offset (master_repl_offset).
+	Offset int64
+	// PrimaryHost is, for a replica, the host of the primary it follows.
+	PrimaryHost string
+	// LinkUp is, for a replica, whether its link to its primary is up and
+	// no sync is in progress.
+	LinkUp bool
+	// LastIO is, for a replica whose link is up, how long ago its primary
+	// last sent it anything (master_last_io_seconds_ago); -1 when its link
+	// is down.
+	LastIO time.Duration
+	// Keys is the number of keys in every database.
+	Keys int64
+}
+
+// Nodes sends commands to Redis nodes by address (host:port).
+type Nodes interface {
+	// Info returns the node's replication state and key count.
+	Info(ctx context.Context, addr string) (Info, error)
+	// Promote makes the node a primary (REPLICAOF NO ONE).
+	Promote(ctx context.Context, addr string) error
+	// Follow makes the node a replica of host:port (REPLICAOF).
+	Follow(ctx context.Context, addr, host string, port int) error
+	// PauseWrites pauses writes on the node for d (CLIENT PAUSE WRITE).
+	PauseWrites(ctx context.Context, addr string, d time.Duration) error
+	// Unpause ends a pause (CLIENT UNPAUSE).
+	Unpause(ctx context.Context, addr string) error
+}
+
+// Client is Nodes over go-redis, one short connection per call,
+// authenticated with a password.
+type Client struct {
+	Password string
+}
+
+var _ Nodes = Client{}
+
+func (c Client) conn(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:         addr,
+		Password:     c.Password,
+		Protocol:     2,
+		DialTimeout:  DialTimeout,
+		ReadTimeout:  CallTimeout,
+		WriteTimeout: CallTimeout,
+		MaxRetries:   -1,
+		// One dial: a node that does not answer waits for the next pass.
+		DialerRetries:   1,
+		PoolSize:        1,
+		DisableIdentity: true,
+	})
+}
+
+// do sends one command, bounded by the dial and call timeouts.
+func (c Client) do(ctx context.Context, addr string, args ...any) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, DialTimeout+CallTimeout)
+	defer cancel()
+	r := c.conn(addr)
+	defer r.Close()
+	return r.Do(ctx, args...).Result()
+}
+
+// Info implements Nodes.
+func (c Client) Info(ctx context.Context, addr string) (Info, error) {
+	v, err := c.do(ctx, addr, "INFO", "replication", "keyspace")
+	if err != nil {
+		return Info{}, err
+	}
+	text, ok := v.(string)
+	if !ok {
+		return Info{}, fmt.Errorf("INFO answered %T", v)
+	}
+	return ParseInfo(text), nil
+}
+
+// Promote implements Nodes.
+func (c Client) Promote(ctx context.Context, addr string) error {
+	_, err := c.do(ctx, addr, "REPLICAOF", "NO", "ONE")
+	return err
+}
+
+// Follow implements Nodes.
+func (c Client) Follow(ctx context.Context, addr, host string, port int) error {
+	_, err := c.do(ctx, addr, "REPLICAOF", host, strconv.Itoa(port))
+	return err
+}
+
+// PauseWrites implements Nodes.
+func (c Client) PauseWrites(ctx context.Context, addr string, d time.Duration) error {
+	_, err := c.do(ctx, addr, "CLIENT", "PAUSE", strconv.FormatInt(d.Milliseconds(), 10), "WRITE")
+	return err
+}
+
+// Unpause implements Nodes.
+func (c Client) Unpause(ctx context.Context, addr string) error {
+	_, err := c.do(ctx, addr, "CLIENT", "UNPAUSE")
+	return err
+}
+
+// ParseInfo reads the replication and keyspace sections of INFO.
+func ParseInfo(text string) Info {
+	fields := map[string]string{}
+	var keys int64
+	for line := range strings.SplitSeq(text, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		fields[k] = v
+		// db0:keys=1,expires=0,avg_ttl=0
+		if strings.HasPrefix(k, "db") {
+			for part := range strings.SplitSeq(v, ",") {
+				if n, ok := strings.CutPrefix(part, "keys="); ok {
+					c, _ := strconv.ParseInt(n, 10, 64)
+					keys += c
+				}
+			}
+		}
+	}
+	in := Info{Primary: fields["role"] == "master", ReplID: fields["master_replid"], Keys: keys}
+	in.Offset, _ = strconv.ParseInt(fields["master_repl_offset"], 10, 64)
+	if !in.Primary {
+		in.PrimaryHost = fields["master_host"]
+		in.LinkUp = fields["master_link_status"] == "up" && fields["master_sync_in_progress"] == "0"
+		if s, err := strconv.Atoi(fields["master_last_io_seconds_ago"]); err == nil && s >= 0 {
+			in.LastIO = time.Duration(s) * time.Second
+		} else {
+			in.LastIO = -1
+		}
+	}
+	return in
+}
+
+// Addr is the address of a node's Redis port.
+func Addr(ip string, port int) string { return net.JoinHostPort(ip, strconv.Itoa(port)) }

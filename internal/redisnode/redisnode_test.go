@@ -1,0 +1,44 @@
+package redisnode
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseInfo(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want Info
+	}{
+		{
+			name: "should read a primary, its history and its keys in every database",
+			text: "# Replication\r\nrole:master\r\nconnected_slaves:2\r\nmaster_replid:abc\r\nmaster_repl_offset:1234\r\n\r\n# Keyspace\r\ndb0:keys=10,expires=0,avg_ttl=0\r\ndb3:keys=5,expires=1,avg_ttl=7\r\n",
+			want: Info{Primary: true, ReplID: "abc", Offset: 1234, Keys: 15},
+		},
+		{
+			name: "should read a replica streaming from its primary",
+			text: "role:slave\r\nmaster_host:r-0.r-nodes\r\nmaster_port:6379\r\nmaster_link_status:up\r\nmaster_last_io_seconds_ago:1\r\nmaster_sync_in_progress:0\r\nmaster_replid:abc\r\nmaster_repl_offset:1200\r\n",
+			want: Info{ReplID: "abc", Offset: 1200, PrimaryHost: "r-0.r-nodes", LinkUp: true, LastIO: time.Second},
+		},
+		{
+			name: "should read a replica whose link is down as not up, with no last contact",
+			text: "role:slave\r\nmaster_host:r-0.r-nodes\r\nmaster_link_status:down\r\nmaster_last_io_seconds_ago:-1\r\nmaster_sync_in_progress:0\r\nmaster_replid:def\r\nmaster_repl_offset:0\r\n",
+			want: Info{ReplID: "def", PrimaryHost: "r-0.r-nodes", LastIO: -1},
+		},
+		{
+			name: "should read a replica in the middle of a full sync as not up",
+			text: "role:slave\r\nmaster_host:r-1.r-nodes\r\nmaster_link_status:up\r\nmaster_last_io_seconds_ago:0\r\nmaster_sync_in_progress:1\r\n",
+			want: Info{PrimaryHost: "r-1.r-nodes"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ParseInfo(tt.text)); diff != "" {
+				t.Errorf("ParseInfo (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
