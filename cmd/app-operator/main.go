@@ -40,24 +40,25 @@ func main() {
 		os.Exit(preview.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	var (
-		metricsAddr      string
-		probeAddr        string
-		secureMetrics    bool
-		enableHTTP2      bool
-		leaderElect      bool
-		leaderElectionNS string
-		watchNamespaces  string
-		securityProfile  string
-		msd              microservicedeploy.Options
-		permCheckTimeout time.Duration
-		workers          int
-		apiQPS           float64
-		apiBurst         int
-		apiCompression   bool
-		pprofAddr        string
-		leaseDuration    time.Duration
-		renewDeadline    time.Duration
-		retryPeriod      time.Duration
+		metricsAddr        string
+		probeAddr          string
+		secureMetrics      bool
+		enableHTTP2        bool
+		leaderElect        bool
+		leaderElectionNS   string
+		watchNamespaces    string
+		securityProfile    string
+		msd                microservicedeploy.Options
+		permCheckTimeout   time.Duration
+		redisFailoverAfter time.Duration
+		workers            int
+		apiQPS             float64
+		apiBurst           int
+		apiCompression     bool
+		pprofAddr          string
+		leaseDuration      time.Duration
+		renewDeadline      time.Duration
+		retryPeriod        time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
@@ -88,6 +89,8 @@ func main() {
 		"External authentication endpoint the Ingress of a MicroServiceDeploy with needAuth checks every request with. Empty: such instances are not exposed.")
 	flag.StringVar(&msd.AuthURLAnnotation, "microservice-auth-url-annotation", microservicedeploy.DefaultAuthURLAnnotation,
 		"Ingress annotation that carries the external authentication endpoint (the Ingress controller's).")
+	flag.DurationVar(&redisFailoverAfter, "redis-failover-after", controller.DefaultRedisFailoverAfter,
+		"How long a RedisEnterpriseCluster's primary must be down, with no replica still streaming from it, before a replica replaces it.")
 	flag.DurationVar(&permCheckTimeout, "permission-check-timeout", 45*time.Second,
 		"How long the start-up permission check may retry an API server that does not answer before the manager exits.")
 	// The default is measured by `make bench` (docs/performance.md).
@@ -210,6 +213,7 @@ func main() {
 		Defaults:                resources.Defaults{SecurityProfile: podsecurity.Profile(securityProfile)},
 		MicroServiceDeploy:      msd,
 		MaxConcurrentReconciles: workers,
+		RedisFailoverAfter:      redisFailoverAfter,
 	}
 	if err := controller.SetupWithManager(mgr, opts); err != nil {
 		log.Error(err, "Unable to set up controllers")

@@ -75,7 +75,15 @@ func etcdClusterKind(Options) kind[*etcdv1beta2.EtcdCluster] {
 		build: func(o *etcdv1beta2.EtcdCluster, _ observed) ([]runtime.ApplyConfiguration, error) {
 			return etcdcluster.Build(resources.OwnerOf(o, gvk), &o.Spec, o.Status.Members).Objects(), nil
 		},
-		step: ops.step,
+		step: func(ctx context.Context, o *etcdv1beta2.EtcdCluster, children observed, scope stepScope) (Step, error) {
+			// Every step of an etcd cluster moves it toward its spec
+			// (membership, version); none is taken while a child is not
+			// as the spec wants.
+			if scope == safetySteps {
+				return Step{}, nil
+			}
+			return ops.step(ctx, o, children)
+		},
 		setStatus: func(o *etcdv1beta2.EtcdCluster, pass report, now metav1.Time) {
 			view, _ := pass.step.Observed.(status.EtcdView)
 			selector := labels.SelectorFromSet(etcdcluster.Selector(o.Name)).String()

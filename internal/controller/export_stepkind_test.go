@@ -32,6 +32,11 @@ type FakeMembers struct {
 	Fail      error
 	NoQuorum  bool
 	CatchUpIn int // looks a new learner needs to catch up
+	// InvalidSpec makes the kind's build fail, as a spec it cannot turn
+	// into children does.
+	InvalidSpec bool
+	// SafetyPasses counts the steps run with safetySteps.
+	SafetyPasses int
 }
 
 func (a *FakeMembers) look() (voters int, learner, caughtUp bool, err error) {
@@ -86,11 +91,19 @@ func membersKind(app *FakeMembers) kind[*cachev1alpha1.Memcached] {
 		gvk:       cachev1alpha1.GroupVersion.WithKind("Memcached"),
 		newObject: func() *cachev1alpha1.Memcached { return &cachev1alpha1.Memcached{} },
 		build: func(*cachev1alpha1.Memcached, observed) ([]runtime.ApplyConfiguration, error) {
+			if app.InvalidSpec {
+				return nil, errors.New("spec.size: not a size this kind can build")
+			}
 			return nil, nil
 		},
-		step: func(ctx context.Context, o *cachev1alpha1.Memcached, _ observed) (Step, error) {
+		step: func(ctx context.Context, o *cachev1alpha1.Memcached, _ observed, scope stepScope) (Step, error) {
 			if err := ctx.Err(); err != nil {
 				return Step{}, err
+			}
+			if scope == safetySteps {
+				// Looks, and would fence or fail over; never scales.
+				app.change(func() { app.SafetyPasses++; app.Changes-- })
+				return Step{Waiting: "only the safety steps while a child cannot be applied", RequeueAfter: 10 * time.Millisecond}, nil
 			}
 			voters, learner, caughtUp, err := app.look()
 			if err != nil {

@@ -58,9 +58,12 @@ type kind[T object] struct {
 	// against the application itself (an etcd member added, then promoted;
 	// a Redis primary elected), runs once the children are applied and
 	// pruned. It reads the application's own state, takes at most one step
-	// toward obj's spec, and says what it did or why it waits. It must
-	// bound every call it makes with ctx. Nil for purely declarative kinds.
-	step func(ctx context.Context, obj T, children observed) (Step, error)
+	// toward obj's spec, and says what it did or why it waits. When a
+	// failure stopped the pass before (a child refused, say), it runs with
+	// safetySteps: only a step that keeps the data safe (a failover, a
+	// fence), none toward the spec. It must bound every call it makes with
+	// ctx. Nil for purely declarative kinds.
+	step func(ctx context.Context, obj T, children observed, scope stepScope) (Step, error)
 	// observe reads what the status needs beyond the children (the pods of a
 	// Memcached, say) from the cache into children; nil when nothing.
 	observe func(ctx context.Context, r client.Reader, obj T, children observed) error
@@ -71,6 +74,17 @@ type kind[T object] struct {
 	watch func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error)
 }
 
+// stepScope says which steps a step hook may take in a pass.
+type stepScope int
+
+const (
+	// allSteps: the children are as desired; any step toward the spec.
+	allSteps stepScope = iota
+	// safetySteps: a failure stopped the pass before the children were
+	// all applied; only the steps that keep the data safe.
+	safetySteps
+)
+
 // Step is what a step-wise kind's step hook did in one pass.
 type Step struct {
 	// Took names the step taken in this pass ("added member example-2");
@@ -79,6 +93,9 @@ type Step struct {
 	// Waiting says why the application has not reached the spec yet and no
 	// step was taken ("member example-2 is catching up"); empty once it has.
 	Waiting string
+	// Cause, while waiting, is the condition reason that names why, where
+	// the kind has one beyond its usual reasons; empty otherwise.
+	Cause string
 	// Failure, when set, is why the application cannot reach the spec
 	// (quorum lost, say): the pass reports it and takes no step.
 	Failure *status.Failure

@@ -33,7 +33,17 @@ type Options struct {
 	// MicroServiceDeploy are the operator-wide settings of that kind: how
 	// it exposes instances.
 	MicroServiceDeploy microservicedeploy.Options
+	// RedisFailoverAfter is how long a RedisEnterpriseCluster's primary
+	// must be down (its pod gone or not ready, or Redis silent), with no
+	// replica still streaming from it, before a replica replaces it;
+	// DefaultRedisFailoverAfter when zero.
+	RedisFailoverAfter time.Duration
 }
+
+// DefaultRedisFailoverAfter is the failover window of a Redis primary, as
+// Sentinel's usual down-after-milliseconds: long enough that a pause (a
+// slow disk, a long command, a busy node) is not taken for a failure.
+const DefaultRedisFailoverAfter = 30 * time.Second
 
 // DefaultRecheck is how often a resource blocked by something the operator
 // does not watch looks again: a child it does not control, or an admission
@@ -52,6 +62,9 @@ func (o Options) withDefaults() Options {
 		o.Settle = DefaultSettle
 	}
 	o.MaxConcurrentReconciles = max(o.MaxConcurrentReconciles, 1)
+	if o.RedisFailoverAfter <= 0 {
+		o.RedisFailoverAfter = DefaultRedisFailoverAfter
+	}
 	return o
 }
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/app-operator/app-operator/api/conditions"
 	"github.com/app-operator/app-operator/internal/status"
@@ -33,7 +34,8 @@ import (
 //  4. applies the children that differ, handing fields over where the kind
 //     has a handover (applyChanged), and prunes the unwanted (prune);
 //  5. for a step-wise kind, takes at most one step against the
-//     application itself (takeStep);
+//     application itself (takeStep), or, when a failure stopped the
+//     pass at 2 to 4, only a step that keeps its data safe (guard);
 //  6. computes the status and writes it once, if it changed (writeStatus).
 type reconciler[T object] struct {
 	kind       kind[T]
@@ -115,8 +117,20 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 }
 
 // converge runs the phases that change the cluster and the application,
-// in order; the first that stops ends the pass.
+// in order; the first that stops ends the pass, save for the safety steps
+// (see guard).
 func (r *reconciler[T]) converge(ctx context.Context, obj T, in observed, pass *report) outcome {
+	if out := r.applyChildren(ctx, obj, in, pass); out.stopped() {
+		if out.failure != nil {
+			return r.guard(ctx, obj, pass, out)
+		}
+		return out
+	}
+	return r.takeStep(ctx, obj, pass, allSteps)
+}
+
+// applyChildren brings the children to what obj wants.
+func (r *reconciler[T]) applyChildren(ctx context.Context, obj T, in observed, pass *report) outcome {
 	desired, handovers, out := r.desired(obj, in)
 	if out.stopped() {
 		return out
@@ -134,7 +148,7 @@ func (r *reconciler[T]) converge(ctx context.Context, obj T, in observed, pass *
 	if err := r.prune(ctx, obj, desired); err != nil {
 		return apiFailed(err)
 	}
-	return r.takeStep(ctx, obj, pass)
+	return outcome{}
 }
 
 // read returns the resource the pass works on; false when it is gone or
@@ -177,11 +191,11 @@ func (r *reconciler[T]) forget(key client.ObjectKey) {
 // takeStep runs a step-wise kind's step hook, once the children are in
 // place. A step taken or awaited brings the next pass sooner than any
 // event would: the application changes without one.
-func (r *reconciler[T]) takeStep(ctx context.Context, obj T, pass *report) outcome {
+func (r *reconciler[T]) takeStep(ctx context.Context, obj T, pass *report, scope stepScope) outcome {
 	if r.kind.step == nil {
 		return outcome{}
 	}
-	s, err := r.kind.step(ctx, obj, pass.children)
+	s, err := r.kind.step(ctx, obj, pass.children, scope)
 	if err != nil {
 		return stepFailed(err)
 	}
@@ -190,6 +204,30 @@ func (r *reconciler[T]) takeStep(ctx context.Context, obj T, pass *report) outco
 		return outcome{result: ctrl.Result{RequeueAfter: s.RequeueAfter}}
 	}
 	return outcome{failure: s.Failure, result: ctrl.Result{RequeueAfter: cmp.Or(s.RequeueAfter, DefaultStepInterval)}}
+}
+
+// guard runs a step-wise kind's step, limited to the steps that keep its
+// data safe (safetySteps), when a failure stopped the pass before the step:
+// a child the API server refuses, a name another object holds or a spec
+// that cannot be built must not hold back a failover or a fence. The
+// pass keeps its failure, and comes back as soon as the step asks, even
+// after a spec that waits for a change to be retried.
+func (r *reconciler[T]) guard(ctx context.Context, obj T, pass *report, out outcome) outcome {
+	if r.kind.step == nil {
+		return out
+	}
+	step := r.takeStep(ctx, obj, pass, safetySteps)
+	if step.err != nil {
+		ctrl.LoggerFrom(ctx).Error(step.err, "The safety step failed", "failure", out.failure.Reason)
+		return out
+	}
+	if errors.Is(out.err, reconcile.TerminalError(nil)) {
+		out.err = nil
+	}
+	if after := step.result.RequeueAfter; after > 0 && (out.result.RequeueAfter == 0 || after < out.result.RequeueAfter) {
+		out.result.RequeueAfter = after
+	}
+	return out
 }
 
 // writeStatus computes the status from the pass and writes it, once, if it

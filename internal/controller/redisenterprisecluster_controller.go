@@ -1,18 +1,17 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"math/big"
-	"net"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/redisnode"
 	"github.com/app-operator/app-operator/internal/resources"
 	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/internal/status"
@@ -45,20 +46,23 @@ import (
 // The role labels and the rolling update, pod by pod.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch;delete
 
-// Timeouts of the calls to Redis: a node that does not answer within them
-// counts as not answering in this pass.
 const (
-	redisDialTimeout = time.Second
-	redisCallTimeout = time.Second
 	// handoverTimeout bounds how long writes stay paused on the old
 	// primary while the new one catches up.
 	handoverTimeout = 5 * time.Second
+	// fencePause is how long a failed primary that still answers has its
+	// writes paused while it is made a replica.
+	fencePause = 5 * time.Second
 	// redisStepInterval is how soon a pass follows a step; redisWaitInterval
 	// how often a waiting cluster is looked at; redisRecheck how often a
 	// running one is (Redis changes without an event the operator sees).
 	redisStepInterval = 200 * time.Millisecond
 	redisWaitInterval = time.Second
 	redisRecheck      = 10 * time.Second
+	// streamingWithin is how recently a replica must have heard from its
+	// primary (which pings it every second) for the primary to count as
+	// alive, whatever the operator can reach.
+	streamingWithin = 3 * time.Second
 	// passwordLength is the length of a generated password (letters and
 	// digits: about 190 bits).
 	passwordLength = 32
@@ -66,19 +70,35 @@ const (
 
 // redisConnector is what the RedisEnterpriseCluster controller needs of the
 // manager beyond the engine: a client to create the Secret, label and
-// delete pods, and a reader that is not the cache. Set when the controller
-// is set up (watch).
+// delete pods, a reader that is not the cache (set when the controller is
+// set up: watch), and the Redis nodes.
 type redisConnector struct {
 	client    client.Client
 	apiReader client.Reader
+	// nodes returns the Redis nodes of a cluster, reached with its
+	// password.
+	nodes func(password string) redisnode.Nodes
+	// down remembers since when each cluster's primary has been down.
+	down          *primaryDown
+	clock         clock.PassiveClock
+	failoverAfter time.Duration
 }
 
 // redisEnterpriseClusterKind reconciles RedisEnterpriseCluster: the
 // declarative children through the engine, the roles of the Redis nodes
 // through Redis, one planned step a pass (rec.Plan).
-func redisEnterpriseClusterKind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
+func redisEnterpriseClusterKind(opts Options) kind[*redisv1alpha1.RedisEnterpriseCluster] {
+	x := &redisConnector{
+		nodes:         func(password string) redisnode.Nodes { return redisnode.Client{Password: password} },
+		down:          &primaryDown{},
+		clock:         cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}),
+		failoverAfter: cmp.Or(opts.RedisFailoverAfter, DefaultRedisFailoverAfter),
+	}
+	return x.kind()
+}
+
+func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 	gvk := redisv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster")
-	x := &redisConnector{}
 	return kind[*redisv1alpha1.RedisEnterpriseCluster]{
 		name:      rec.KindName,
 		gvk:       gvk,
@@ -106,7 +126,7 @@ func redisEnterpriseClusterKind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 		},
 		step: x.step,
 		setStatus: func(o *redisv1alpha1.RedisEnterpriseCluster, pass report, now metav1.Time) {
-			status.RedisEnterpriseCluster(&o.Status, o.Generation, pass.step.Took, pass.step.Waiting, pass.failure, now)
+			status.RedisEnterpriseCluster(&o.Status, o.Generation, pass.step.Took, pass.step.Waiting, pass.step.Cause, pass.failure, now)
 		},
 		watch: func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
 			x.client, x.apiReader = mgr.GetClient(), mgr.GetAPIReader()
@@ -207,37 +227,57 @@ func newPassword() (string, error) {
 type redisNode struct {
 	plan rec.Node
 	pod  *corev1.Pod
-	// host is the primary host Redis reported (for a replica).
-	host string
+}
+
+// addr is the address of the node's Redis port ("" when its pod has no
+// address).
+func (n *redisNode) addr() string {
+	if n == nil || n.pod == nil || n.pod.Status.PodIP == "" {
+		return ""
+	}
+	return redisnode.Addr(n.pod.Status.PodIP, rec.Port)
 }
 
 // step looks at every node, plans the next step (rec.Plan) and takes it.
-func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, children observed) (Step, error) {
+// With safetySteps, it takes only a failover or a fence.
+func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, children observed, scope stepScope) (Step, error) {
 	if x.client == nil {
 		return Step{}, errors.New("the controller was set up without a client")
 	}
-	secret, _ := children[childKey("Secret", o.Name)].(*corev1.Secret)
-	sts, _ := children[childKey("StatefulSet", o.Name)].(*appsv1.StatefulSet)
-	if secret == nil || sts == nil {
-		return Step{Waiting: "waiting for the Secret and the StatefulSet", RequeueAfter: redisWaitInterval}, nil
-	}
-	password := string(secret.Data[rec.SecretPassword])
-	nodes, err := x.observe(ctx, o, sts, password)
+	secret, sts, err := x.secretAndStatefulSet(ctx, o, children)
 	if err != nil {
 		return Step{}, err
 	}
-	planned := make([]rec.Node, len(nodes))
-	for i, n := range nodes {
-		planned[i] = n.plan
+	if secret == nil || sts == nil {
+		return Step{Waiting: "waiting for the Secret and the StatefulSet", RequeueAfter: redisWaitInterval}, nil
 	}
-	d := rec.Plan(rec.Nodes(&o.Spec), o.Status.Primary, planned)
+	nodes, err := x.observe(ctx, o, sts, x.nodes(string(secret.Data[rec.SecretPassword])))
+	if err != nil {
+		return Step{}, err
+	}
+	in := rec.Observation{
+		Want:          rec.Nodes(&o.Spec),
+		Recorded:      o.Status.Primary,
+		FailoverAfter: x.failoverAfter,
+		// The StatefulSet controller has seen the latest template: the
+		// pods' revisions say which run it.
+		Settled: sts.Status.ObservedGeneration >= sts.Generation,
+	}
+	for _, n := range nodes {
+		in.Nodes = append(in.Nodes, n.plan)
+	}
+	in.PrimaryDownFor = x.down.observe(client.ObjectKeyFromObject(o), in.Recorded, primaryDownNow(in), x.clock.Now())
+	d := rec.Plan(in)
+	if scope == safetySteps && d.Action != rec.Failover && d.Action != rec.Repoint {
+		d.Action, d.Waiting = rec.None, true
+	}
 	log := ctrl.LoggerFrom(ctx)
 	if d.Action != rec.None {
 		log.Info("Taking step", "step", d.Action, "node", d.Target, "reason", d.Reason)
 	} else {
 		log.V(1).Info("No step", "state", d.State, "reason", d.Reason)
 	}
-	if err := x.take(ctx, o, d, nodes, password); err != nil {
+	if err := x.take(ctx, o, d, nodes, x.nodes(string(secret.Data[rec.SecretPassword]))); err != nil {
 		return Step{}, fmt.Errorf("%s %s: %w", d.Action, d.Target, err)
 	}
 	if d.Primary != "" {
@@ -251,14 +291,55 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	case d.Action != rec.None:
 		return Step{Took: d.Reason, RequeueAfter: redisStepInterval}, nil
 	case d.Waiting:
-		return Step{Waiting: d.Reason, RequeueAfter: redisWaitInterval}, nil
+		return Step{Waiting: d.Reason, Cause: d.Cause, RequeueAfter: redisWaitInterval}, nil
 	}
 	return Step{RequeueAfter: redisRecheck}, nil
 }
 
+// primaryDownNow reports whether the recorded primary is down in this
+// look: its pod gone, terminating or not ready, or Redis silent.
+func primaryDownNow(in rec.Observation) bool {
+	if in.Recorded == "" {
+		return false
+	}
+	for _, n := range in.Nodes {
+		if n.Name == in.Recorded {
+			return n.Pod != rec.PodReady || !n.Answered
+		}
+	}
+	return true
+}
+
+// secretAndStatefulSet returns the cluster's Secret and StatefulSet: as this
+// pass applied or found them, else (a pass stopped before) from the cache.
+func (x *redisConnector) secretAndStatefulSet(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, children observed) (*corev1.Secret, *appsv1.StatefulSet, error) {
+	secret, _ := children[childKey("Secret", o.Name)].(*corev1.Secret)
+	sts, _ := children[childKey("StatefulSet", o.Name)].(*appsv1.StatefulSet)
+	key := client.ObjectKeyFromObject(o)
+	if secret == nil {
+		secret = &corev1.Secret{}
+		if err := x.client.Get(ctx, key, secret); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return nil, nil, err
+			}
+			secret = nil
+		}
+	}
+	if sts == nil {
+		sts = &appsv1.StatefulSet{}
+		if err := x.client.Get(ctx, key, sts); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return nil, nil, err
+			}
+			sts = nil
+		}
+	}
+	return secret, sts, nil
+}
+
 // observe reads the nodes' pods from the cache and asks every pod with an
 // address for its replication state, all at once.
-func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, sts *appsv1.StatefulSet, password string) ([]redisNode, error) {
+func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, sts *appsv1.StatefulSet, redis redisnode.Nodes) ([]redisNode, error) {
 	pods := &corev1.PodList{}
 	if err := x.client.List(ctx, pods, client.InNamespace(o.Namespace), client.MatchingLabels(rec.Selector(o.Name))); err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
@@ -271,7 +352,13 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 	for i := range rec.Nodes(&o.Spec) {
 		names = append(names, rec.PodName(o.Name, i))
 	}
+	// A recorded primary beyond the nodes wanted (being scaled away) is
+	// looked at too, until it is gone.
+	if p := o.Status.Primary; p != "" && byName[p] != nil && !slices.Contains(names, p) {
+		names = append(names, p)
+	}
 	nodes := make([]redisNode, len(names))
+	hosts := make([]string, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
 		n := &nodes[i]
@@ -293,33 +380,31 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 		default:
 			n.plan.Pod = rec.PodNotReady
 		}
-		if pod.Status.PodIP == "" {
+		if n.addr() == "" {
 			continue
 		}
 		wg.Go(func() {
-			info, err := replicationInfo(ctx, pod.Status.PodIP, password)
+			info, err := redis.Info(ctx, n.addr())
 			if err != nil {
 				return
 			}
 			n.plan.Answered = true
-			n.plan.Primary = info["role"] == "master"
-			if n.plan.Primary {
-				n.plan.Offset, _ = strconv.ParseInt(info["master_repl_offset"], 10, 64)
-				return
+			n.plan.Primary, n.plan.Offset, n.plan.Keys = info.Primary, info.Offset, info.Keys
+			if !info.Primary {
+				hosts[i] = info.PrimaryHost
+				n.plan.LinkUp = info.LinkUp
+				n.plan.Streaming = info.LinkUp && info.LastIO >= 0 && info.LastIO <= streamingWithin
 			}
-			n.host = info["master_host"]
-			n.plan.LinkUp = info["master_link_status"] == "up" && info["master_sync_in_progress"] == "0"
-			n.plan.Offset, _ = strconv.ParseInt(info["slave_repl_offset"], 10, 64)
 		})
 	}
 	wg.Wait()
 	// Name the primary each replica follows, by host name or address.
 	for i := range nodes {
-		if nodes[i].host == "" {
+		if hosts[i] == "" || rec.FollowsNoPrimary(hosts[i]) {
 			continue
 		}
 		for _, other := range nodes {
-			if other.pod != nil && (strings.HasPrefix(nodes[i].host, other.plan.Name+".") || nodes[i].host == other.pod.Status.PodIP) {
+			if other.pod != nil && (strings.HasPrefix(hosts[i], other.plan.Name+".") || hosts[i] == other.pod.Status.PodIP) {
 				nodes[i].plan.Follows = other.plan.Name
 			}
 		}
@@ -328,7 +413,7 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 }
 
 // take performs the planned step.
-func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, d rec.Decision, nodes []redisNode, password string) error {
+func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, d rec.Decision, nodes []redisNode, redis redisnode.Nodes) error {
 	node := func(name string) *redisNode {
 		for i := range nodes {
 			if nodes[i].plan.Name == name {
@@ -337,23 +422,44 @@ func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		}
 		return nil
 	}
-	primaryHost := func(name string) string { return rec.NodeHost(o.Name, o.Namespace, name) }
+	host := rec.NodeHost(o.Name, d.Primary)
+	repoint := func() error {
+		var errs []error
+		for _, name := range d.Repoint {
+			if err := redis.Follow(ctx, node(name).addr(), host, rec.Port); err != nil {
+				errs = append(errs, fmt.Errorf("point %s at %s: %w", name, d.Primary, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
 	switch d.Action {
 	case rec.None, rec.Record:
 		return nil
 	case rec.Promote:
-		if node(d.Target).plan.Primary {
-			return nil
+		if !node(d.Target).plan.Primary {
+			if err := redis.Promote(ctx, node(d.Target).addr()); err != nil {
+				return err
+			}
 		}
-		return redisDo(ctx, node(d.Target).pod.Status.PodIP, password, "REPLICAOF", "NO", "ONE")
+		// A replica not repointed now is at the next pass.
+		return repoint()
+	case rec.Failover:
+		if err := x.fence(ctx, node(d.Fence), d.Target, host, redis); err != nil {
+			return fmt.Errorf("fence the old primary %s: %w", d.Fence, err)
+		}
+		if err := redis.Promote(ctx, node(d.Target).addr()); err != nil {
+			return err
+		}
+		if err := x.label(ctx, node(d.Target), redisv1alpha1.RolePrimary); err != nil {
+			return err
+		}
+		return repoint()
 	case rec.Repoint:
-		return redisDo(ctx, node(d.Target).pod.Status.PodIP, password, "REPLICAOF", primaryHost(d.Primary), strconv.Itoa(rec.Port))
+		return repoint()
 	case rec.Label:
 		for name, role := range d.Labels {
-			pod := node(name).pod
-			patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, rec.RoleLabel, role)
-			if err := x.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
-				return fmt.Errorf("label pod %s: %w", name, err)
+			if err := x.label(ctx, node(name), role); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -361,115 +467,103 @@ func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		pod := node(d.Target).pod
 		return client.IgnoreNotFound(x.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
 	case rec.Handover:
-		return handover(ctx, node(o.Status.Primary).pod.Status.PodIP, node(d.Target).pod.Status.PodIP, primaryHost(d.Target), password)
+		if err := handover(ctx, redis, node(o.Status.Primary).addr(), node(d.Target).addr(), host); err != nil {
+			return err
+		}
+		return repoint()
 	}
 	return fmt.Errorf("unknown step %q", d.Action)
 }
 
-// handover moves the primary from the node at oldIP to the node at newIP
-// (whose name is newHost) without losing a write: writes pause on the old
-// primary, the new one catches up to its offset, is promoted, and the old
-// primary becomes its replica; then writes resume (and are refused as
-// read-only on the old primary, for clients to find the new one).
-func handover(ctx context.Context, oldIP, newIP, newHost, password string) error {
-	ctx, cancel := context.WithTimeout(ctx, handoverTimeout+2*redisCallTimeout)
-	defer cancel()
-	old := newRedisClient(oldIP, password)
-	defer old.Close()
-	target := newRedisClient(newIP, password)
-	defer target.Close()
-	pause := strconv.FormatInt(handoverTimeout.Milliseconds(), 10)
-	if err := old.Do(ctx, "CLIENT", "PAUSE", pause, "WRITE").Err(); err != nil {
+// fence makes sure the failed primary old takes no write before another
+// node is promoted: its pod loses the primary's label (the Services stop
+// sending it clients) and, where it still answers as a primary, its writes
+// are paused and it is made a replica of the node to be promoted (newName,
+// at newHost). A primary that answers but cannot be made a replica stops
+// the failover.
+func (x *redisConnector) fence(ctx context.Context, old *redisNode, newName, newHost string, redis redisnode.Nodes) error {
+	if old == nil || old.pod == nil {
+		return nil
+	}
+	if old.pod.DeletionTimestamp.IsZero() && old.plan.RoleLabel == redisv1alpha1.RolePrimary {
+		if err := x.label(ctx, old, redisv1alpha1.RoleReplica); err != nil {
+			return err
+		}
+	}
+	if old.addr() == "" {
+		return nil
+	}
+	info, err := redis.Info(ctx, old.addr())
+	if err != nil || !info.Primary {
+		// Silent (down for the whole window, and no replica hears from
+		// it), or already a replica: it takes no write.
+		return nil
+	}
+	if err := redis.PauseWrites(ctx, old.addr(), fencePause); err != nil {
 		return fmt.Errorf("pause writes: %w", err)
 	}
-	unpause := func() { _ = old.Do(context.WithoutCancel(ctx), "CLIENT", "UNPAUSE").Err() }
+	if err := redis.Follow(ctx, old.addr(), newHost, rec.Port); err != nil {
+		return fmt.Errorf("make it a replica of %s: %w", newName, err)
+	}
+	return redis.Unpause(ctx, old.addr())
+}
+
+// label sets the role label on n's pod.
+func (x *redisConnector) label(ctx context.Context, n *redisNode, role string) error {
+	if n == nil || n.pod == nil || n.plan.RoleLabel == role {
+		return nil
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, rec.RoleLabel, role)
+	if err := x.client.Patch(ctx, n.pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("label pod %s: %w", n.plan.Name, client.IgnoreNotFound(err))
+	}
+	n.plan.RoleLabel = role
+	return nil
+}
+
+// handover moves the primary from the node at oldAddr to the node at
+// newAddr (whose name is newHost) without losing a write: writes pause on
+// the old primary, the new one catches up to its offset, is promoted, and
+// the old primary becomes its replica; then writes resume (and are refused
+// as read-only on the old primary, for clients to find the new one).
+func handover(ctx context.Context, redis redisnode.Nodes, oldAddr, newAddr, newHost string) error {
+	ctx, cancel := context.WithTimeout(ctx, handoverTimeout+2*(redisnode.DialTimeout+redisnode.CallTimeout))
+	defer cancel()
+	if err := redis.PauseWrites(ctx, oldAddr, handoverTimeout); err != nil {
+		return fmt.Errorf("pause writes: %w", err)
+	}
+	unpause := func() { _ = redis.Unpause(context.WithoutCancel(ctx), oldAddr) }
 	deadline := time.Now().Add(handoverTimeout)
 	for {
-		want, err := offsetOf(ctx, old, "master_repl_offset")
+		want, err := redis.Info(ctx, oldAddr)
 		if err != nil {
 			unpause()
 			return err
 		}
-		got, err := offsetOf(ctx, target, "slave_repl_offset")
+		got, err := redis.Info(ctx, newAddr)
 		if err != nil {
 			unpause()
 			return err
 		}
-		if got >= want {
+		if got.Offset >= want.Offset {
 			break
 		}
 		if time.Now().After(deadline) {
 			unpause()
-			return fmt.Errorf("the new primary did not catch up (offset %d of %d)", got, want)
+			return fmt.Errorf("the new primary did not catch up (offset %d of %d)", got.Offset, want.Offset)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := target.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+	if err := redis.Promote(ctx, newAddr); err != nil {
 		unpause()
 		return fmt.Errorf("promote: %w", err)
 	}
-	err := old.Do(ctx, "REPLICAOF", newHost, strconv.Itoa(rec.Port)).Err()
+	err := redis.Follow(ctx, oldAddr, newHost, rec.Port)
 	unpause()
 	if err != nil {
 		return fmt.Errorf("demote the old primary: %w", err)
 	}
 	return nil
-}
-
-func offsetOf(ctx context.Context, c *redis.Client, field string) (int64, error) {
-	text, err := c.Info(ctx, "replication").Result()
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(parseInfo(text)[field], 10, 64)
-}
-
-func newRedisClient(ip, password string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:         net.JoinHostPort(ip, strconv.Itoa(rec.Port)),
-		Password:     password,
-		Protocol:     2,
-		DialTimeout:  redisDialTimeout,
-		ReadTimeout:  redisCallTimeout,
-		WriteTimeout: redisCallTimeout,
-		MaxRetries:   -1,
-		// One dial: a node that does not answer waits for the next pass.
-		DialerRetries:   1,
-		PoolSize:        1,
-		DisableIdentity: true,
-	})
-}
-
-// replicationInfo returns the fields of INFO replication of the node at ip.
-func replicationInfo(ctx context.Context, ip, password string) (map[string]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, redisDialTimeout+redisCallTimeout)
-	defer cancel()
-	c := newRedisClient(ip, password)
-	defer c.Close()
-	text, err := c.Info(ctx, "replication").Result()
-	if err != nil {
-		return nil, err
-	}
-	return parseInfo(text), nil
-}
-
-// redisDo sends one command to the node at ip.
-func redisDo(ctx context.Context, ip, password string, args ...any) error {
-	ctx, cancel := context.WithTimeout(ctx, redisDialTimeout+redisCallTimeout)
-	defer cancel()
-	c := newRedisClient(ip, password)
-	defer c.Close()
-	return c.Do(ctx, args...).Err()
-}
-
-func parseInfo(text string) map[string]string {
-	fields := map[string]string{}
-	for line := range strings.SplitSeq(text, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			fields[k] = v
-		}
-	}
-	return fields
 }
 
 // nodeStatuses reports each node for status.nodes.
@@ -482,7 +576,6 @@ func nodeStatuses(nodes []redisNode, primary string) []redisv1alpha1.NodeStatus 
 			if n.plan.Primary {
 				s.Role = redisv1alpha1.RolePrimary
 			}
-			s.Offset = n.plan.Offset
 		}
 		ready := n.plan.Pod == rec.PodReady && n.plan.Answered
 		if n.plan.Name == primary {

@@ -54,9 +54,11 @@ func TestRedisEnterpriseClusterSampleCreatesChildren(t *testing.T) {
 		sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement || sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
 		t.Errorf("StatefulSet spec = %+v", sts.Spec)
 	}
-	if cm.Data[rec.RoleFile(name+"-0")] == "" || strings.Contains(cm.Data[rec.RoleFile(name+"-0")], "replicaof") ||
-		cm.Data[rec.RoleFile(name+"-1")] != "replicaof redis-enterprise-0.redis-enterprise-nodes."+ns+".svc.cluster.local 6379\n" {
-		t.Errorf("role files = %v", cm.Data)
+	// No primary yet: every node boots following none, refusing writes.
+	for i := range 3 {
+		if role := cm.Data[rec.RoleFile(rec.PodName(name, i))]; !strings.Contains(role, "replicaof 127.0.0.1 1\n") {
+			t.Errorf("role file of node %d: %q, want one that follows no primary", i, role)
+		}
 	}
 	if uiSvc.Spec.Type != corev1.ServiceTypeLoadBalancer || uiSvc.Spec.Selector[rec.RoleLabel] != redisv1alpha1.RolePrimary ||
 		primarySvc.Spec.Selector[rec.RoleLabel] != redisv1alpha1.RolePrimary || nodesSvc.Spec.ClusterIP != corev1.ClusterIPNone {

@@ -39,7 +39,7 @@ var controllers = map[string]func(Options) registered{
 	"microservicedeploy":     func(o Options) registered { return microServiceDeployKind(o) },
 	"memcached":              func(o Options) registered { return memcachedKind(o) },
 	"myweb":                  func(o Options) registered { return myWebKind(o) },
-	"redisenterprisecluster": func(Options) registered { return redisEnterpriseClusterKind() },
+	"redisenterprisecluster": func(o Options) registered { return redisEnterpriseClusterKind(o) },
 	"etcdcluster":            func(o Options) registered { return etcdClusterKind(o) },
 }
 

@@ -94,8 +94,21 @@ func TestStepwiseKindTakesOneStepPerPass(t *testing.T) {
 		t.Errorf("no quorum: Ready %+v, %d changes; want reason QuorumLost and no change", c, app.Changes)
 	}
 
+	// A spec the kind cannot build stops the pass before the step: the
+	// failure is reported, the safety step still runs, and the pass comes
+	// back when the step asks rather than waiting for a new spec.
+	app.NoQuorum, app.InvalidSpec = false, true
+	res, err = r.Reconcile(ctx, req)
+	if err != nil || res.RequeueAfter <= 0 {
+		t.Errorf("a pass with an invalid spec: %+v, %v; want no error and a requeue for the safety step", res, err)
+	}
+	if c := ready(); c == nil || c.Reason != conditions.ReasonInvalidSpec || app.SafetyPasses != 1 || app.Changes != 6 {
+		t.Errorf("an invalid spec: Ready %+v, %d safety passes, %d changes; want reason %s, one safety pass and no change",
+			c, app.SafetyPasses, app.Changes, conditions.ReasonInvalidSpec)
+	}
+	app.InvalidSpec = false
+
 	// Back: scales in one member per pass.
-	app.NoQuorum = false
 	for passes = 0; app.Voters() > 1; passes++ {
 		before := app.Changes
 		if _, err := r.Reconcile(ctx, req); err != nil {

@@ -12,10 +12,11 @@ import (
 
 // RedisEnterpriseCluster sets the conditions of a RedisEnterpriseCluster
 // from its state (which the pass's step set, with status.primary and
-// status.nodes), the step it took or waits for, and the pass's failure
+// status.nodes), the step it took or waits for (cause: the reason that
+// names why it waits, where there is one), and the pass's failure
 // (nil on success), which makes the state Error. observedGeneration moves
 // only after a successful pass.
-func RedisEnterpriseCluster(st *redisv1alpha1.RedisEnterpriseClusterStatus, generation int64, took, waiting string, failure *Failure, now metav1.Time) {
+func RedisEnterpriseCluster(st *redisv1alpha1.RedisEnterpriseClusterStatus, generation int64, took, waiting, cause string, failure *Failure, now metav1.Time) {
 	if failure != nil {
 		st.State = redisv1alpha1.StateError
 	}
@@ -38,7 +39,7 @@ func RedisEnterpriseCluster(st *redisv1alpha1.RedisEnterpriseClusterStatus, gene
 		ready.Reason, ready.Message = redisv1alpha1.ReasonRollingUpdate, cmp.Or(took, waiting, "Replacing the nodes")
 		progressing.Reason, progressing.Message = ready.Reason, ready.Message
 	default:
-		ready.Reason, ready.Message = redisv1alpha1.ReasonInitializing, cmp.Or(took, waiting, "Giving the nodes their roles")
+		ready.Reason, ready.Message = cmp.Or(cause, redisv1alpha1.ReasonInitializing), cmp.Or(took, waiting, "Giving the nodes their roles")
 		progressing.Reason, progressing.Message = ready.Reason, ready.Message
 	}
 	for _, c := range []metav1.Condition{ready, progressing, degraded} {

@@ -51,7 +51,9 @@ func run(m *testing.M) int {
 		CRDDir:   filepath.Join(root, "config", "crd", "bases"),
 	}, func(c *cluster.Cluster) int {
 		testCluster = c
-		return m.Run()
+		code := m.Run()
+		printFaultMatrix()
+		return code
 	})
 }
 

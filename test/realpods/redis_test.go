@@ -126,7 +126,13 @@ type writer struct {
 	done       chan struct{}
 }
 
-func (r *redisCluster) startWriter(prefix string) *writer {
+// startWriter writes with WAIT 1, back to back.
+func (r *redisCluster) startWriter(prefix string) *writer { return r.startWriterWaiting(prefix, 1, 0) }
+
+// startWriterWaiting writes keys, each acknowledged only when WAIT says
+// replicas replicas hold it, pausing pause between writes. It records every
+// write it sent: the keys acknowledged, and the count of the others.
+func (r *redisCluster) startWriterWaiting(prefix string, replicas int, pause time.Duration) *writer {
 	w := &writer{r: r, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
@@ -160,11 +166,11 @@ func (r *redisCluster) startWriter(prefix string) *writer {
 			key := fmt.Sprintf("%s-%d", prefix, i)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			err := c.Set(ctx, key, key, 0).Err()
-			var replicas int64
 			if err == nil {
-				replicas, err = c.Do(ctx, "WAIT", 1, 1000).Int64()
-				if err == nil && replicas < 1 {
-					err = errors.New("WAIT: no replica acknowledged")
+				var got int64
+				got, err = c.Do(ctx, "WAIT", replicas, 1000).Int64()
+				if err == nil && got < int64(replicas) {
+					err = fmt.Errorf("WAIT: %d of %d replicas acknowledged", got, replicas)
 				}
 			}
 			cancel()
@@ -181,6 +187,9 @@ func (r *redisCluster) startWriter(prefix string) *writer {
 				last = time.Now()
 			}
 			w.mu.Unlock()
+			if pause > 0 {
+				time.Sleep(pause)
+			}
 		}
 	}()
 	return w

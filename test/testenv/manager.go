@@ -42,6 +42,20 @@ type ManagerProcess struct {
 // ends or the process is stopped or killed.
 func StartManager(t testing.TB, bin, kubeconfig, logPath string, args ...string) *ManagerProcess {
 	t.Helper()
+	return startManager(t, nil, bin, kubeconfig, logPath, args...)
+}
+
+// StartManagerAs is StartManager with the process running under uid (and
+// the group of the same number), so a fault can cut that process alone off
+// from a pod (iptables' owner match). bin and kubeconfig must be readable
+// by uid.
+func StartManagerAs(t testing.TB, uid uint32, bin, kubeconfig, logPath string, args ...string) *ManagerProcess {
+	t.Helper()
+	return startManager(t, &syscall.Credential{Uid: uid, Gid: uid}, bin, kubeconfig, logPath, args...)
+}
+
+func startManager(t testing.TB, cred *syscall.Credential, bin, kubeconfig, logPath string, args ...string) *ManagerProcess {
+	t.Helper()
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +63,7 @@ func StartManager(t testing.TB, bin, kubeconfig, logPath string, args ...string)
 	cmd := exec.Command(bin, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Killed with the test binary if that dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		t.Fatal(err)

@@ -226,9 +226,6 @@ type NodeStatus struct {
 	Name string `json:"name"`
 	// Role is primary, replica, or unknown when the node did not answer.
 	Role string `json:"role"`
-	// Offset is the node's replication offset when it was last looked at.
-	// +optional
-	Offset int64 `json:"offset,omitempty"`
 	// Healthy is whether the pod is ready and Redis answered with the role
 	// the operator gave it (a replica: with its link to the primary up).
 	Healthy bool `json:"healthy"`
@@ -305,4 +302,13 @@ const (
 	ReasonInitializing = "Initializing"
 	// ReasonRollingUpdate: the nodes are being replaced with a new template.
 	ReasonRollingUpdate = "RollingUpdate"
+	// ReasonPrimaryUnreachable: the operator cannot reach the primary, but
+	// its replicas still stream from it: no failover.
+	ReasonPrimaryUnreachable = "PrimaryUnreachable"
+	// ReasonFailoverPending: the primary is down, for less than the
+	// failover window so far.
+	ReasonFailoverPending = "FailoverPending"
+	// ReasonNodeSilent: a failover waits for a node that does not answer,
+	// which may hold acknowledged writes the others lack.
+	ReasonNodeSilent = "NodeSilent"
 )

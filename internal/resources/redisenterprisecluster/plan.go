@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 )
@@ -29,8 +31,8 @@ type Node struct {
 	Current bool
 	// RoleLabel is the pod's RoleLabel ("" when it has none).
 	RoleLabel string
-	// Answered is whether Redis answered INFO replication; the fields
-	// below are only meaningful when it did.
+	// Answered is whether Redis answered INFO; the fields below are only
+	// meaningful when it did.
 	Answered bool
 	// Primary is whether Redis says it is a primary (role:master).
 	Primary bool
@@ -40,8 +42,15 @@ type Node struct {
 	// LinkUp is, for a replica, whether its link to its primary is up and
 	// in sync.
 	LinkUp bool
+	// Streaming is, for a replica, whether its primary sent it something
+	// within the last few seconds: the primary is alive, whatever the
+	// operator can reach.
+	Streaming bool
 	// Offset is the node's replication offset.
 	Offset int64
+	// Keys is the number of keys the node holds: the tie-break between
+	// nodes whose offsets say nothing (every node restarted).
+	Keys int64
 }
 
 // Action is the kind of step the planner chooses.
@@ -51,12 +60,17 @@ type Action string
 const (
 	// None: nothing to do now (converged, or waiting).
 	None Action = ""
-	// Promote makes Target a primary (REPLICAOF NO ONE) and records it.
+	// Promote makes Target a primary (REPLICAOF NO ONE), records it and
+	// points the nodes of Repoint at it.
 	Promote Action = "Promote"
+	// Failover fences the failed primary Fence (its pod's role label
+	// removed; where it answers, writes paused and made a replica), then
+	// promotes Target, records it and points the nodes of Repoint at it.
+	Failover Action = "Failover"
 	// Record records Target, already a primary, as the primary.
 	Record Action = "Record"
-	// Repoint makes Target a replica of Primary (REPLICAOF), fencing it
-	// when it claims to be a primary.
+	// Repoint makes the nodes of Repoint replicas of Primary (REPLICAOF),
+	// fencing those that claim to be primaries.
 	Repoint Action = "Repoint"
 	// Label sets RoleLabel on the pods of Labels.
 	Label Action = "Label"
@@ -76,10 +90,16 @@ type Decision struct {
 	Target string
 	// Primary is the primary after the step: the one to record in status.
 	Primary string
+	// Fence is the failed primary a Failover fences before it promotes.
+	Fence string
+	// Repoint are the nodes to make replicas of Primary.
+	Repoint []string
 	// Labels are the role labels to set, by pod (for Label).
 	Labels map[string]string
 	// Reason explains the step, or why there is none.
 	Reason string
+	// Cause names, while a failover is held back, why (a condition reason).
+	Cause string
 	// Waiting is set when no step can be taken until something changes.
 	Waiting bool
 	// Failure is set when the cluster has no primary and no node can be
@@ -89,22 +109,43 @@ type Decision struct {
 	State redisv1alpha1.ClusterState
 }
 
-// Plan returns the one next step for a cluster of want nodes whose nodes
-// are nodes (in ordinal order, one per pod the cluster should have) and
-// whose recorded primary is recorded.
+// Observation is what the planner decides from.
+type Observation struct {
+	// Want is the number of nodes the spec asks for.
+	Want int
+	// Recorded is the primary recorded in status ("" when none is).
+	Recorded string
+	// Nodes are the nodes, in ordinal order, one per pod the cluster
+	// should have.
+	Nodes []Node
+	// PrimaryDownFor is how long the recorded primary has been seen down
+	// (its pod gone or not ready, or Redis silent); zero while it is not.
+	PrimaryDownFor time.Duration
+	// FailoverAfter is how long a primary must be down before a failover.
+	FailoverAfter time.Duration
+	// Settled is whether the StatefulSet controller has seen the
+	// StatefulSet's latest spec, so that Node.Current is up to date.
+	Settled bool
+}
+
+// Plan returns the one next step for the observed cluster in.
 //
-// The rules, in order: without a recorded primary, elect one (a node
-// already primary, else the one with the highest offset). When the
-// recorded primary's pod is gone, not ready, terminating or silent, or it
-// no longer says it is a primary, promote the node with the highest
-// offset among those that answer: the replicas only ever hold what the
-// primary sent, and the one furthest along holds every write that any
-// replica acknowledged. With a healthy primary, fence every other node
-// that claims to be a primary or follows another, one at a time; label
-// the pods; then roll the pods that run an old template, replicas first,
-// each only while every node is healthy, and the primary last after a
-// handover to a synced replica.
-func Plan(want int, recorded string, nodes []Node) Decision {
+// The rules, in order. Without a recorded primary, elect one: a node
+// already primary, else, once every node answers, the one furthest along
+// (every node boots as a replica: none is ever a primary of its own
+// accord). When the recorded primary is not a healthy primary, fail over,
+// but only once it is certain that it takes no write: it says it is a
+// replica (as a node that restarted does), or it has been down for
+// FailoverAfter while no replica still streams from it; and only once every
+// other node answers, so that the node furthest along, which holds every
+// write any replica acknowledged, is known. A failover fences the old
+// primary before it promotes. With a healthy primary, fence every other
+// node that claims to be a primary or follows another; label the pods;
+// then roll the pods that run an old template, replicas first, each only
+// while every node is healthy, and the primary last after a handover to a
+// synced replica.
+func Plan(in Observation) Decision {
+	nodes, recorded := in.Nodes, in.Recorded
 	answering := slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool {
 		return !n.Answered || n.Pod == PodMissing || n.Pod == PodTerminating
 	})
@@ -118,35 +159,43 @@ func Plan(want int, recorded string, nodes []Node) Decision {
 	} else {
 		primary = Node{Name: recorded, Pod: PodMissing}
 	}
-	if primary.Pod == PodTerminating && primary.Answered {
+	if primary.Pod == PodTerminating && primary.Answered && primary.Primary {
 		// Redis, told to stop, pauses writes and sends its replicas what
-		// they lack before it exits: promote once it has.
+		// they lack before it exits: fail over once it has.
 		return waiting(Decision{Primary: recorded, State: redisv1alpha1.StateInitializing},
 			fmt.Sprintf("waiting for the primary %s to stop: its pod is terminating", recorded))
 	}
 	if !healthyPrimary(primary) {
-		return failover(primary, answering)
+		return failover(in, primary)
 	}
 	d := Decision{Primary: recorded, State: redisv1alpha1.StateInitializing}
+	var stale, astray []string
 	for _, n := range answering {
-		if n.Name == recorded {
-			continue
+		switch {
+		case n.Name == recorded:
+		case n.Primary:
+			stale = append(stale, n.Name)
+		case n.Follows != recorded:
+			astray = append(astray, n.Name)
 		}
-		if n.Primary {
-			d.Action, d.Target, d.Reason = Repoint, n.Name, fmt.Sprintf("fenced %s, a stale primary: it is now a replica of %s", n.Name, recorded)
-			return d
+	}
+	if len(stale)+len(astray) > 0 {
+		d.Action, d.Repoint = Repoint, append(stale, astray...)
+		d.Reason = fmt.Sprintf("pointed %v at the primary %s", d.Repoint, recorded)
+		if len(stale) > 0 {
+			d.Reason = fmt.Sprintf("fenced %v, claiming to be primaries, and pointed %v at the primary %s", stale, d.Repoint, recorded)
 		}
-		if n.Follows != recorded {
-			d.Action, d.Target, d.Reason = Repoint, n.Name, fmt.Sprintf("pointed %s at the primary %s", n.Name, recorded)
-			return d
-		}
+		return d
 	}
 	if labels := wrongLabels(nodes, recorded); len(labels) > 0 {
 		d.Action, d.Labels, d.Reason = Label, labels, "labelled the pods with their roles"
 		return d
 	}
-	if len(nodes) < want {
-		return waiting(d, fmt.Sprintf("%d of %d nodes exist", len(nodes), want))
+	if len(nodes) < in.Want {
+		return waiting(d, fmt.Sprintf("%d of %d nodes exist", len(nodes), in.Want))
+	}
+	if !in.Settled {
+		return waiting(d, "waiting for the StatefulSet controller to take the new spec")
 	}
 	var unsynced []string
 	for _, n := range nodes {
@@ -178,6 +227,7 @@ func Plan(want int, recorded string, nodes []Node) Decision {
 		return waiting(d, "no current replica to hand the primary over to")
 	}
 	d.Action, d.Target, d.Primary = Handover, target.Name, target.Name
+	d.Repoint = others(answering, recorded, target.Name)
 	d.Reason = fmt.Sprintf("handed the primary over from %s to %s, to replace %s", recorded, target.Name, recorded)
 	return d
 }
@@ -198,10 +248,11 @@ func elect(answering, nodes []Node) Decision {
 	if len(primaries) == 0 && len(answering) < len(nodes) {
 		return waiting(d, fmt.Sprintf("waiting for every node to answer (%d of %d do)", len(answering), len(nodes)))
 	}
+	candidates := answering
 	if len(primaries) > 0 {
-		answering = primaries
+		candidates = primaries
 	}
-	n, ok := best(answering)
+	n, ok := best(candidates)
 	if !ok {
 		return waiting(d, "waiting for a node to answer")
 	}
@@ -209,25 +260,92 @@ func elect(answering, nodes []Node) Decision {
 	if n.Primary {
 		d.Action, d.Reason = Record, fmt.Sprintf("recorded %s as the primary", n.Name)
 	} else {
-		d.Action, d.Reason = Promote, fmt.Sprintf("promoted %s, the node furthest along, to primary", n.Name)
+		d.Action, d.Reason = Promote, fmt.Sprintf("promoted %s, the node furthest along (offset %d, %d keys), to primary", n.Name, n.Offset, n.Keys)
+		d.Repoint = others(answering, n.Name, "")
 	}
 	return d
 }
 
-// failover promotes the answering node furthest along, other than the
-// failed primary.
-func failover(primary Node, answering []Node) Decision {
+// failover replaces the failed primary with the node furthest along, once
+// the primary certainly takes no write and every other node answers.
+func failover(in Observation, primary Node) Decision {
 	d := Decision{Primary: primary.Name, State: redisv1alpha1.StateInitializing}
-	candidates := slices.DeleteFunc(slices.Clone(answering), func(n Node) bool { return n.Name == primary.Name || n.Pod != PodReady })
+	// A node that answers as a replica takes no write: it restarted (every
+	// node boots as a replica) or was demoted.
+	demoted := primary.Answered && !primary.Primary && primary.Pod != PodMissing
+	if !demoted {
+		var streaming []string
+		for _, n := range in.Nodes {
+			if n.Name != primary.Name && n.Answered && n.Follows == primary.Name && n.Streaming {
+				streaming = append(streaming, n.Name)
+			}
+		}
+		if len(streaming) > 0 {
+			d = waiting(d, fmt.Sprintf("the primary %s is %s to the operator, but %v still stream from it: no failover", primary.Name, describe(primary), streaming))
+			d.Cause = redisv1alpha1.ReasonPrimaryUnreachable
+			return d
+		}
+		if in.PrimaryDownFor < in.FailoverAfter {
+			d = waiting(d, fmt.Sprintf("the primary %s is %s (for %s): failing over after %s", primary.Name, describe(primary),
+				in.PrimaryDownFor.Round(time.Second), in.FailoverAfter))
+			d.Cause = redisv1alpha1.ReasonFailoverPending
+			return d
+		}
+	}
+	var candidates, silent []Node
+	for _, n := range in.Nodes {
+		switch {
+		case n.Name == primary.Name:
+		case n.Answered && n.Pod != PodMissing && n.Pod != PodTerminating:
+			candidates = append(candidates, n)
+		default:
+			silent = append(silent, n)
+		}
+	}
+	if len(silent) > 0 {
+		if len(candidates) == 0 {
+			d.Failure, d.Waiting, d.State = true, true, redisv1alpha1.StateError
+			d.Reason = fmt.Sprintf("the primary %s is %s and no other node answers", primary.Name, describe(primary))
+			return d
+		}
+		d = waiting(d, fmt.Sprintf("the primary %s is %s; a failover waits for %s to answer: it may hold acknowledged writes the others lack",
+			primary.Name, describe(primary), names(silent)))
+		d.Cause = redisv1alpha1.ReasonNodeSilent
+		return d
+	}
 	n, ok := best(candidates)
 	if !ok {
 		d.Failure, d.Waiting, d.State = true, true, redisv1alpha1.StateError
-		d.Reason = fmt.Sprintf("the primary %s is %s and no other node answers", primary.Name, describe(primary))
+		d.Reason = fmt.Sprintf("the primary %s is %s and the cluster has no other node", primary.Name, describe(primary))
 		return d
 	}
-	d.Action, d.Target, d.Primary = Promote, n.Name, n.Name
-	d.Reason = fmt.Sprintf("promoted %s (offset %d) to primary: the primary %s is %s", n.Name, n.Offset, primary.Name, describe(primary))
+	d.Action, d.Target, d.Primary, d.Fence = Failover, n.Name, n.Name, primary.Name
+	d.Repoint = others(candidates, n.Name, "")
+	if primary.Answered && primary.Pod != PodMissing && primary.Pod != PodTerminating {
+		// Fenced, and pointed at the new primary with the others.
+		d.Repoint = append(d.Repoint, primary.Name)
+	}
+	d.Reason = fmt.Sprintf("fenced %s (%s) and promoted %s (offset %d, %d keys) to primary", primary.Name, describe(primary), n.Name, n.Offset, n.Keys)
 	return d
+}
+
+// others returns the names of nodes but the named ones.
+func others(nodes []Node, but ...string) []string {
+	var out []string
+	for _, n := range nodes {
+		if !slices.Contains(but, n.Name) {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+func names(nodes []Node) string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Name
+	}
+	return strings.Join(out, ", ")
 }
 
 func describe(n Node) string {
@@ -246,14 +364,15 @@ func describe(n Node) string {
 	return "healthy"
 }
 
-// best returns the node furthest along: the highest offset, then a node
-// that already is a primary, then the lowest ordinal (the first).
+// best returns the node furthest along: the highest offset, then the most
+// keys, then a node that already is a primary, then the lowest ordinal
+// (the first).
 func best(nodes []Node) (Node, bool) {
 	if len(nodes) == 0 {
 		return Node{}, false
 	}
 	return slices.MaxFunc(nodes, func(a, b Node) int {
-		return cmp.Or(cmp.Compare(a.Offset, b.Offset), cmpBool(a.Primary, b.Primary))
+		return cmp.Or(cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Keys, b.Keys), cmpBool(a.Primary, b.Primary))
 	}), true
 }
 

@@ -1,7 +1,9 @@
 package redisenterprisecluster
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -16,19 +18,30 @@ func primaryNode(name string, offset int64) Node {
 }
 
 func replicaNode(name, of string, offset int64) Node {
-	return Node{Name: name, Pod: PodReady, Current: true, RoleLabel: redisv1alpha1.RoleReplica, Answered: true, Follows: of, LinkUp: true, Offset: offset}
+	return Node{Name: name, Pod: PodReady, Current: true, RoleLabel: redisv1alpha1.RoleReplica, Answered: true, Follows: of, LinkUp: true, Streaming: true, Offset: offset}
+}
+
+// orphanNode is a replica whose link to its primary is down.
+func orphanNode(name, of string, offset int64) Node {
+	return with(replicaNode(name, of, offset), func(n *Node) { n.LinkUp, n.Streaming = false, false })
 }
 
 func with(n Node, f func(*Node)) Node { f(&n); return n }
 
+// window is the failover window of the table.
+const window = 30 * time.Second
+
 func TestPlan(t *testing.T) {
 	const p0, p1, p2 = "r-0", "r-1", "r-2"
 	running := []Node{primaryNode(p0, 100), replicaNode(p1, p0, 100), replicaNode(p2, p0, 100)}
+	silent := func(n Node) Node { return with(n, func(n *Node) { n.Answered, n.Primary = false, false }) }
 	tests := []struct {
-		name     string
-		recorded string
-		nodes    []Node
-		want     Decision
+		name      string
+		recorded  string
+		nodes     []Node
+		downFor   time.Duration
+		unsettled bool
+		want      Decision
 	}{
 		{
 			name:  "should wait for a node to answer before choosing the first primary",
@@ -36,14 +49,20 @@ func TestPlan(t *testing.T) {
 			want:  Decision{Waiting: true, State: redisv1alpha1.StateBootstrappingFirstPod},
 		},
 		{
-			name:  "should record the node that booted as the primary",
+			name:  "should record a node that already is a primary when none is recorded",
 			nodes: []Node{with(primaryNode(p0, 0), func(n *Node) { n.RoleLabel = "" }), {Name: p1, Pod: PodNotReady}, {Name: p2, Pod: PodMissing}},
 			want:  Decision{Action: Record, Target: p0, Primary: p0, State: redisv1alpha1.StateBootstrappingFirstPod},
 		},
 		{
-			name:  "should promote the node furthest along when no node is a primary",
-			nodes: []Node{replicaNode(p0, "", 10), replicaNode(p1, "", 30), replicaNode(p2, "", 20)},
-			want:  Decision{Action: Promote, Target: p1, Primary: p1, State: redisv1alpha1.StateBootstrappingFirstPod},
+			name:  "should promote the node furthest along when no node is a primary, and point the others at it",
+			nodes: []Node{orphanNode(p0, "", 10), orphanNode(p1, "", 30), orphanNode(p2, "", 20)},
+			want:  Decision{Action: Promote, Target: p1, Primary: p1, Repoint: []string{p0, p2}, State: redisv1alpha1.StateBootstrappingFirstPod},
+		},
+		{
+			name: "should promote the node with the most keys when no offset tells (every node restarted)",
+			nodes: []Node{with(orphanNode(p0, "", 0), func(n *Node) { n.Keys = 5 }), with(orphanNode(p1, "", 0), func(n *Node) { n.Keys = 9 }),
+				with(orphanNode(p2, "", 0), func(n *Node) { n.Keys = 7 })},
+			want: Decision{Action: Promote, Target: p1, Primary: p1, Repoint: []string{p0, p2}, State: redisv1alpha1.StateBootstrappingFirstPod},
 		},
 		{
 			name:     "should report Running with one primary and synced replicas",
@@ -52,10 +71,43 @@ func TestPlan(t *testing.T) {
 			want:     Decision{Primary: p0, State: redisv1alpha1.StateRunning},
 		},
 		{
-			name:     "should promote the replica with the highest offset when the primary's pod is gone",
+			name:      "should not report Running before the StatefulSet controller has taken the new spec",
+			recorded:  p0,
+			nodes:     running,
+			unsettled: true,
+			want:      Decision{Primary: p0, Waiting: true, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should wait out the failover window while the primary's pod is gone",
 			recorded: p0,
-			nodes:    []Node{{Name: p0, Pod: PodMissing}, replicaNode(p1, p0, 90), replicaNode(p2, p0, 95)},
-			want:     Decision{Action: Promote, Target: p2, Primary: p2, State: redisv1alpha1.StateInitializing},
+			nodes:    []Node{{Name: p0, Pod: PodMissing}, orphanNode(p1, p0, 90), orphanNode(p2, p0, 95)},
+			downFor:  5 * time.Second,
+			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonFailoverPending, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should fence the primary and promote the replica with the highest offset once its pod has been gone for the window",
+			recorded: p0,
+			nodes:    []Node{{Name: p0, Pod: PodMissing}, orphanNode(p1, p0, 90), orphanNode(p2, p0, 95)},
+			downFor:  window,
+			want:     Decision{Action: Failover, Target: p2, Primary: p2, Fence: p0, Repoint: []string{p1}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should fail over at once from a primary that restarted, as every node does, as a replica",
+			recorded: p0,
+			nodes:    []Node{with(orphanNode(p0, "", 0), func(n *Node) { n.RoleLabel = redisv1alpha1.RolePrimary }), orphanNode(p1, p0, 90), orphanNode(p2, p0, 95)},
+			want:     Decision{Action: Failover, Target: p2, Primary: p2, Fence: p0, Repoint: []string{p1, p0}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:  "should never promote a primary that restarted empty over the replicas that hold the data",
+			nodes: []Node{orphanNode(p0, "", 0), orphanNode(p1, p0, 90), orphanNode(p2, p0, 95)},
+			want:  Decision{Action: Promote, Target: p2, Primary: p2, Repoint: []string{p0, p1}, State: redisv1alpha1.StateBootstrappingFirstPod},
+		},
+		{
+			name:     "should not fail over while a replica still streams from a primary the operator cannot reach",
+			recorded: p0,
+			nodes:    []Node{silent(primaryNode(p0, 100)), replicaNode(p1, p0, 100), orphanNode(p2, p0, 90)},
+			downFor:  10 * window,
+			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonPrimaryUnreachable, State: redisv1alpha1.StateInitializing},
 		},
 		{
 			name:     "should wait for a terminating primary that still answers to stop",
@@ -64,14 +116,15 @@ func TestPlan(t *testing.T) {
 			want:     Decision{Primary: p0, Waiting: true, State: redisv1alpha1.StateInitializing},
 		},
 		{
-			name:     "should fail over once the terminating primary is silent",
+			name:     "should fail over once the terminating primary has been silent for the window",
 			recorded: p0,
-			nodes:    []Node{{Name: p0, Pod: PodTerminating, RoleLabel: redisv1alpha1.RolePrimary}, replicaNode(p1, p0, 100), replicaNode(p2, p0, 99)},
-			want:     Decision{Action: Promote, Target: p1, Primary: p1, State: redisv1alpha1.StateInitializing},
+			nodes:    []Node{{Name: p0, Pod: PodTerminating, RoleLabel: redisv1alpha1.RolePrimary}, orphanNode(p1, p0, 100), orphanNode(p2, p0, 99)},
+			downFor:  window,
+			want:     Decision{Action: Failover, Target: p1, Primary: p1, Fence: p0, Repoint: []string{p2}, State: redisv1alpha1.StateInitializing},
 		},
 		{
 			name:  "should not promote a replica before every node answers",
-			nodes: []Node{{Name: p0, Pod: PodNotReady}, replicaNode(p1, p0, 0), replicaNode(p2, p0, 0)},
+			nodes: []Node{{Name: p0, Pod: PodNotReady}, orphanNode(p1, p0, 0), orphanNode(p2, p0, 0)},
 			want:  Decision{Waiting: true, State: redisv1alpha1.StateBootstrappingFirstPod},
 		},
 		{
@@ -80,34 +133,44 @@ func TestPlan(t *testing.T) {
 			want:  Decision{Action: Record, Target: p1, Primary: p1, State: redisv1alpha1.StateBootstrappingFirstPod},
 		},
 		{
-			name:     "should fail over when the primary does not answer",
+			name:     "should fail over when the primary has not answered for the window and no replica hears from it",
 			recorded: p0,
-			nodes:    []Node{with(primaryNode(p0, 100), func(n *Node) { n.Answered = false }), replicaNode(p1, p0, 80), replicaNode(p2, p0, 99)},
-			want:     Decision{Action: Promote, Target: p2, Primary: p2, State: redisv1alpha1.StateInitializing},
+			nodes:    []Node{silent(primaryNode(p0, 100)), orphanNode(p1, p0, 80), orphanNode(p2, p0, 99)},
+			downFor:  window + time.Second,
+			want:     Decision{Action: Failover, Target: p2, Primary: p2, Fence: p0, Repoint: []string{p1}, State: redisv1alpha1.StateInitializing},
 		},
 		{
-			name:     "should never promote a replica that is not ready",
+			name:     "should hold a failover back until every other node answers: a silent one may hold writes the others lack",
 			recorded: p0,
-			nodes:    []Node{{Name: p0, Pod: PodMissing}, with(replicaNode(p1, p0, 200), func(n *Node) { n.Pod = PodNotReady }), replicaNode(p2, p0, 95)},
-			want:     Decision{Action: Promote, Target: p2, Primary: p2, State: redisv1alpha1.StateInitializing},
+			nodes:    []Node{{Name: p0, Pod: PodMissing}, silent(orphanNode(p1, p0, 200)), orphanNode(p2, p0, 95)},
+			downFor:  window,
+			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonNodeSilent, State: redisv1alpha1.StateInitializing},
 		},
 		{
-			name:     "should report an error when the primary is down and no replica answers",
+			name:     "should promote the replica furthest along even while its pod is not ready",
+			recorded: p0,
+			nodes:    []Node{{Name: p0, Pod: PodMissing}, with(orphanNode(p1, p0, 200), func(n *Node) { n.Pod = PodNotReady }), orphanNode(p2, p0, 95)},
+			downFor:  window,
+			want:     Decision{Action: Failover, Target: p1, Primary: p1, Fence: p0, Repoint: []string{p2}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should report an error when the primary is down and no other node answers",
 			recorded: p0,
 			nodes:    []Node{{Name: p0, Pod: PodMissing}, {Name: p1, Pod: PodNotReady}, {Name: p2, Pod: PodReady}},
+			downFor:  window,
 			want:     Decision{Primary: p0, Waiting: true, Failure: true, State: redisv1alpha1.StateError},
 		},
 		{
 			name:     "should fence a stale primary that comes back",
 			recorded: p1,
 			nodes:    []Node{with(primaryNode(p0, 5), func(n *Node) { n.RoleLabel = "" }), primaryNode(p1, 100), replicaNode(p2, p1, 100)},
-			want:     Decision{Action: Repoint, Target: p0, Primary: p1, State: redisv1alpha1.StateInitializing},
+			want:     Decision{Action: Repoint, Repoint: []string{p0}, Primary: p1, State: redisv1alpha1.StateInitializing},
 		},
 		{
-			name:     "should point a replica that follows the old primary at the new one",
+			name:     "should point every replica that follows another node at the primary in one step",
 			recorded: p1,
-			nodes:    []Node{{Name: p0, Pod: PodMissing}, primaryNode(p1, 100), replicaNode(p2, p0, 100)},
-			want:     Decision{Action: Repoint, Target: p2, Primary: p1, State: redisv1alpha1.StateInitializing},
+			nodes:    []Node{orphanNode(p0, "", 0), primaryNode(p1, 100), replicaNode(p2, p0, 100)},
+			want:     Decision{Action: Repoint, Repoint: []string{p0, p2}, Primary: p1, State: redisv1alpha1.StateInitializing},
 		},
 		{
 			name:     "should label the pods with their roles",
@@ -124,7 +187,7 @@ func TestPlan(t *testing.T) {
 		{
 			name:     "should wait for a replica whose link is down",
 			recorded: p0,
-			nodes:    []Node{primaryNode(p0, 100), with(replicaNode(p1, p0, 0), func(n *Node) { n.LinkUp = false }), replicaNode(p2, p0, 100)},
+			nodes:    []Node{primaryNode(p0, 100), orphanNode(p1, p0, 0), replicaNode(p2, p0, 100)},
 			want:     Decision{Primary: p0, Waiting: true, State: redisv1alpha1.StateInitializing},
 		},
 		{
@@ -142,21 +205,22 @@ func TestPlan(t *testing.T) {
 			want: Decision{Primary: p0, Waiting: true, State: redisv1alpha1.StateRunningRollingUpdate},
 		},
 		{
-			name:     "should hand the primary over last, to the current replica furthest along",
+			name:     "should hand the primary over last, to the current replica furthest along, and point the other replica at it",
 			recorded: p0,
 			nodes:    []Node{with(primaryNode(p0, 100), func(n *Node) { n.Current = false }), replicaNode(p1, p0, 90), replicaNode(p2, p0, 100)},
-			want:     Decision{Action: Handover, Target: p2, Primary: p2, State: redisv1alpha1.StateRunningRollingUpdate},
+			want:     Decision{Action: Handover, Target: p2, Primary: p2, Repoint: []string{p1}, State: redisv1alpha1.StateRunningRollingUpdate},
 		},
 		{
 			name:     "should fail over from a recorded primary that is beyond the nodes",
 			recorded: "r-5",
-			nodes:    []Node{replicaNode(p0, "r-5", 10), replicaNode(p1, "r-5", 10), replicaNode(p2, "r-5", 10)},
-			want:     Decision{Action: Promote, Target: p0, Primary: p0, State: redisv1alpha1.StateInitializing},
+			nodes:    []Node{orphanNode(p0, "r-5", 10), orphanNode(p1, "r-5", 10), orphanNode(p2, "r-5", 10)},
+			downFor:  window,
+			want:     Decision{Action: Failover, Target: p0, Primary: p0, Fence: "r-5", Repoint: []string{p1, p2}, State: redisv1alpha1.StateInitializing},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Plan(3, tt.recorded, tt.nodes)
+			got := Plan(Observation{Want: 3, Recorded: tt.recorded, Nodes: tt.nodes, PrimaryDownFor: tt.downFor, FailoverAfter: window, Settled: !tt.unsettled})
 			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Decision{}, "Reason"), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Plan (-want +got):\n%s", diff)
 			}
@@ -169,10 +233,12 @@ func TestPlan(t *testing.T) {
 
 // FuzzPlan plans the next step for clusters whose nodes are filled from
 // the fuzz input, and checks the rules no step may break: a step acts on
-// a node that answers, never promotes or hands over to a node behind
-// another candidate, never deletes or repoints the recorded primary, keeps
-// a primary once one is recorded, and replaces a pod only while every
-// node is healthy.
+// a node that answers; a promotion or a handover never goes to a node
+// behind another that answers, and a failover happens only when every
+// other node answers, from a primary that says it is a replica or has been
+// down for the window with no replica streaming from it; the recorded
+// primary is never deleted or repointed; a primary, once recorded, stays
+// recorded; a pod is replaced only while every node is healthy.
 func FuzzPlan(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte{255, 3, 0, 9, 200, 17, 5, 5, 5, 1, 0, 128, 64, 32, 16, 8, 4, 2, 1})
@@ -192,9 +258,11 @@ func FuzzPlan(f *testing.F) {
 		if b := next(); b%6 < 5 {
 			recorded = names[b%6]
 		}
+		flags := next()
+		downFor := time.Duration(next()) * time.Second / 4
 		nodes := make([]Node, 0, want)
 		for i := range want {
-			b, c, o := next(), next(), next()
+			b, c, o, k := next(), next(), next(), next()
 			n := Node{
 				Name:      names[i],
 				Pod:       []PodState{PodMissing, PodTerminating, PodNotReady, PodReady}[b%4],
@@ -202,15 +270,18 @@ func FuzzPlan(f *testing.F) {
 				Answered:  b&8 != 0,
 				Primary:   b&16 != 0,
 				LinkUp:    b&32 != 0,
+				Streaming: b&32 != 0 && b&64 != 0,
 				RoleLabel: []string{"", redisv1alpha1.RolePrimary, redisv1alpha1.RoleReplica}[c%3],
 				Offset:    int64(o),
+				Keys:      int64(k),
 			}
 			if f := int(c/3) % 6; f < len(names) && !n.Primary {
 				n.Follows = names[f]
 			}
 			nodes = append(nodes, n)
 		}
-		d := Plan(want, recorded, nodes)
+		in := Observation{Want: want, Recorded: recorded, Nodes: nodes, PrimaryDownFor: downFor, FailoverAfter: window, Settled: flags&1 != 0}
+		d := Plan(in)
 		byName := map[string]Node{}
 		for _, n := range nodes {
 			byName[n.Name] = n
@@ -221,25 +292,52 @@ func FuzzPlan(f *testing.F) {
 		if recorded != "" && d.Primary == "" {
 			t.Fatalf("recorded %s, decision %+v records no primary", recorded, d)
 		}
-		if d.Action != None && d.Action != Label {
-			target, ok := byName[d.Target]
-			if !ok || !target.Answered || target.Pod == PodMissing || target.Pod == PodTerminating {
-				t.Fatalf("%s on %s, which does not answer: %+v", d.Action, d.Target, target)
+		answers := func(name string) bool {
+			n, ok := byName[name]
+			return ok && n.Answered && n.Pod != PodMissing && n.Pod != PodTerminating
+		}
+		if d.Action != None && d.Action != Label && d.Action != Repoint && !answers(d.Target) {
+			t.Fatalf("%s on %s, which does not answer: %+v", d.Action, d.Target, byName[d.Target])
+		}
+		for _, name := range d.Repoint {
+			if !answers(name) || name == d.Primary {
+				t.Fatalf("%s points %s at %s: %+v", d.Action, name, d.Primary, byName[name])
 			}
 		}
 		switch d.Action {
-		case Promote, Handover:
+		case Promote, Failover, Handover:
 			for _, n := range nodes {
-				if n.Name != recorded && n.Answered && n.Pod == PodReady && (d.Action == Promote || n.Current) && n.Offset > byName[d.Target].Offset {
+				if n.Name != recorded && n.Answered && n.Pod != PodMissing && n.Pod != PodTerminating && (d.Action != Handover || n.Current) &&
+					n.Offset > byName[d.Target].Offset {
 					t.Fatalf("%s to %s (offset %d), but %s is further along (offset %d)", d.Action, d.Target, byName[d.Target].Offset, n.Name, n.Offset)
 				}
 			}
 			if d.Target == recorded {
 				t.Fatalf("%s to the recorded primary %s", d.Action, recorded)
 			}
+		}
+		if d.Action == Failover {
+			old, known := byName[recorded]
+			demoted := known && old.Answered && !old.Primary && old.Pod != PodMissing
+			if !demoted && downFor < window {
+				t.Fatalf("failed over from %s after %s, within the window", recorded, downFor)
+			}
+			for _, n := range nodes {
+				if n.Name == recorded {
+					continue
+				}
+				if !demoted && n.Answered && n.Follows == recorded && n.Streaming {
+					t.Fatalf("failed over from %s while %s streams from it", recorded, n.Name)
+				}
+				if !answers(n.Name) {
+					t.Fatalf("failed over from %s while %s does not answer", recorded, n.Name)
+				}
+			}
+		}
+		switch d.Action {
 		case Repoint:
-			if d.Target == recorded || d.Primary != recorded {
-				t.Fatalf("repointed %s at %s, recorded %s", d.Target, d.Primary, recorded)
+			if slices.Contains(d.Repoint, recorded) || d.Primary != recorded {
+				t.Fatalf("repointed %v at %s, recorded %s", d.Repoint, d.Primary, recorded)
 			}
 		case DeletePod:
 			if d.Target == recorded {
@@ -250,6 +348,9 @@ func FuzzPlan(f *testing.F) {
 					t.Fatalf("deleted %s while %s is not healthy: %+v", d.Target, n.Name, n)
 				}
 			}
+		}
+		if d.State == redisv1alpha1.StateRunning && (!in.Settled || d.Waiting) {
+			t.Fatalf("Running while %+v (settled %v)", d, in.Settled)
 		}
 		if d.Failure && d.State != redisv1alpha1.StateError {
 			t.Fatalf("failure in state %s", d.State)

@@ -64,8 +64,12 @@ const (
 	// dataVolume and configVolume name the pod's volumes.
 	dataVolume   = "data"
 	configVolume = "config"
-	// ClusterDomain is the cluster's DNS domain, in the nodes' host names.
-	ClusterDomain = "cluster.local"
+	// noPrimaryHost and noPrimaryPort are where a node that boots with no
+	// primary to follow replicates from: nothing ever answers there, so
+	// the node stays a replica that refuses writes (and refuses to sync
+	// replicas of its own: NOMASTERLINK) until the operator promotes it.
+	noPrimaryHost = "127.0.0.1"
+	noPrimaryPort = 1
 )
 
 // Children are the objects a RedisEnterpriseCluster owns.
@@ -98,9 +102,11 @@ func UIServiceName(name string) string { return name + "-ui" }
 // PodName is the name of the node of the given ordinal.
 func PodName(name string, ordinal int) string { return name + "-" + strconv.Itoa(ordinal) }
 
-// NodeHost is the DNS name of a node, through the headless Service.
-func NodeHost(name, namespace, pod string) string {
-	return pod + "." + NodesServiceName(name) + "." + namespace + ".svc." + ClusterDomain
+// NodeHost is the name of a node through the headless Service, as the
+// other nodes of its namespace resolve it (their DNS search path completes
+// it with the namespace and the cluster's domain, whatever that is).
+func NodeHost(name, pod string) string {
+	return pod + "." + NodesServiceName(name)
 }
 
 // RoleFile is the ConfigMap key of a node's role, included at boot.
@@ -117,12 +123,6 @@ func Nodes(spec *redisv1alpha1.RedisEnterpriseClusterSpec) int {
 		return redisv1alpha1.DefaultNodes
 	}
 	return int(spec.Nodes)
-}
-
-// BootPrimary is the node every other node replicates at boot: the
-// recorded primary, or the first node before one is recorded.
-func BootPrimary(name, recorded string) string {
-	return cmp.Or(recorded, PodName(name, 0))
 }
 
 // Input is what the builder needs beyond the spec.
@@ -253,6 +253,9 @@ appendfsync always
 # than diverge from the replica the operator may promote.
 min-replicas-to-write 1
 min-replicas-max-lag 10
+# The primary pings its replicas every second: a replica that heard
+# nothing for a few seconds tells the operator its primary is gone.
+repl-ping-replica-period 1
 replica-serve-stale-data yes
 replica-read-only yes
 # The operator elects the primary; Redis never promotes itself.
@@ -278,31 +281,39 @@ func secret(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpe
 		WithData(data)
 }
 
-// Roles returns each node's role file: empty for the primary, `replicaof`
-// the primary for every other node. A node reads its file at boot only,
-// so a former primary that restarts comes back as a replica of the
-// primary the operator elected in its absence.
-func Roles(name, namespace string, nodes int, recorded string) map[string]string {
-	primary := BootPrimary(name, recorded)
+// Roles returns each node's role file, read at boot only: `replicaof` the
+// recorded primary for every other node, and for the recorded primary
+// itself (and every node while none is recorded) `replicaof` an address
+// where nothing answers. No node ever boots as a primary: one that
+// restarts, maybe empty, refuses writes, and its replicas keep their data
+// (a replica whose own link is down refuses to sync others), until the
+// operator promotes the node furthest along. The rule holds while the
+// operator is away.
+func Roles(name string, nodes int, recorded string) map[string]string {
 	roles := map[string]string{}
+	none := fmt.Sprintf("# Boots following no primary, refusing writes, until the operator promotes a node.\nreplicaof %s %d\n", noPrimaryHost, noPrimaryPort)
 	for i := range nodes {
 		pod := PodName(name, i)
-		if pod == primary {
-			roles[RoleFile(pod)] = "# " + pod + " boots as the primary.\n"
+		if recorded == "" || pod == recorded {
+			roles[RoleFile(pod)] = none
 			continue
 		}
-		roles[RoleFile(pod)] = fmt.Sprintf("replicaof %s %d\n", NodeHost(name, namespace, primary), Port)
+		roles[RoleFile(pod)] = fmt.Sprintf("replicaof %s %d\n", NodeHost(name, recorded), Port)
 	}
 	// A recorded primary beyond the nodes wanted (being scaled away) keeps
 	// its file until it is gone.
-	if _, ok := roles[RoleFile(primary)]; !ok {
-		roles[RoleFile(primary)] = "# " + primary + " boots as the primary.\n"
+	if recorded != "" {
+		roles[RoleFile(recorded)] = none
 	}
 	return roles
 }
 
+// FollowsNoPrimary reports whether a replica's primary host is the
+// address of Roles' nodes that follow no primary.
+func FollowsNoPrimary(host string) bool { return host == noPrimaryHost }
+
 func configMap(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, in Input, conf string, labels map[string]string) *corev1ac.ConfigMapApplyConfiguration {
-	data := Roles(owner.Name, owner.Namespace, Nodes(spec), in.Primary)
+	data := Roles(owner.Name, Nodes(spec), in.Primary)
 	data[ConfigFile] = conf
 	return corev1ac.ConfigMap(ConfigMapName(owner.Name), owner.Namespace).
 		WithLabels(labels).

@@ -31,24 +31,30 @@ func TestQuantity(t *testing.T) {
 	}
 }
 
-func TestRolesFollowTheRecordedPrimary(t *testing.T) {
-	replicaOf := func(pod string) string { return "replicaof " + NodeHost("r", "ns", pod) + " 6379\n" }
+func TestRolesNeverBootAPrimary(t *testing.T) {
+	replicaOf := func(pod string) string { return "replicaof " + pod + ".r-nodes 6379\n" }
+	none := "# Boots following no primary, refusing writes, until the operator promotes a node.\nreplicaof 127.0.0.1 1\n"
 	tests := []struct {
 		name     string
 		recorded string
 		want     map[string]string
 	}{
-		{"should make the first node the primary before one is recorded", "", map[string]string{
-			"r-0.conf": "# r-0 boots as the primary.\n", "r-1.conf": replicaOf("r-0"), "r-2.conf": replicaOf("r-0")}},
-		{"should make a restarted old primary boot as a replica of the new one", "r-2", map[string]string{
-			"r-0.conf": replicaOf("r-2"), "r-1.conf": replicaOf("r-2"), "r-2.conf": "# r-2 boots as the primary.\n"}},
+		{"should make every node boot following no primary before one is recorded", "", map[string]string{
+			"r-0.conf": none, "r-1.conf": none, "r-2.conf": none}},
+		{"should make the recorded primary boot following no primary and the others its replicas", "r-2", map[string]string{
+			"r-0.conf": replicaOf("r-2"), "r-1.conf": replicaOf("r-2"), "r-2.conf": none}},
+		{"should keep the file of a recorded primary beyond the nodes wanted", "r-4", map[string]string{
+			"r-0.conf": replicaOf("r-4"), "r-1.conf": replicaOf("r-4"), "r-2.conf": replicaOf("r-4"), "r-4.conf": none}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, Roles("r", "ns", 3, tt.recorded)); diff != "" {
+			if diff := cmp.Diff(tt.want, Roles("r", 3, tt.recorded)); diff != "" {
 				t.Errorf("Roles (-want +got):\n%s", diff)
 			}
 		})
+	}
+	if !FollowsNoPrimary("127.0.0.1") || FollowsNoPrimary("r-0.r-nodes") {
+		t.Error("FollowsNoPrimary does not tell the placeholder from a node")
 	}
 }
 

@@ -1,0 +1,240 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/api/conditions"
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/redisnode"
+	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// failoverWindow is the failover window of these tests.
+const failoverWindow = 30 * time.Second
+
+// redisFixture is a RedisEnterpriseCluster "r" of three nodes whose pods
+// exist and are ready (r-0 labelled primary and recorded as the primary),
+// driven by a reconciler whose Redis is fake and whose clock the test
+// moves.
+type redisFixture struct {
+	t     *testing.T
+	obj   *redisv1alpha1.RedisEnterpriseCluster
+	redis *controller.FakeRedis
+	clock *clocktesting.FakeClock
+	r     interface {
+		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
+	}
+}
+
+func podIP(i int) string { return fmt.Sprintf("10.9.0.%d", i+1) }
+
+func nodeAddr(i int) string { return redisnode.Addr(podIP(i), rec.Port) }
+
+func newRedisFixture(t *testing.T, nodes map[int]*controller.FakeRedisNode) *redisFixture {
+	t.Helper()
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, k8s)
+	f := &redisFixture{t: t, redis: &controller.FakeRedis{Nodes: map[string]*controller.FakeRedisNode{}}, clock: clocktesting.NewFakeClock(time.Now())}
+	for i, n := range nodes {
+		f.redis.Nodes[nodeAddr(i)] = n
+	}
+	f.r = controller.NewRedisReconciler(k8s, f.redis, f.clock, failoverWindow)
+	f.obj = &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"}, Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3}}
+	create(t, f.obj)
+	_ = f.pass()
+	// No controller makes the namespace's ServiceAccount here.
+	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
+	for i := range 3 {
+		role := redisv1alpha1.RoleReplica
+		if i == 0 {
+			role = redisv1alpha1.RolePrimary
+		}
+		labels := rec.Selector("r")
+		labels[rec.RoleLabel] = role
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rec.PodName("r", i), Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "redis", Image: "redis"}}},
+		}
+		create(t, pod)
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: podIP(i), PodIPs: []corev1.PodIP{{IP: podIP(i)}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		if err := k8s.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get(t, f.obj)
+	f.obj.Status.Primary = "r-0"
+	if err := k8s.Status().Update(ctx, f.obj); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// pass runs one reconcile pass and returns its error.
+func (f *redisFixture) pass() error {
+	f.t.Helper()
+	_, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.obj)})
+	get(f.t, f.obj)
+	return err
+}
+
+func (f *redisFixture) mustPass() {
+	f.t.Helper()
+	if err := f.pass(); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *redisFixture) readyReason() string {
+	if c := meta.FindStatusCondition(f.obj.Status.Conditions, conditions.Ready); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+func (f *redisFixture) roleLabel(i int) string {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: rec.PodName("r", i)}}
+	get(f.t, pod)
+	return pod.Labels[rec.RoleLabel]
+}
+
+func (f *redisFixture) setPodReady(i int, ready corev1.ConditionStatus) {
+	f.t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: rec.PodName("r", i)}}
+	get(f.t, pod)
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
+	if err := k8s.Status().Update(context.Background(), pod); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func replicaOf(host string, offset int64, streaming bool) *controller.FakeRedisNode {
+	n := &controller.FakeRedisNode{Info: redisnode.Info{PrimaryHost: host, Offset: offset, LastIO: -1}}
+	if streaming {
+		n.Info.LinkUp, n.Info.LastIO = true, time.Second
+	}
+	return n
+}
+
+const r0Host = "r-0.r-nodes"
+
+// A primary that restarted answers as a replica of no one: it takes no
+// write, so the failover is at once: its pod loses the primary's label, the
+// replica furthest along is promoted and labelled, and every other node,
+// the old primary included, is pointed at it in the same pass.
+func TestRedisFailoverFromAPrimaryThatRestartedIsAtOnceAndRepointsEveryNode(t *testing.T) {
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+		0: replicaOf("127.0.0.1", 0, false), 1: replicaOf(r0Host, 90, false), 2: replicaOf(r0Host, 95, false),
+	})
+	f.mustPass()
+	if f.obj.Status.Primary != "r-2" {
+		t.Fatalf("primary %s after one pass, want r-2 (the furthest along)", f.obj.Status.Primary)
+	}
+	want := []string{"promote " + nodeAddr(2), "follow " + nodeAddr(1) + " r-2.r-nodes", "follow " + nodeAddr(0) + " r-2.r-nodes"}
+	if !slices.Equal(f.redis.Calls, want) {
+		t.Errorf("calls %v, want %v", f.redis.Calls, want)
+	}
+	if f.roleLabel(0) != redisv1alpha1.RoleReplica || f.roleLabel(2) != redisv1alpha1.RolePrimary {
+		t.Errorf("role labels r-0 %s, r-2 %s; want replica and primary", f.roleLabel(0), f.roleLabel(2))
+	}
+}
+
+// The operator alone cannot reach the primary while its replicas still
+// stream from it: however long that lasts, nothing fails over, and the
+// status says why.
+func TestRedisNoFailoverWhileAReplicaStreamsFromThePrimary(t *testing.T) {
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+		0: {Silent: true}, 1: replicaOf(r0Host, 90, true), 2: replicaOf(r0Host, 95, true),
+	})
+	for range 3 {
+		f.mustPass()
+		f.clock.Step(10 * failoverWindow)
+	}
+	if f.obj.Status.Primary != "r-0" || len(f.redis.CallsMatching("promote")) > 0 {
+		t.Errorf("primary %s, calls %v; want r-0 kept and no promotion", f.obj.Status.Primary, f.redis.Calls)
+	}
+	if got := f.readyReason(); got != redisv1alpha1.ReasonPrimaryUnreachable {
+		t.Errorf("Ready reason %s, want %s", got, redisv1alpha1.ReasonPrimaryUnreachable)
+	}
+}
+
+// A primary that does not answer and that no replica hears from is failed
+// over only once it has been down for the window.
+func TestRedisFailoverWaitsForTheWindow(t *testing.T) {
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+		0: {Silent: true}, 1: replicaOf(r0Host, 90, false), 2: replicaOf(r0Host, 95, false),
+	})
+	f.mustPass()
+	f.clock.Step(failoverWindow / 2)
+	f.mustPass()
+	if f.obj.Status.Primary != "r-0" || len(f.redis.Calls) > 0 || f.readyReason() != redisv1alpha1.ReasonFailoverPending {
+		t.Fatalf("half the window: primary %s, calls %v, reason %s; want r-0, none, %s",
+			f.obj.Status.Primary, f.redis.Calls, f.readyReason(), redisv1alpha1.ReasonFailoverPending)
+	}
+	f.clock.Step(failoverWindow / 2)
+	f.mustPass()
+	if f.obj.Status.Primary != "r-2" || f.roleLabel(0) != redisv1alpha1.RoleReplica {
+		t.Errorf("after the window: primary %s, r-0 labelled %s; want r-2, and r-0 a replica", f.obj.Status.Primary, f.roleLabel(0))
+	}
+}
+
+// A primary that still answers, though its pod is not ready, is paused and
+// made a replica before another node is promoted; one that cannot be made a
+// replica stops the failover.
+func TestRedisFailoverFencesAReachablePrimaryFirst(t *testing.T) {
+	for _, refuses := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refuses REPLICAOF %v", refuses), func(t *testing.T) {
+			primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 100}, FailFollow: refuses}
+			f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+				0: primary, 1: replicaOf(r0Host, 90, false), 2: replicaOf(r0Host, 95, false),
+			})
+			f.setPodReady(0, corev1.ConditionFalse)
+			f.mustPass()
+			f.clock.Step(failoverWindow)
+			err := f.pass()
+			if refuses {
+				if err == nil || len(f.redis.CallsMatching("promote")) > 0 || f.obj.Status.Primary != "r-0" {
+					t.Errorf("error %v, calls %v, primary %s; want an error, no promotion, r-0 kept", err, f.redis.Calls, f.obj.Status.Primary)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"pause " + nodeAddr(0), "follow " + nodeAddr(0) + " r-2.r-nodes", "unpause " + nodeAddr(0), "promote " + nodeAddr(2)}
+			if len(f.redis.Calls) < len(want) || !slices.Equal(f.redis.Calls[:len(want)], want) {
+				t.Errorf("calls %v, want them to start %v", f.redis.Calls, want)
+			}
+		})
+	}
+}
+
+// A child the API server refuses (persistence turned on for a running
+// cluster: a StatefulSet's claim templates cannot change) is reported, and
+// does not hold back a failover.
+func TestRedisFailoverRunsWhileAChildIsRefused(t *testing.T) {
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+		0: replicaOf("127.0.0.1", 0, false), 1: replicaOf(r0Host, 90, false), 2: replicaOf(r0Host, 95, false),
+	})
+	f.obj.Spec.PersistentSpec = &redisv1alpha1.PersistentSpec{Enabled: &redisv1alpha1.Flag{Value: true}}
+	if err := k8s.Update(context.Background(), f.obj); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.pass()
+	if f.readyReason() != conditions.ReasonApplyRejected || f.obj.Status.Primary != "r-2" {
+		t.Errorf("Ready reason %s, primary %s; want %s and the failover to r-2 made", f.readyReason(), f.obj.Status.Primary, conditions.ReasonApplyRejected)
+	}
+}

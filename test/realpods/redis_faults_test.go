@@ -1,0 +1,348 @@
+package realpods
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/app-operator/app-operator/api/conditions"
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/controller"
+	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// The Redis cells of the fault matrix. Each runs a small three-node cluster
+// in its own namespace while a client writes, each write acknowledged only
+// when WAIT says replicas hold it, and breaks one thing in a way where what
+// the operator sees differs from what the clients see. At the end every
+// acknowledged write must be on the one final primary and on every replica,
+// and a status that says Running must mean a primary that takes writes.
+
+// cellFailoverAfter is the failover window of the cells' operators: short,
+// so that a cell shows the window is what holds a failover back, not time.
+const cellFailoverAfter = 5 * time.Second
+
+// cellWritePause spaces a cell's writes, so three cells writing at once
+// leave the machine's two cores to the nodes and the operators.
+const cellWritePause = 2 * time.Millisecond
+
+// newRedisCell creates a three-node RedisEnterpriseCluster called name in
+// ns, with small resources and persistence on or off, and waits for it to
+// run.
+func newRedisCell(t *testing.T, c client.Client, ns, name string, persistent bool) *redisCluster {
+	t.Helper()
+	doc := fmt.Sprintf(`apiVersion: app.redislabs.com/v1alpha1
+kind: RedisEnterpriseCluster
+metadata: {name: %s, namespace: %s}
+spec:
+  nodes: 3
+  redisEnterpriseNodeResources:
+    limits: {cpu: 500m, memory: 256Mi}
+    requests: {cpu: 50m, memory: 64Mi}
+`, name, ns)
+	if persistent {
+		doc += "  persistentSpec: {enabled: true, storageClassName: standard, volumeSize: 1Gi}\n"
+	}
+	obj := &redisv1alpha1.RedisEnterpriseCluster{}
+	if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	r := &redisCluster{t: t, c: c, rec: obj}
+	r.waitRunning(redisReadyTimeout)
+	secret := &corev1.Secret{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
+		t.Fatal(err)
+	}
+	r.password = string(secret.Data[rec.SecretPassword])
+	return r
+}
+
+// waitWrites waits for the writer to have n more acknowledged writes.
+func waitWrites(t *testing.T, w *writer, n int) {
+	t.Helper()
+	before := w.ackedCount()
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		return w.ackedCount() >= before+n, fmt.Sprintf("%d of %d writes acknowledged (last error: %s)", w.ackedCount()-before, n, w.lastError())
+	})
+}
+
+func (w *writer) lastError() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastErr
+}
+
+// checkRunningTakesWrites checks what a Running status claims: one node is
+// a primary, the recorded one, every other node is its replica with its
+// link up, and a write reaches every replica.
+func (r *redisCluster) checkRunningTakesWrites() {
+	r.t.Helper()
+	r.refresh()
+	primary := r.rec.Status.Primary
+	for _, n := range r.rec.Status.Nodes {
+		info, err := r.replication(n.Name)
+		if err != nil {
+			r.t.Errorf("Running, but node %s does not answer: %v", n.Name, err)
+			continue
+		}
+		switch {
+		case n.Name == primary && info["role"] != "master":
+			r.t.Errorf("Running, but the primary %s says it is a %s", n.Name, info["role"])
+		case n.Name != primary && (info["role"] != "slave" || !strings.HasPrefix(info["master_host"], primary+".")):
+			r.t.Errorf("Running, but %s is a %s of %q, not a replica of %s", n.Name, info["role"], info["master_host"], primary)
+		}
+	}
+	p := r.client(r.podIP(primary))
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Set(ctx, "running-takes-writes", "yes", 0).Err(); err != nil {
+		r.t.Errorf("Running, but the primary %s refuses a write: %v", primary, err)
+		return
+	}
+	if n, err := p.Do(ctx, "WAIT", len(r.rec.Status.Nodes)-1, 3000).Int64(); err != nil || n != int64(len(r.rec.Status.Nodes)-1) {
+		r.t.Errorf("Running, but WAIT on the primary %s: %d replicas (%v)", primary, n, err)
+	}
+}
+
+// lostWrites returns how many of acked the final primary lacks, and fails
+// the test for every node that lacks one once the replicas have had time
+// to catch up.
+func (r *redisCluster) lostWrites(acked []string) int {
+	r.t.Helper()
+	r.refresh()
+	missing, err := r.missing(r.rec.Status.Primary, acked)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if len(missing) > 0 {
+		r.t.Errorf("the primary %s lacks %d of %d acknowledged writes, first %s", r.rec.Status.Primary, len(missing), len(acked), missing[0])
+	}
+	for _, n := range r.rec.Status.Nodes {
+		testenv.Eventually(r.t, 30*time.Second, func() (bool, string) {
+			m, err := r.missing(n.Name, acked)
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(m) == 0, fmt.Sprintf("node %s lacks %d of %d acknowledged writes", n.Name, len(m), len(acked))
+		})
+	}
+	return len(missing)
+}
+
+// podUID returns the uid of the named pod ("" when there is none).
+func (r *redisCluster) podUID(name string) types.UID {
+	pod := &corev1.Pod{}
+	if err := r.c.Get(context.Background(), client.ObjectKey{Namespace: r.rec.Namespace, Name: name}, pod); err != nil {
+		return ""
+	}
+	return pod.UID
+}
+
+// With persistence off, the operator stopped and the primary's pod
+// deleted: the pod comes back empty. It must not become the primary, nor
+// may the replicas resynchronise from it and drop the writes they hold,
+// whether or not the operator is there; once the operator is back, a
+// replica that holds every write is promoted.
+func TestRedisFaultPrimaryRestartsEmptyWhileTheOperatorIsAway(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	opts := testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{RedisFailoverAfter: cellFailoverAfter}}
+	op := testenv.StartOperator(t, testCluster.Config(), opts)
+	r := newRedisCell(t, c, ns, "away", false)
+	primary := r.rec.Status.Primary
+
+	w := r.startWriterWaiting("away", 2, cellWritePause)
+	waitWrites(t, w, 200)
+	op.Stop()
+	old := r.podUID(primary)
+	if err := c.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: primary}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
+		pod := &corev1.Pod{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: primary}, pod); err != nil {
+			return false, err.Error()
+		}
+		return pod.UID != old && podReady(pod), fmt.Sprintf("pod %s: uid %s, ready %v", primary, pod.UID, podReady(pod))
+	})
+	// The replicas' links retry every second: give them the time to
+	// resynchronise from the empty node, were it to let them.
+	time.Sleep(5 * time.Second)
+	for _, n := range r.rec.Status.Nodes {
+		info, err := r.replication(n.Name)
+		if err != nil {
+			t.Fatalf("node %s: %v", n.Name, err)
+		}
+		if info["role"] == "master" {
+			t.Errorf("with the operator away, %s is a primary (it should boot a replica)", n.Name)
+		}
+	}
+	back := time.Now()
+	testenv.StartOperator(t, testCluster.Config(), opts)
+	// The status still says what it said before the operator left: wait
+	// for the operator to act on what happened since.
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		r.refresh()
+		return r.rec.Status.Primary != primary, "the primary is still " + primary
+	})
+	r.waitRunning(3 * time.Minute)
+	toReady := time.Since(back)
+	waitWrites(t, w, 50)
+	acked := w.Stop()
+	r.checkRunningTakesWrites()
+	lost := r.lostWrites(acked)
+	recordCell(faultCell{kind: "Redis", fault: "persistence off, operator away, the primary's pod deleted",
+		acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+	t.Logf("the primary %s came back empty with the operator away; %s is the primary %v after the operator returned; %d writes acknowledged (WAIT 2), %d lost",
+		primary, r.rec.Status.Primary, toReady.Round(time.Millisecond), len(acked), lost)
+}
+
+// The operator alone cut off from the primary's pod for 30 s (its packets
+// dropped by its uid; the clients, the kubelet and the replicas still reach
+// the pod): the replicas still stream from the primary, so the operator
+// fails nothing over, says it cannot reach the primary, and no write is
+// lost.
+func TestRedisFaultOperatorAloneCutOffFromThePrimary(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	bin, kubeconfig := managerAsOperatorUID(t)
+	testenv.StartManagerAs(t, operatorUID, bin, kubeconfig, filepath.Join(t.TempDir(), "manager.log"),
+		"--watch-namespaces="+ns, "--health-probe-bind-address=0", "--metrics-bind-address=0",
+		"--redis-failover-after="+cellFailoverAfter.String())
+	r := newRedisCell(t, c, ns, "cut", true)
+	primary := r.rec.Status.Primary
+
+	w := r.startWriterWaiting("cut", 1, cellWritePause)
+	waitWrites(t, w, 200)
+	heal := cutOperatorFrom(t, r.podIP(primary))
+	cut := time.Now()
+	reasons := map[string]bool{}
+	for time.Since(cut) < 30*time.Second {
+		time.Sleep(500 * time.Millisecond)
+		r.refresh()
+		if r.rec.Status.Primary != primary {
+			t.Errorf("the operator, cut off from %s alone, made %s the primary", primary, r.rec.Status.Primary)
+			break
+		}
+		for _, cond := range r.rec.Status.Conditions {
+			if cond.Type == conditions.Ready {
+				reasons[cond.Reason] = true
+			}
+		}
+	}
+	heal()
+	healed := time.Now()
+	if !reasons[redisv1alpha1.ReasonPrimaryUnreachable] {
+		t.Errorf("Ready reasons during the cut: %v; want %s", reasons, redisv1alpha1.ReasonPrimaryUnreachable)
+	}
+	if got := r.waitRunning(2 * time.Minute); got != primary {
+		t.Errorf("primary %s after the cut, want %s kept", got, primary)
+	}
+	toReady := time.Since(healed)
+	waitWrites(t, w, 50)
+	acked := w.Stop()
+	r.checkRunningTakesWrites()
+	lost := r.lostWrites(acked)
+	recordCell(faultCell{kind: "Redis", fault: "persistence on, the operator alone cut off from the primary for 30 s",
+		acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+	t.Logf("cut off from %s for 30 s: Ready reasons %v; Running %v after the cut healed; %d writes acknowledged (WAIT 1), %d lost, longest gap %v",
+		primary, reasons, toReady.Round(time.Millisecond), len(acked), lost, w.longestGap.Round(time.Millisecond))
+}
+
+// The primary frozen (SIGSTOP) for less than the failover window: nothing
+// fails over. Frozen for longer: a replica is promoted, and the old
+// primary, thawed, is fenced into a replica, with no acknowledged write
+// lost either way. Then the status cleared: the operator finds the
+// primary again rather than electing another.
+func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns},
+		Options: controller.Options{RedisFailoverAfter: cellFailoverAfter}})
+	r := newRedisCell(t, c, ns, "frozen", false)
+	primary := r.rec.Status.Primary
+
+	t.Run("frozen for less than the window", func(t *testing.T) {
+		w := r.startWriterWaiting("short", 1, cellWritePause)
+		waitWrites(t, w, 200)
+		freezePod(t, c, ns, primary)
+		time.Sleep(2 * time.Second)
+		thawPod(t, c, ns, primary)
+		thawed := time.Now()
+		waitWrites(t, w, 50)
+		got := r.waitRunning(time.Minute)
+		toReady := time.Since(thawed)
+		acked := w.Stop()
+		if got != primary {
+			t.Errorf("a 2 s freeze, within the %s window, moved the primary from %s to %s", cellFailoverAfter, primary, got)
+		}
+		r.checkRunningTakesWrites()
+		lost := r.lostWrites(acked)
+		recordCell(faultCell{kind: "Redis", fault: "the primary frozen for 2 s (window 5 s)", acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+	})
+
+	t.Run("frozen for longer than the window", func(t *testing.T) {
+		w := r.startWriterWaiting("long", 1, cellWritePause)
+		waitWrites(t, w, 200)
+		freezePod(t, c, ns, primary)
+		testenv.Eventually(t, time.Minute, func() (bool, string) {
+			r.refresh()
+			return r.rec.Status.Primary != primary, "the primary is still " + r.rec.Status.Primary
+		})
+		waitWrites(t, w, 50)
+		thawPod(t, c, ns, primary)
+		thawed := time.Now()
+		newPrimary := r.waitRunning(2 * time.Minute)
+		toReady := time.Since(thawed)
+		acked := w.Stop()
+		info, err := r.replication(primary)
+		if err != nil || info["role"] != "slave" || !strings.HasPrefix(info["master_host"], newPrimary+".") {
+			t.Errorf("the old primary %s, thawed: role %s of %s (%v); want a replica of %s", primary, info["role"], info["master_host"], err, newPrimary)
+		}
+		r.checkRunningTakesWrites()
+		lost := r.lostWrites(acked)
+		recordCell(faultCell{kind: "Redis", fault: "the primary frozen for longer than the window", acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+		primary = newPrimary
+	})
+
+	t.Run("status cleared", func(t *testing.T) {
+		w := r.startWriterWaiting("cleared", 1, cellWritePause)
+		waitWrites(t, w, 200)
+		r.refresh()
+		r.rec.Status = redisv1alpha1.RedisEnterpriseClusterStatus{}
+		if err := c.Status().Update(context.Background(), r.rec); err != nil {
+			t.Fatal(err)
+		}
+		cleared := time.Now()
+		got := r.waitRunning(time.Minute)
+		toReady := time.Since(cleared)
+		waitWrites(t, w, 50)
+		acked := w.Stop()
+		if got != primary {
+			t.Errorf("with its status cleared, the cluster's primary moved from %s to %s", primary, got)
+		}
+		r.checkRunningTakesWrites()
+		lost := r.lostWrites(acked)
+		recordCell(faultCell{kind: "Redis", fault: "status cleared", acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+	})
+}
