@@ -164,8 +164,13 @@ image: ## Build the container image as an OCI archive in dist/ without a contain
 MANAGER_ENV = $(shell awk '$$1 == "-" && $$2 == "name:" && $$3 ~ /^GO/ {name = $$3; next} name != "" && $$1 == "value:" {gsub(/"/, "", $$2); printf "%s=%s ", name, $$2} {name = ""}' config/manager/manager.yaml)
 
 .PHONY: run
-run: build ## Run the operator against the cluster of the current kubeconfig, with the Deployment's Go runtime settings.
-	env $(MANAGER_ENV) $(LOCALBIN)/app-operator --health-probe-bind-address=:8081
+# The namespace of the Lease that `make run` takes: that of an operator
+# installed in the same cluster, so the two never decide at once.
+RUN_LEADER_NAMESPACE ?= app-operator-system
+
+run: build $(if $(KUBECTL_BIN),,controlplane) ## Run the operator against the cluster of the current kubeconfig, with the Deployment's Go runtime settings, as a leader-elected replica beside any installed one.
+	$(or $(KUBECTL_BIN),$(KUBECTL)) get namespace $(RUN_LEADER_NAMESPACE) >/dev/null 2>&1 || $(or $(KUBECTL_BIN),$(KUBECTL)) create namespace $(RUN_LEADER_NAMESPACE)
+	env $(MANAGER_ENV) $(LOCALBIN)/app-operator --health-probe-bind-address=:8081 --leader-elect --leader-election-namespace=$(RUN_LEADER_NAMESPACE)
 
 .PHONY: install
 install: $(if $(KUBECTL_BIN),,controlplane) ## Install the CRDs into the cluster of the current kubeconfig, with the kubectl on PATH (without one, the control plane's, built from source).
