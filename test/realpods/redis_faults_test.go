@@ -282,6 +282,19 @@ func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
 	r := newRedisCell(t, c, ns, "frozen", false)
 	primary := r.rec.Status.Primary
 
+	t.Run("the status stays still while a client writes", func(t *testing.T) {
+		w := r.startWriterWaiting("rest", 1, cellWritePause)
+		waitWrites(t, w, 100)
+		r.refresh()
+		before := r.rec.ResourceVersion
+		time.Sleep(20 * time.Second)
+		r.refresh()
+		acked := w.Stop()
+		if r.rec.ResourceVersion != before {
+			t.Errorf("the status moved while Running and taking writes: resourceVersion %s -> %s (%d writes)", before, r.rec.ResourceVersion, len(acked))
+		}
+	})
+
 	t.Run("frozen for less than the window", func(t *testing.T) {
 		w := r.startWriterWaiting("short", 1, cellWritePause)
 		waitWrites(t, w, 200)
@@ -345,4 +358,50 @@ func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
 		lost := r.lostWrites(acked)
 		recordCell(faultCell{kind: "Redis", fault: "status cleared", acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
 	})
+}
+
+// A cluster deleted and created again over the claims its StatefulSet
+// keeps: no node boots as the primary, the operator elects the node
+// furthest along once every node answers, and every acknowledged write is
+// still there.
+func TestRedisFaultRecreatedOverItsClaims(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx, c := context.Background(), operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns},
+		Options: controller.Options{RedisFailoverAfter: cellFailoverAfter}})
+	r := newRedisCell(t, c, ns, "again", true)
+	w := r.startWriterWaiting("again", 1, cellWritePause)
+	waitWrites(t, w, 300)
+	acked := w.Stop()
+	spec := r.rec.Spec.DeepCopy()
+	if err := c.Delete(ctx, r.rec, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(rec.Selector("again"))); err != nil {
+			return false, err.Error()
+		}
+		err := c.Get(ctx, client.ObjectKeyFromObject(r.rec), &redisv1alpha1.RedisEnterpriseCluster{})
+		return len(pods.Items) == 0 && err != nil, fmt.Sprintf("%d pods left", len(pods.Items))
+	})
+	created := time.Now()
+	again := &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "again"}, Spec: *spec}
+	if err := c.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	r.rec = again
+	r.waitRunning(3 * time.Minute)
+	toReady := time.Since(created)
+	// The Secret went with the cluster: the new one has a new password.
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "again"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	r.password = string(secret.Data[rec.SecretPassword])
+	r.checkRunningTakesWrites()
+	lost := r.lostWrites(acked)
+	recordCell(faultCell{kind: "Redis", fault: "deleted and created again over its claims", acked: len(acked), lost: lost, toReady: toReady})
 }
