@@ -37,8 +37,8 @@ const cellFailoverAfter = 5 * time.Second
 const cellWritePause = 2 * time.Millisecond
 
 // newRedisCell creates a three-node RedisEnterpriseCluster called name in
-// ns, with small resources and persistence on or off, and waits for it to
-// run.
+// ns, with persistence on or off, and waits for it to run. Its requests
+// are small, so the cells fit on the node beside every other test's pods.
 func newRedisCell(t *testing.T, c client.Client, ns, name string, persistent bool) *redisCluster {
 	t.Helper()
 	doc := fmt.Sprintf(`apiVersion: app.redislabs.com/v1alpha1
@@ -48,7 +48,7 @@ spec:
   nodes: 3
   redisEnterpriseNodeResources:
     limits: {cpu: 500m, memory: 256Mi}
-    requests: {cpu: 50m, memory: 64Mi}
+    requests: {cpu: 10m, memory: 32Mi}
 `, name, ns)
 	if persistent {
 		doc += "  persistentSpec: {enabled: true, storageClassName: standard, volumeSize: 1Gi}\n"
@@ -404,4 +404,54 @@ func TestRedisFaultRecreatedOverItsClaims(t *testing.T) {
 	r.checkRunningTakesWrites()
 	lost := r.lostWrites(acked)
 	recordCell(faultCell{kind: "Redis", fault: "deleted and created again over its claims", acked: len(acked), lost: lost, toReady: toReady})
+}
+
+// A cluster deleted with its children orphaned, then applied again (a
+// GitOps tool, a restore without the status), under writes: the new
+// resource adopts the running nodes, finds the primary that is there
+// rather than electing another, restarts no pod and loses no write.
+func TestRedisFaultOrphanDeletedAndAppliedAgain(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx, c := context.Background(), operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns},
+		Options: controller.Options{RedisFailoverAfter: cellFailoverAfter}})
+	r := newRedisCell(t, c, ns, "orphan", false)
+	primary := r.rec.Status.Primary
+	uids := map[string]types.UID{}
+	for _, n := range r.rec.Status.Nodes {
+		uids[n.Name] = r.podUID(n.Name)
+	}
+	w := r.startWriterWaiting("orphan", 1, cellWritePause)
+	waitWrites(t, w, 200)
+	spec := r.rec.Spec.DeepCopy()
+	if err := c.Delete(ctx, r.rec, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(r.rec), &redisv1alpha1.RedisEnterpriseCluster{})
+		return err != nil, "the resource is still there"
+	})
+	applied := time.Now()
+	again := &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan"}, Spec: *spec}
+	if err := c.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	r.rec = again
+	got := r.waitRunning(2 * time.Minute)
+	toReady := time.Since(applied)
+	waitWrites(t, w, 50)
+	acked := w.Stop()
+	if got != primary {
+		t.Errorf("applied again, the cluster's primary moved from %s to %s", primary, got)
+	}
+	for name, uid := range uids {
+		if now := r.podUID(name); now != uid {
+			t.Errorf("pod %s was replaced (uid %s, was %s)", name, now, uid)
+		}
+	}
+	r.checkRunningTakesWrites()
+	lost := r.lostWrites(acked)
+	recordCell(faultCell{kind: "Redis", fault: "deleted with its children orphaned and applied again", acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
 }
