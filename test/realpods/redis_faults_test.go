@@ -70,6 +70,24 @@ spec:
 	return r
 }
 
+// cellOperatorOptions are the options of a cell's operator, run in the
+// test's process and watching the cell's namespace alone.
+func cellOperatorOptions(ns string) testenv.StartOptions {
+	return testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{RedisFailoverAfter: cellFailoverAfter}}
+}
+
+// startCell starts a cell in a namespace of its own: its operator, in the
+// test's process, and a running cluster called name.
+func startCell(t *testing.T, name string, persistent bool) (client.Client, *testenv.Operator, *redisCluster) {
+	t.Helper()
+	needCluster(t)
+	t.Parallel()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	op := testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
+	return c, op, newRedisCell(t, c, ns, name, persistent)
+}
+
 // waitWrites waits for the writer to have n more acknowledged writes.
 func waitWrites(t *testing.T, w *writer, n int) {
 	t.Helper()
@@ -143,6 +161,19 @@ func (r *redisCluster) lostWrites(acked []string) int {
 	return len(missing)
 }
 
+// finish ends a cell: it waits for writes to be acknowledged again, stops
+// the writer, checks what Running claims and that no acknowledged write is
+// lost, and records the cell; it returns the writes acknowledged and lost.
+func (r *redisCluster) finish(w *writer, fault string, toReady time.Duration) (acked, lost int) {
+	r.t.Helper()
+	waitWrites(r.t, w, 50)
+	keys := w.Stop()
+	r.checkRunningTakesWrites()
+	lost = r.lostWrites(keys)
+	recordCell(faultCell{kind: "Redis", fault: fault, acked: len(keys), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+	return len(keys), lost
+}
+
 // podUID returns the uid of the named pod ("" when there is none).
 func (r *redisCluster) podUID(name string) types.UID {
 	pod := &corev1.Pod{}
@@ -158,14 +189,8 @@ func (r *redisCluster) podUID(name string) types.UID {
 // whether or not the operator is there; once the operator is back, a
 // replica that holds every write is promoted.
 func TestRedisFaultPrimaryRestartsEmptyWhileTheOperatorIsAway(t *testing.T) {
-	needCluster(t)
-	t.Parallel()
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	opts := testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{RedisFailoverAfter: cellFailoverAfter}}
-	op := testenv.StartOperator(t, testCluster.Config(), opts)
-	r := newRedisCell(t, c, ns, "away", false)
-	primary := r.rec.Status.Primary
+	c, op, r := startCell(t, "away", false)
+	ns, primary := r.rec.Namespace, r.rec.Status.Primary
 
 	w := r.startWriterWaiting("away", 2, cellWritePause)
 	waitWrites(t, w, 200)
@@ -194,7 +219,7 @@ func TestRedisFaultPrimaryRestartsEmptyWhileTheOperatorIsAway(t *testing.T) {
 		}
 	}
 	back := time.Now()
-	testenv.StartOperator(t, testCluster.Config(), opts)
+	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
 	// The status still says what it said before the operator left: wait
 	// for the operator to act on what happened since.
 	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
@@ -203,14 +228,9 @@ func TestRedisFaultPrimaryRestartsEmptyWhileTheOperatorIsAway(t *testing.T) {
 	})
 	r.waitRunning(3 * time.Minute)
 	toReady := time.Since(back)
-	waitWrites(t, w, 50)
-	acked := w.Stop()
-	r.checkRunningTakesWrites()
-	lost := r.lostWrites(acked)
-	recordCell(faultCell{kind: "Redis", fault: "persistence off, operator away, the primary's pod deleted",
-		acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+	acked, lost := r.finish(w, "persistence off, operator away, the primary's pod deleted", toReady)
 	t.Logf("the primary %s came back empty with the operator away; %s is the primary %v after the operator returned; %d writes acknowledged (WAIT 2), %d lost",
-		primary, r.rec.Status.Primary, toReady.Round(time.Millisecond), len(acked), lost)
+		primary, r.rec.Status.Primary, toReady.Round(time.Millisecond), acked, lost)
 }
 
 // The operator alone cut off from the primary's pod for 30 s (its packets
@@ -257,14 +277,9 @@ func TestRedisFaultOperatorAloneCutOffFromThePrimary(t *testing.T) {
 		t.Errorf("primary %s after the cut, want %s kept", got, primary)
 	}
 	toReady := time.Since(healed)
-	waitWrites(t, w, 50)
-	acked := w.Stop()
-	r.checkRunningTakesWrites()
-	lost := r.lostWrites(acked)
-	recordCell(faultCell{kind: "Redis", fault: "persistence on, the operator alone cut off from the primary for 30 s",
-		acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+	acked, lost := r.finish(w, "persistence on, the operator alone cut off from the primary for 30 s", toReady)
 	t.Logf("cut off from %s for 30 s: Ready reasons %v; Running %v after the cut healed; %d writes acknowledged (WAIT 1), %d lost, longest gap %v",
-		primary, reasons, toReady.Round(time.Millisecond), len(acked), lost, w.longestGap.Round(time.Millisecond))
+		primary, reasons, toReady.Round(time.Millisecond), acked, lost, w.longestGap.Round(time.Millisecond))
 }
 
 // The primary frozen (SIGSTOP) for less than the failover window: nothing
@@ -273,16 +288,13 @@ func TestRedisFaultOperatorAloneCutOffFromThePrimary(t *testing.T) {
 // lost either way. Then the status cleared: the operator finds the
 // primary again rather than electing another.
 func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
-	needCluster(t)
-	t.Parallel()
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns},
-		Options: controller.Options{RedisFailoverAfter: cellFailoverAfter}})
-	r := newRedisCell(t, c, ns, "frozen", false)
-	primary := r.rec.Status.Primary
+	c, _, r := startCell(t, "frozen", false)
+	ns, primary := r.rec.Namespace, r.rec.Status.Primary
 
+	// Each subtest reports through its own t.
+	in := func(t *testing.T) *redisCluster { sub := *r; sub.t = t; return &sub }
 	t.Run("the status stays still while a client writes", func(t *testing.T) {
+		r := in(t)
 		w := r.startWriterWaiting("rest", 1, cellWritePause)
 		waitWrites(t, w, 100)
 		r.refresh()
@@ -296,25 +308,22 @@ func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
 	})
 
 	t.Run("frozen for less than the window", func(t *testing.T) {
+		r := in(t)
 		w := r.startWriterWaiting("short", 1, cellWritePause)
 		waitWrites(t, w, 200)
 		freezePod(t, c, ns, primary)
 		time.Sleep(2 * time.Second)
 		thawPod(t, c, ns, primary)
 		thawed := time.Now()
-		waitWrites(t, w, 50)
 		got := r.waitRunning(time.Minute)
-		toReady := time.Since(thawed)
-		acked := w.Stop()
 		if got != primary {
 			t.Errorf("a 2 s freeze, within the %s window, moved the primary from %s to %s", cellFailoverAfter, primary, got)
 		}
-		r.checkRunningTakesWrites()
-		lost := r.lostWrites(acked)
-		recordCell(faultCell{kind: "Redis", fault: "the primary frozen for 2 s (window 5 s)", acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+		r.finish(w, "the primary frozen for 2 s (window 5 s)", time.Since(thawed))
 	})
 
 	t.Run("frozen for longer than the window", func(t *testing.T) {
+		r := in(t)
 		w := r.startWriterWaiting("long", 1, cellWritePause)
 		waitWrites(t, w, 200)
 		freezePod(t, c, ns, primary)
@@ -327,18 +336,16 @@ func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
 		thawed := time.Now()
 		newPrimary := r.waitRunning(2 * time.Minute)
 		toReady := time.Since(thawed)
-		acked := w.Stop()
 		info, err := r.replication(primary)
 		if err != nil || info["role"] != "slave" || !strings.HasPrefix(info["master_host"], newPrimary+".") {
 			t.Errorf("the old primary %s, thawed: role %s of %s (%v); want a replica of %s", primary, info["role"], info["master_host"], err, newPrimary)
 		}
-		r.checkRunningTakesWrites()
-		lost := r.lostWrites(acked)
-		recordCell(faultCell{kind: "Redis", fault: "the primary frozen for longer than the window", acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+		r.finish(w, "the primary frozen for longer than the window", toReady)
 		primary = newPrimary
 	})
 
 	t.Run("status cleared", func(t *testing.T) {
+		r := in(t)
 		w := r.startWriterWaiting("cleared", 1, cellWritePause)
 		waitWrites(t, w, 200)
 		r.refresh()
@@ -349,14 +356,10 @@ func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
 		cleared := time.Now()
 		got := r.waitRunning(time.Minute)
 		toReady := time.Since(cleared)
-		waitWrites(t, w, 50)
-		acked := w.Stop()
 		if got != primary {
 			t.Errorf("with its status cleared, the cluster's primary moved from %s to %s", primary, got)
 		}
-		r.checkRunningTakesWrites()
-		lost := r.lostWrites(acked)
-		recordCell(faultCell{kind: "Redis", fault: "status cleared", acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+		r.finish(w, "status cleared", toReady)
 	})
 }
 
@@ -365,13 +368,8 @@ func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
 // furthest along once every node answers, and every acknowledged write is
 // still there.
 func TestRedisFaultRecreatedOverItsClaims(t *testing.T) {
-	needCluster(t)
-	t.Parallel()
-	ctx, c := context.Background(), operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns},
-		Options: controller.Options{RedisFailoverAfter: cellFailoverAfter}})
-	r := newRedisCell(t, c, ns, "again", true)
+	c, _, r := startCell(t, "again", true)
+	ctx, ns := context.Background(), r.rec.Namespace
 	w := r.startWriterWaiting("again", 1, cellWritePause)
 	waitWrites(t, w, 300)
 	acked := w.Stop()
@@ -411,14 +409,8 @@ func TestRedisFaultRecreatedOverItsClaims(t *testing.T) {
 // resource adopts the running nodes, finds the primary that is there
 // rather than electing another, restarts no pod and loses no write.
 func TestRedisFaultOrphanDeletedAndAppliedAgain(t *testing.T) {
-	needCluster(t)
-	t.Parallel()
-	ctx, c := context.Background(), operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns},
-		Options: controller.Options{RedisFailoverAfter: cellFailoverAfter}})
-	r := newRedisCell(t, c, ns, "orphan", false)
-	primary := r.rec.Status.Primary
+	c, _, r := startCell(t, "orphan", false)
+	ctx, ns, primary := context.Background(), r.rec.Namespace, r.rec.Status.Primary
 	uids := map[string]types.UID{}
 	for _, n := range r.rec.Status.Nodes {
 		uids[n.Name] = r.podUID(n.Name)
@@ -441,8 +433,6 @@ func TestRedisFaultOrphanDeletedAndAppliedAgain(t *testing.T) {
 	r.rec = again
 	got := r.waitRunning(2 * time.Minute)
 	toReady := time.Since(applied)
-	waitWrites(t, w, 50)
-	acked := w.Stop()
 	if got != primary {
 		t.Errorf("applied again, the cluster's primary moved from %s to %s", primary, got)
 	}
@@ -451,7 +441,5 @@ func TestRedisFaultOrphanDeletedAndAppliedAgain(t *testing.T) {
 			t.Errorf("pod %s was replaced (uid %s, was %s)", name, now, uid)
 		}
 	}
-	r.checkRunningTakesWrites()
-	lost := r.lostWrites(acked)
-	recordCell(faultCell{kind: "Redis", fault: "deleted with its children orphaned and applied again", acked: len(acked), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+	r.finish(w, "deleted with its children orphaned and applied again", toReady)
 }
