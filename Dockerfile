@@ -10,7 +10,7 @@ RUN go mod download
 COPY api/ api/
 COPY cmd/ cmd/
 COPY internal/ internal/
-RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o manager ./cmd/app-operator
+RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -tags grpcnotrace -trimpath -ldflags="-s -w" -o manager ./cmd/app-operator
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /

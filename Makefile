@@ -146,16 +146,20 @@ test-unit: ## Run the tests that need no cluster.
 
 ##@ Build
 
+# Every build of the manager uses these tags (see ManagerBuildTags in
+# test/cluster/buildtags.go, which the tests' builds use).
+MANAGER_BUILD_TAGS = grpcnotrace
+
 .PHONY: build
 build: ## Build the manager binary into bin/app-operator.
-	go build -o $(LOCALBIN)/app-operator ./cmd/app-operator
+	go build -tags $(MANAGER_BUILD_TAGS) -o $(LOCALBIN)/app-operator ./cmd/app-operator
 
 IMG ?= app-operator:latest
 IMAGE_ARCH ?= amd64
 
 .PHONY: image
 image: ## Build the container image as an OCI archive in dist/ without a container engine (IMG, IMAGE_ARCH).
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/manager ./cmd/app-operator
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -tags $(MANAGER_BUILD_TAGS) -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/manager ./cmd/app-operator
 	go run ./hack/image --binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/manager --arch=$(IMAGE_ARCH) --tag=$(IMG) --output=dist/app-operator-$(IMAGE_ARCH).oci.tar
 
 # The Go runtime settings (GOGC, GOMEMLIMIT) the manager's Deployment gives

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/app-operator/app-operator/test/cluster"
 )
 
 // TestImageReadBack builds the manager as `make image` does, packs it, reads
@@ -19,7 +21,7 @@ import (
 func TestImageReadBack(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "manager")
-	gobuild := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "../../cmd/app-operator")
+	gobuild := exec.Command("go", "build", "-tags", cluster.ManagerBuildTags, "-trimpath", "-ldflags=-s -w", "-o", bin, "../../cmd/app-operator")
 	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	if out, err := gobuild.CombinedOutput(); err != nil {
 		t.Fatalf("build the manager: %v\n%s", err, out)

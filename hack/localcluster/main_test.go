@@ -33,7 +33,7 @@ func TestDemoExitsCleanlyOnCtrlC(t *testing.T) {
 	}
 	bins := t.TempDir()
 	for _, pkg := range []string{"./hack/localcluster", "./cmd/app-operator"} {
-		build := exec.Command("go", "build", "-o", bins, pkg)
+		build := exec.Command("go", "build", "-tags", cluster.ManagerBuildTags, "-o", bins, pkg)
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", pkg, err, out)

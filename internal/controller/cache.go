@@ -22,8 +22,8 @@ import (
 
 // CacheByObject scopes the cache of every child type to the objects the
 // operator manages, so it never holds every Deployment or pod of a cluster,
-// and drops from the children and the resources the managedFields entries
-// of their status (see dropStatusManagedFields).
+// drops from the children the managedFields entries of their status (see
+// dropStatusManagedFields) and from the resources all their managedFields.
 func CacheByObject() map[client.Object]cache.ByObject {
 	managed := cache.ByObject{
 		Label:     labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
@@ -34,8 +34,8 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	}
 	// The resources themselves, every one: the operator writes their
 	// status as a merge patch from the cached copy and never reads who
-	// owns it.
-	resource := cache.ByObject{Transform: dropStatusManagedFields}
+	// owns any of their fields.
+	resource := cache.ByObject{Transform: cache.TransformStripManagedFields()}
 	byObject := map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:  managed,
 		&appsv1.StatefulSet{}: managed,
@@ -69,15 +69,14 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	return byObject
 }
 
-// dropStatusManagedFields is the cache transform of the children and the
-// resources: it drops the managedFields entries of their status
-// subresource. The controllers that report on a child own its status (the
-// Deployment controller's entry lists every field of every condition),
-// which the operator never applies and whose ownership it never reads: it
-// reads its own apply entry (upToDate, matchOf) and who owns the fields it
-// hands over, such as the replicas an HPA sets through the scale
-// subresource (handoverNeeded). A resource's status entry is the
-// operator's own.
+// dropStatusManagedFields is the cache transform of the children: it
+// drops the managedFields entries of their status subresource. The
+// controllers that report on a child own its status (the Deployment
+// controller's entry lists every field of every condition), which the
+// operator never applies and whose ownership it never reads: it reads its
+// own apply entry (upToDate, matchOf) and who owns the fields it hands
+// over, such as the replicas an HPA sets through the scale subresource
+// (handoverNeeded).
 func dropStatusManagedFields(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {

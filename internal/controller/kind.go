@@ -152,6 +152,8 @@ type registered interface {
 	setup(mgr ctrl.Manager, env *engine) error
 	// kindOf returns the kind's name and group, version and kind.
 	kindOf() (string, schema.GroupVersionKind)
+	// resource returns a new object of the kind.
+	resource() client.Object
 	// prunedTypes returns the child types the kind's controller prunes.
 	prunedTypes() []client.Object
 	// ownedTypes returns the child types the kind's controller owns.
@@ -161,6 +163,8 @@ type registered interface {
 }
 
 func (k kind[T]) kindOf() (string, schema.GroupVersionKind) { return k.name, k.gvk }
+
+func (k kind[T]) resource() client.Object { return k.newObject() }
 
 func (k kind[T]) prunedTypes() []client.Object { return k.prunes }
 

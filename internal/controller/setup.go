@@ -17,8 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	"github.com/app-operator/app-operator/internal/kinds"
 )
 
@@ -71,19 +73,31 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("MicroServiceDeploy options: %w", err)
 	}
 	env := newEngine(mgr.GetScheme(), opts)
+	index := newChildIndex(mgr.GetFieldIndexer())
+	// Each kind's controllers start with its first resource (heldKind);
+	// the quota controller with the first MicroServiceDeploy.
+	var held []*heldKind
 	ks, err := registeredKinds(env.opts)
 	if err != nil {
 		return err
 	}
-	if err := indexByController(context.Background(), mgr.GetFieldIndexer(), ks); err != nil {
+	for _, k := range ks {
+		h := newHeldKind(mgr, k.resource(), k.prunedTypes(), index)
+		if err := k.setup(h, env); err != nil {
+			return err
+		}
+		held = append(held, h)
+	}
+	quota := newHeldKind(mgr, &customv1.MicroServiceDeploy{}, nil, index)
+	if err := setupNamespaceQuota(quota, env); err != nil {
 		return err
 	}
-	for _, k := range ks {
-		if err := k.setup(mgr, env); err != nil {
+	for _, h := range append(held, quota) {
+		if err := mgr.Add(manager.RunnableFunc(h.run)); err != nil {
 			return err
 		}
 	}
-	return setupNamespaceQuota(mgr, env)
+	return nil
 }
 
 func (k kind[T]) setup(mgr ctrl.Manager, env *engine) error {
@@ -126,15 +140,10 @@ const controllerUIDField = ".metadata.controller.uid"
 // indexByController registers controllerUIDField once for every type a
 // kind prunes.
 func indexByController(ctx context.Context, indexer client.FieldIndexer, ks []registered) error {
-	indexed := map[reflect.Type]bool{}
+	index := newChildIndex(indexer)
 	for _, k := range ks {
-		for _, o := range k.prunedTypes() {
-			if t := reflect.TypeOf(o); !indexed[t] {
-				indexed[t] = true
-				if err := indexer.IndexField(ctx, o, controllerUIDField, controllerUID); err != nil {
-					return fmt.Errorf("index %T by controller: %w", o, err)
-				}
-			}
+		if err := index.register(ctx, k.prunedTypes()); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -113,6 +113,11 @@ type Case struct {
 	// the Deployment controller to observe the children, which the status
 	// reports.
 	ChildrenSeconds float64 `json:"childrenSeconds"`
+	// ConvergePeakRSS is the operator's largest RSS from its start until
+	// the cold converge ends (VmHWM, read as soon as every status observes
+	// its generation): the start-up, the caches' first lists and the
+	// passes, before anything the benchmark asks of it afterwards.
+	ConvergePeakRSS int64 `json:"convergePeakRSSBytes"`
 	// ConvergeRatio is ConvergeSeconds / BareSeconds; with repeats, the
 	// median of the pairs' ratios (Pairs).
 	ConvergeRatio float64 `json:"convergeRatio"`

@@ -138,6 +138,11 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("memory %s: %+v: want the RSS split into file-backed and anonymous pages, and the stacks and GC metadata", what, m)
 		}
 	}
+	// The peak up to the converge is read before the one after it: never
+	// more.
+	if c.ConvergePeakRSS <= 0 || c.ConvergePeakRSS > c.Memory.PeakRSS {
+		t.Errorf("peak RSS up to the converge %d bytes, after it %d: want a positive peak, at most the later one", c.ConvergePeakRSS, c.Memory.PeakRSS)
+	}
 	// Both floors measured at every step; the watching floor, running
 	// since N=0, holds more at the last step than at the first.
 	pts := res.Memory.Points

@@ -426,7 +426,7 @@ func BuildOperator(dir string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "app-operator")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/app-operator")
+	cmd := exec.Command("go", "build", "-tags", cluster.ManagerBuildTags, "-o", out, "./cmd/app-operator")
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/app-operator: %w\n%s", err, msg)

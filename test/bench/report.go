@@ -96,7 +96,7 @@ func WriteTable(w io.Writer, r *Results) {
 // columns measure.
 func writeCases(w io.Writer, r *Results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tfirst s\tchildren s\tconverge s\tratio\tall Ready s\twrites/app\t(children+1)\tevents/app\tpasses/app\tCPU ratio\trestart writes\tupdate writes/app\tprobe backlog/idle s\tratio\tprobe Ready backlog/idle s\tratio\tround trip backlog/idle ms\theap MiB\tRSS MiB\tpeak RSS MiB\trestart peak RSS MiB\t")
+	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tfirst s\tchildren s\tconverge s\tratio\tall Ready s\twrites/app\t(children+1)\tevents/app\tpasses/app\tCPU ratio\trestart writes\tupdate writes/app\tprobe backlog/idle s\tratio\tprobe Ready backlog/idle s\tratio\tround trip backlog/idle ms\tconverge peak RSS MiB\theap MiB\tRSS MiB\tpeak RSS MiB\trestart peak RSS MiB\t")
 	for _, c := range r.Cases {
 		row := fmt.Sprintf("%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.1f\t%.2f\t%d\t%.2f\t%.1f\t%.2f\t", c.Workload, c.N, c.Workers, c.BareSeconds, c.FirstSeconds, c.ChildrenSeconds, c.ConvergeSeconds,
 			c.ConvergeRatio, c.ReadySeconds, c.ColdWritesPerApp, c.Children+1, c.EventsPerApp, c.ColdPassesPerApp, medianCPURatio(c.Pairs))
@@ -107,7 +107,7 @@ func writeCases(w io.Writer, r *Results) {
 		} else {
 			row += "-\t-\t-\t-\t-\t-\t-\t"
 		}
-		row += fmt.Sprintf("%.1f\t%.1f\t%.1f\t", mib(c.Memory.HeapInuse), mib(c.Memory.RSS), mib(c.Memory.PeakRSS))
+		row += fmt.Sprintf("%.1f\t%.1f\t%.1f\t%.1f\t", mib(c.ConvergePeakRSS), mib(c.Memory.HeapInuse), mib(c.Memory.RSS), mib(c.Memory.PeakRSS))
 		if c.Full {
 			row += fmt.Sprintf("%.1f\t", mib(c.RestartMemory.PeakRSS))
 		} else {
@@ -119,7 +119,7 @@ func writeCases(w io.Writer, r *Results) {
 	fmt.Fprintln(w, "first: from the operator's start until the first status observes its generation (start-up and one pass); children: until the operator's last child write; converge: until every status does (children applied); all Ready: until every rollout is reported too.")
 	fmt.Fprintln(w, "writes: the API server's audit log, the operator's ServiceAccount, Events and reviews left out; client: its own request metrics (POST/PUT/PATCH/DELETE), which count the start-up SelfSubjectRulesReview.")
 	fmt.Fprintln(w, "passes/app: the operator's finished passes until it settled after the cold converge. CPU ratio: CPU seconds of every process (the cluster's components and the operator) during the cold converge, over the same during the bare client's run; the median over the pairs.")
-	fmt.Fprintln(w, "heap: the Go heap in use after a forced collection, and RSS, once the cold converge has settled; peak RSS: the largest RSS since the operator started (VmHWM); restart peak RSS: the same for the operator restarted over the converged applications.")
+	fmt.Fprintln(w, "converge peak RSS: the largest RSS of the operator from its start until the cold converge ends (VmHWM). heap: the Go heap in use after a forced collection, and RSS, once the cold converge has settled; peak RSS: the largest RSS since the operator started (VmHWM), read then; restart peak RSS: the same for the operator restarted over the converged applications.")
 	fmt.Fprintln(w, "round trip: the median of five reads under the operator's identity as each probe is created, the floor under any request of the probe's pass.")
 	fmt.Fprintln(w, "bare probe: the same new application served by a client that applies its children as soon as it is created, waits for the Deployment controller's report and writes its status, during the bare client's backlog and then idle: the floor of the probe's ratio on this cluster.")
 }

@@ -183,6 +183,11 @@ func (r *operatorRun) waitConverged(ctx context.Context, clusterCPU *cpuMeter, r
 	}); err != nil {
 		return err
 	}
+	var atConverge memory
+	if err := readRSS(r.op.cmd.Process.Pid, &atConverge); err != nil {
+		return err
+	}
+	c.ConvergePeakRSS = atConverge.PeakRSS
 	var err error
 	if c.ConvergeCPU, err = clusterCPU.read(); err != nil {
 		return err

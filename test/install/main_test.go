@@ -86,7 +86,7 @@ const (
 // dir, and returns the archive's path.
 func buildImage(root, dir string) (string, error) {
 	bin := filepath.Join(dir, "manager")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/app-operator")
+	build := exec.Command("go", "build", "-tags", cluster.ManagerBuildTags, "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/app-operator")
 	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)

@@ -289,7 +289,7 @@ func TestChartFlagsExistInTheManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/app-operator")
+	build := exec.Command("go", "build", "-tags", cluster.ManagerBuildTags, "-o", bin, "./cmd/app-operator")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the manager: %v\n%s", err, out)

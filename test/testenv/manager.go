@@ -20,7 +20,7 @@ func BuildManager(dir string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "app-operator")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/app-operator")
+	cmd := exec.Command("go", "build", "-tags", cluster.ManagerBuildTags, "-o", bin, "./cmd/app-operator")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the manager: %v\n%s", err, out)
