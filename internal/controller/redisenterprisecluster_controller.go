@@ -470,6 +470,13 @@ func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		if err := handover(ctx, redis, node(o.Status.Primary).addr(), node(d.Target).addr(), host); err != nil {
 			return err
 		}
+		// The Services follow the primary at once.
+		if err := x.label(ctx, node(o.Status.Primary), redisv1alpha1.RoleReplica); err != nil {
+			return err
+		}
+		if err := x.label(ctx, node(d.Target), redisv1alpha1.RolePrimary); err != nil {
+			return err
+		}
 		return repoint()
 	}
 	return fmt.Errorf("unknown step %q", d.Action)
