@@ -86,11 +86,18 @@ type EtcdClusterStatus struct {
 	// Leader is the name of the leader.
 	// +optional
 	Leader string `json:"leader,omitempty"`
+	// ClusterID is the ID etcd gave the cluster, in hexadecimal: a pod
+	// that answers as a member of another cluster is not counted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	ClusterID string `json:"clusterID,omitempty"`
 	// CurrentVersion is the lowest version the members run.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	CurrentVersion string `json:"currentVersion,omitempty"`
 	// TargetVersion is the version the members are moving to (spec.version).
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	TargetVersion string `json:"targetVersion,omitempty"`
 	// Selector selects the member pods, for the scale subresource.
 	// +optional
