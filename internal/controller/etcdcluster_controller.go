@@ -301,71 +301,16 @@ type podAnswer struct {
 // leader's list, else that of a member that knows a leader, else any.
 func askMembers(ctx context.Context, dial etcd.Dialer, cluster, namespace string, urls map[string]string, recorded uint64) memberAnswers {
 	names := slices.Sorted(maps.Keys(urls))
-	answers := make([]podAnswer, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() {
-			url := urls[name]
-			cli, err := dial(ctx, []string{url})
-			if err != nil {
-				return
-			}
-			defer cli.Close()
-			c, cancel := context.WithTimeout(ctx, etcdCallTimeout)
-			defer cancel()
-			st, err := cli.Status(c, url)
-			if err != nil {
-				return
-			}
-			answers[i].status = st
-			// A learner may refuse the list; its status still counts.
-			if list, err := cli.MemberList(c); err == nil {
-				answers[i].list = list
-			}
-		})
-	}
-	wg.Wait()
-
-	// isSelf reports whether mem, a member of a list, is the pod's own
-	// member.
-	isSelf := func(pod string, mem etcd.Member) bool {
-		if mem.Name != "" {
-			return mem.Name == pod
-		}
-		for _, u := range mem.PeerURLs {
-			if n, ok := etcdcluster.MemberOfPeerURL(cluster, namespace, u); ok && n == pod {
-				return true
-			}
-		}
-		return false
-	}
-	selfIn := func(pod string, st *etcd.Status, list *etcd.MemberList) bool {
-		return list != nil && list.ClusterID == st.ClusterID && slices.ContainsFunc(list.Members, func(m etcd.Member) bool {
-			return m.ID == st.MemberID && isSelf(pod, m)
-		})
-	}
-	// The cluster: the recorded one, else the one most pods answer as
-	// their own member of (ties: the lowest ID, so that every pass picks
-	// the same).
+	answers := askEach(ctx, dial, names, urls)
+	own := ownMember{cluster: cluster, namespace: namespace}
 	clusterID := recorded
 	if clusterID == 0 {
-		votes := map[uint64]int{}
-		for i, a := range answers {
-			if a.status != nil && selfIn(names[i], a.status, a.list) {
-				votes[a.status.ClusterID]++
-			}
-		}
-		for id, n := range votes {
-			if clusterID == 0 || n > votes[clusterID] || (n == votes[clusterID] && id < clusterID) {
-				clusterID = id
-			}
-		}
+		clusterID = own.mostAnswered(names, answers)
 	}
-	var out memberAnswers
-	out.clusterID = clusterID
+	out := memberAnswers{clusterID: clusterID}
 	var list *etcd.MemberList
 	for i, a := range answers {
-		if a.status == nil || a.status.ClusterID != clusterID || (a.list != nil && !selfIn(names[i], a.status, a.list)) {
+		if a.status == nil || a.status.ClusterID != clusterID || (a.list != nil && !own.selfIn(names[i], a.status, a.list)) {
 			if a.status != nil {
 				out.foreign = append(out.foreign, names[i])
 			}
@@ -391,7 +336,7 @@ func askMembers(ctx context.Context, dial etcd.Dialer, cluster, namespace string
 	for i, a := range answers {
 		st := a.status
 		if st == nil || st.ClusterID != clusterID || slices.Contains(out.foreign, names[i]) ||
-			!slices.ContainsFunc(list.Members, func(m etcd.Member) bool { return m.ID == st.MemberID && isSelf(names[i], m) }) {
+			!slices.ContainsFunc(list.Members, func(m etcd.Member) bool { return m.ID == st.MemberID && own.is(names[i], m) }) {
 			continue
 		}
 		byID[st.MemberID] = st
@@ -415,6 +360,79 @@ func askMembers(ctx context.Context, dial etcd.Dialer, cluster, namespace string
 		out.members = append(out.members, member)
 	}
 	return out
+}
+
+// askEach asks the pod of each name, at its URL in urls, in parallel, for
+// its member's status and member list.
+func askEach(ctx context.Context, dial etcd.Dialer, names []string, urls map[string]string) []podAnswer {
+	answers := make([]podAnswer, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			url := urls[name]
+			cli, err := dial(ctx, []string{url})
+			if err != nil {
+				return
+			}
+			defer cli.Close()
+			c, cancel := context.WithTimeout(ctx, etcdCallTimeout)
+			defer cancel()
+			st, err := cli.Status(c, url)
+			if err != nil {
+				return
+			}
+			answers[i].status = st
+			// A learner may refuse the list; its status still counts.
+			if list, err := cli.MemberList(c); err == nil {
+				answers[i].list = list
+			}
+		})
+	}
+	wg.Wait()
+	return answers
+}
+
+// ownMember tells whether a member a pod answers as is the pod's own.
+type ownMember struct{ cluster, namespace string }
+
+// is reports whether mem, a member of a list, is the member of the pod
+// called pod: by its name, or, before it has started, its peer URL.
+func (o ownMember) is(pod string, mem etcd.Member) bool {
+	if mem.Name != "" {
+		return mem.Name == pod
+	}
+	for _, u := range mem.PeerURLs {
+		if n, ok := etcdcluster.MemberOfPeerURL(o.cluster, o.namespace, u); ok && n == pod {
+			return true
+		}
+	}
+	return false
+}
+
+// selfIn reports whether the pod's member (st) is in the list it gave, of
+// its own cluster, as the pod's own member.
+func (o ownMember) selfIn(pod string, st *etcd.Status, list *etcd.MemberList) bool {
+	return list != nil && list.ClusterID == st.ClusterID && slices.ContainsFunc(list.Members, func(m etcd.Member) bool {
+		return m.ID == st.MemberID && o.is(pod, m)
+	})
+}
+
+// mostAnswered is the cluster most pods answer for as their own member
+// (ties: the lowest ID, so that every pass picks the same); 0 when none.
+func (o ownMember) mostAnswered(names []string, answers []podAnswer) uint64 {
+	votes := map[uint64]int{}
+	for i, a := range answers {
+		if a.status != nil && o.selfIn(names[i], a.status, a.list) {
+			votes[a.status.ClusterID]++
+		}
+	}
+	var id uint64
+	for c, n := range votes {
+		if id == 0 || n > votes[id] || (n == votes[id] && c < id) {
+			id = c
+		}
+	}
+	return id
 }
 
 // act takes the planner's action. It returns the membership to record
@@ -447,7 +465,7 @@ func changeMembership(ctx context.Context, dial etcd.Dialer, obs etcdcluster.Obs
 		switch {
 		case !ok:
 		case a.Kind == etcdcluster.MoveLeader && m.Leader:
-			endpoints = []string{url}
+			endpoints = append(endpoints[:0], url)
 		case a.Kind != etcdcluster.MoveLeader && m.Healthy && !m.Learner:
 			endpoints = append(endpoints, url)
 		}

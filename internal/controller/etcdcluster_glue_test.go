@@ -20,7 +20,7 @@ func fakeMember(cluster, id, leader uint64) *etcd.FakeMember {
 
 // listOf is a member list of the members named, with IDs from 1.
 func listOf(names ...string) []etcd.Member {
-	var out []etcd.Member
+	out := make([]etcd.Member, 0, len(names))
 	for i, n := range names {
 		out = append(out, etcd.Member{ID: uint64(i + 1), Name: n, PeerURLs: []string{etcdcluster.PeerURL("example", "ns", n)}})
 	}
@@ -52,7 +52,7 @@ func urlsOf(pods ...string) map[string]string {
 // summary is what a test compares of askMembers' answer: each member as
 // name/health/learner/leader/alarms.
 func summary(a memberAnswers) []string {
-	var out []string
+	out := make([]string, 0, len(a.members))
 	for _, m := range a.members {
 		out = append(out, fmt.Sprintf("%s healthy=%v learner=%v leader=%v alarms=%v", m.Name, m.Healthy, m.Learner, m.Leader, m.Alarms))
 	}

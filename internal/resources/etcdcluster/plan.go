@@ -195,51 +195,11 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		}
 	}
 	if healthyVoters < Quorum(voters) {
-		// A member that answers but knows no leader is up, not down; one
-		// that does not answer the operator but whose pod passes its
-		// readiness probe serves: the operator is cut off from it.
-		var silent, leaderless, unreachable []string
-		reachableVoters := healthyVoters
-		for _, m := range members {
-			switch {
-			case m.Healthy:
-			case m.Version == "" && o.Pods[m.Name].Ready:
-				unreachable = append(unreachable, m.Name)
-				if !m.Learner {
-					reachableVoters++
-				}
-			case m.Version == "":
-				silent = append(silent, m.Name)
-			default:
-				leaderless = append(leaderless, m.Name)
-			}
-		}
-		if len(unreachable) > 0 && reachableVoters >= Quorum(voters) {
-			return Decision{Reason: ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
-				"The operator cannot reach members %s, whose pods are ready (they serve): %d of %d voting members answer it. The operator changes nothing until it reaches a quorum of them (check the network between it and the pods)",
-				strings.Join(unreachable, ", "), healthyVoters, voters)}
-		}
-		silent = append(silent, unreachable...)
-		slices.SortFunc(silent, func(a, b string) int { return compareNames(o.Cluster, a, b) })
-		msg := fmt.Sprintf("%d of %d voting members are healthy, %d needed for a quorum; down: %s", healthyVoters, voters, Quorum(voters), strings.Join(silent, ", "))
-		if len(leaderless) > 0 {
-			msg += "; up without a leader: " + strings.Join(leaderless, ", ")
-		}
-		return Decision{Reason: ReasonQuorumLost, Failure: true, Message: msg + ". The operator changes nothing until a quorum is back"}
+		return noQuorum(o, members, voters, healthyVoters)
 	}
-
-	var full []string
-	for _, m := range members {
-		if slices.Contains(m.Alarms, AlarmNoSpace) {
-			full = append(full, m.Name)
-		}
+	if d, ok := noSpace(members); ok {
+		return d
 	}
-	if len(full) > 0 {
-		return Decision{Reason: ReasonNoSpace, Failure: true, Message: fmt.Sprintf(
-			"etcd raised its NOSPACE alarm (reported by %s): a member's backend reached its quota, and the cluster refuses writes until the alarm is disarmed (compact, defragment, then etcdctl alarm disarm). The operator changes nothing meanwhile",
-			strings.Join(full, ", "))}
-	}
-
 	// A member that has not joined and that the spec no longer asks for,
 	// or that has had its time: it is removed, so that it blocks no other
 	// change. A learner, or a member that never started, holds no data
@@ -320,13 +280,66 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 	return Decision{Message: fmt.Sprintf("%d members at version %s", len(members), spec.Version)}
 }
 
+// noQuorum says why fewer voters than a quorum are healthy: members the
+// operator is cut off from (MembersUnreachable), or a lost quorum.
+func noQuorum(o Observed, members []Member, voters, healthyVoters int) Decision {
+	// A member that answers but knows no leader is up, not down; one
+	// that does not answer the operator but whose pod passes its
+	// readiness probe serves: the operator is cut off from it.
+	var silent, leaderless, unreachable []string
+	reachableVoters := healthyVoters
+	for _, m := range members {
+		switch {
+		case m.Healthy:
+		case m.Version == "" && o.Pods[m.Name].Ready:
+			unreachable = append(unreachable, m.Name)
+			if !m.Learner {
+				reachableVoters++
+			}
+		case m.Version == "":
+			silent = append(silent, m.Name)
+		default:
+			leaderless = append(leaderless, m.Name)
+		}
+	}
+	if len(unreachable) > 0 && reachableVoters >= Quorum(voters) {
+		return Decision{Reason: ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
+			"The operator cannot reach members %s, whose pods are ready (they serve): %d of %d voting members answer it. The operator changes nothing until it reaches a quorum of them (check the network between it and the pods)",
+			strings.Join(unreachable, ", "), healthyVoters, voters)}
+	}
+	silent = append(silent, unreachable...)
+	slices.SortFunc(silent, func(a, b string) int { return compareNames(o.Cluster, a, b) })
+	msg := fmt.Sprintf("%d of %d voting members are healthy, %d needed for a quorum; down: %s", healthyVoters, voters, Quorum(voters), strings.Join(silent, ", "))
+	if len(leaderless) > 0 {
+		msg += "; up without a leader: " + strings.Join(leaderless, ", ")
+	}
+	return Decision{Reason: ReasonQuorumLost, Failure: true, Message: msg + ". The operator changes nothing until a quorum is back"}
+}
+
+// noSpace returns the NoSpace failure when a member reports the NOSPACE
+// alarm; false when none does.
+func noSpace(members []Member) (Decision, bool) {
+	var full []string
+	for _, m := range members {
+		if slices.Contains(m.Alarms, AlarmNoSpace) {
+			full = append(full, m.Name)
+		}
+	}
+	if len(full) > 0 {
+		return Decision{Reason: ReasonNoSpace, Failure: true, Message: fmt.Sprintf(
+			"etcd raised its NOSPACE alarm (reported by %s): a member's backend reached its quota, and the cluster refuses writes until the alarm is disarmed (compact, defragment, then etcdctl alarm disarm). The operator changes nothing meanwhile",
+			strings.Join(full, ", "))}, true
+	}
+	return Decision{}, false
+}
+
 // abandonJoin returns the removal of a member that has not joined (not
 // started, or a learner that does not answer) when the spec no longer
 // asks for it (fewer members than there are), or when its pod has run
 // for JoinTimeout without it joining; false when there is none.
 func abandonJoin(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member) (Decision, bool) {
 	for _, m := range slices.Backward(members) {
-		if m.Started && !(m.Learner && !m.Healthy) {
+		if m.Started && (!m.Learner || m.Healthy) {
 			continue
 		}
 		pod, ok := o.Pods[m.Name]
