@@ -258,7 +258,7 @@ func (h *etcdHistory) failureSummary() string {
 	defer h.mu.Unlock()
 	msgs := slices.Collect(maps.Keys(h.failures))
 	slices.SortFunc(msgs, func(a, b string) int { return h.failures[b] - h.failures[a] })
-	var parts []string
+	parts := make([]string, 0, len(msgs))
 	for _, m := range msgs {
 		parts = append(parts, fmt.Sprintf("%d× %s", h.failures[m], m))
 	}
@@ -281,18 +281,31 @@ func watchLeader(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *lea
 	w := &leaderWatch{stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
+		// One client per member, kept: a poll measures the member, not a
+		// new connection.
+		clients := map[string]*clientv3.Client{}
+		defer func() {
+			for _, cli := range clients {
+				cli.Close()
+			}
+		}()
 		last := time.Now()
 		for ctx.Err() == nil {
 			ok := false
 			for _, url := range etcdEndpoints(ctx, c, e) {
-				if cli, err := etcdClient([]string{url}); err == nil {
-					rc, cancel := context.WithTimeout(ctx, time.Second)
-					_, err = cli.Get(rc, "leader-check")
-					cancel()
-					cli.Close()
-					if ok = err == nil; ok {
-						break
+				cli := clients[url]
+				if cli == nil {
+					var err error
+					if cli, err = etcdClient([]string{url}); err != nil {
+						continue
 					}
+					clients[url] = cli
+				}
+				rc, cancel := context.WithTimeout(ctx, 2*time.Second)
+				_, err := cli.Get(rc, "leader-check")
+				cancel()
+				if ok = err == nil; ok {
+					break
 				}
 			}
 			now := time.Now()
