@@ -221,21 +221,26 @@ func (h *etcdHistory) check(t *testing.T, cli *clientv3.Client) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	last, err := cli.Get(ctx, "history/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		t.Fatalf("read the history's revision: %v", err)
+	// The revision of the last put under the prefix: the watch reads
+	// until it has delivered that put (it delivers events in batches).
+	last, err := cli.Get(ctx, "history/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(1))
+	if err != nil || len(last.Kvs) == 0 {
+		t.Fatalf("read the history's last revision: %v (%v)", last, err)
 	}
+	lastRev := last.Kvs[0].ModRevision
 	seen := map[string]bool{}
 	wc := cli.Watch(ctx, "history/", clientv3.WithPrefix(), clientv3.WithRev(1))
-	for resp := range wc {
+	for done := false; !done; {
+		resp, ok := <-wc
+		if !ok {
+			t.Fatalf("the watch of the history ended before revision %d: %v", lastRev, ctx.Err())
+		}
 		if err := resp.Err(); err != nil {
 			t.Fatalf("watch the history: %v", err)
 		}
 		for _, ev := range resp.Events {
 			seen[string(ev.Kv.Value)] = true
-		}
-		if resp.Header.Revision >= last.Header.Revision || (len(resp.Events) > 0 && resp.Events[len(resp.Events)-1].Kv.ModRevision >= last.Header.Revision) {
-			break
+			done = done || ev.Kv.ModRevision >= lastRev
 		}
 	}
 	var missing []string
