@@ -6,14 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,11 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/etcd"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 	"github.com/app-operator/app-operator/internal/status"
@@ -47,24 +47,25 @@ import (
 // Timeouts of the calls to etcd: a pass never waits long on a member that
 // does not answer.
 const (
-	etcdDialTimeout = 2 * time.Second
 	etcdCallTimeout = 3 * time.Second
-	// etcdStepBudget bounds a whole step: the member list, the status
-	// calls (in parallel) and one change.
+	// etcdStepBudget bounds the look at the members (the status calls and
+	// member lists, in parallel), and then the one change a step makes.
 	etcdStepBudget = 12 * time.Second
 	// etcdRecheck is how often a cluster at its spec is looked at: etcd's
 	// health changes without an event the operator watches.
 	etcdRecheck = 15 * time.Second
 )
 
-// etcdClusterKind reconciles EtcdCluster: the children from the builder,
-// then one membership step at a time through etcd's API (see
-// etcdcluster.Next).
-func etcdClusterKind(Options) kind[*etcdv1beta2.EtcdCluster] {
+// etcdClusterKind reconciles EtcdCluster: before the build, a look at the
+// members through etcd's API and at the live StatefulSet, which the
+// children are sized from; after the apply, one membership step at a time
+// (see etcdcluster.Next).
+func etcdClusterKind(opts Options) kind[*etcdv1beta2.EtcdCluster] {
 	gvk := etcdv1beta2.GroupVersion.WithKind("EtcdCluster")
-	// The step reads pods and patches one on upgrade: it uses the
-	// manager's client, which the watch hook (run once, at setup) hands it.
-	ops := &etcdOps{}
+	// The look reads pods and the step patches one on upgrade: they use
+	// the manager's client, which the watch hook (run once, at setup)
+	// hands them.
+	ops := newEtcdOps(etcd.Dial, opts.Clock)
 	return kind[*etcdv1beta2.EtcdCluster]{
 		name:      etcdcluster.KindName,
 		gvk:       gvk,
@@ -72,8 +73,9 @@ func etcdClusterKind(Options) kind[*etcdv1beta2.EtcdCluster] {
 		owns:      []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}},
 		// Fewer than two members need no PodDisruptionBudget.
 		prunes: []client.Object{&policyv1.PodDisruptionBudget{}},
-		build: func(o *etcdv1beta2.EtcdCluster, _ observed) ([]runtime.ApplyConfiguration, error) {
-			return etcdcluster.Build(resources.OwnerOf(o, gvk), &o.Spec, o.Status.Members).Objects(), nil
+		lookup: ops.lookup,
+		build: func(o *etcdv1beta2.EtcdCluster, in observed) ([]runtime.ApplyConfiguration, error) {
+			return etcdcluster.Build(resources.OwnerOf(o, gvk), &o.Spec, etcdMembership(o, in)).Objects(), nil
 		},
 		step: func(ctx context.Context, o *etcdv1beta2.EtcdCluster, children observed, scope stepScope) (Step, error) {
 			// Every step of an etcd cluster moves it toward its spec
@@ -96,25 +98,110 @@ func etcdClusterKind(Options) kind[*etcdv1beta2.EtcdCluster] {
 	}
 }
 
-// etcdOps performs an EtcdCluster's steps.
-type etcdOps struct {
-	client client.Client
+// etcdMembership is the membership the children are built from: what the
+// pass's look found (see etcdcluster.MembershipOf); without a cluster (a
+// preview), status.members.
+func etcdMembership(o *etcdv1beta2.EtcdCluster, in observed) etcdcluster.Membership {
+	if look, ok := in[etcdLookKey].(*etcdLook); ok {
+		return etcdcluster.MembershipOf(look.obs, look.live)
+	}
+	return etcdcluster.FromStatus(o.Name, o.Status.Members)
 }
 
-// step reads the members through etcd's API, asks the planner for the
-// next step, and takes it.
-func (e *etcdOps) step(ctx context.Context, o *etcdv1beta2.EtcdCluster, _ observed) (Step, error) {
+// etcdLookKey is where a pass's look is kept among what lookup read.
+const etcdLookKey = "EtcdLook/"
+
+// etcdLook is what a pass read of an EtcdCluster before the build: the
+// planner's observation, the client URL of each member pod, and the live
+// StatefulSet and start-up files. It travels with the objects lookup
+// reads (hence the object metadata), to the build and to the step.
+type etcdLook struct {
+	metav1.PartialObjectMetadata
+
+	obs       etcdcluster.Observed
+	urls      map[string]string
+	live      etcdcluster.Live
+	clusterID uint64
+}
+
+func (l *etcdLook) DeepCopyObject() runtime.Object {
+	c := *l
+	return &c
+}
+
+// etcdOps looks at an EtcdCluster's members and performs its steps.
+type etcdOps struct {
+	client client.Client
+	dial   etcd.Dialer
+	clock  interface{ Now() time.Time }
+
+	mu sync.Mutex
+	// looks hands each pass's look from lookup to step: a resource's
+	// passes never run at once.
+	looks map[types.NamespacedName]*etcdLook
+}
+
+func newEtcdOps(dial etcd.Dialer, clock interface{ Now() time.Time }) *etcdOps {
+	return &etcdOps{dial: dial, clock: clock, looks: map[types.NamespacedName]*etcdLook{}}
+}
+
+// lookup reads the live StatefulSet and ConfigMap and looks at the members
+// before the build, which sizes the children from what it found.
+func (e *etcdOps) lookup(ctx context.Context, r client.Reader, o *etcdv1beta2.EtcdCluster, in observed) error {
 	if e.client == nil {
-		return Step{}, errors.New("the EtcdCluster controller has no client")
+		return errors.New("the EtcdCluster controller has no client")
+	}
+	look := &etcdLook{}
+	sts := &appsv1.StatefulSet{}
+	switch err := r.Get(ctx, client.ObjectKeyFromObject(o), sts); {
+	case err == nil:
+		look.live.Replicas = sts.Spec.Replicas
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("get StatefulSet %s: %w", o.Name, err)
+	}
+	cm := &corev1.ConfigMap{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: etcdcluster.ConfigMapName(o.Name)}, cm); {
+	case err == nil:
+		look.live.Files = cm.Data
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("get ConfigMap %s: %w", etcdcluster.ConfigMapName(o.Name), err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, etcdStepBudget)
 	defer cancel()
-	obs, ips, err := e.observe(ctx, o)
-	if err != nil {
-		return Step{}, err
+	var err error
+	if look.obs, look.urls, look.clusterID, err = e.observe(ctx, o); err != nil {
+		return err
 	}
+	in[etcdLookKey] = look
+	e.mu.Lock()
+	e.looks[client.ObjectKeyFromObject(o)] = look
+	e.mu.Unlock()
+	return nil
+}
+
+// step asks the planner for the next step from the pass's look, and
+// takes it.
+func (e *etcdOps) step(ctx context.Context, o *etcdv1beta2.EtcdCluster, _ observed) (Step, error) {
+	e.mu.Lock()
+	look := e.looks[client.ObjectKeyFromObject(o)]
+	delete(e.looks, client.ObjectKeyFromObject(o))
+	e.mu.Unlock()
+	if look == nil {
+		return Step{}, errors.New("the EtcdCluster's members were not looked at before the step")
+	}
+	ctx, cancel := context.WithTimeout(ctx, etcdStepBudget)
+	defer cancel()
+	return e.decide(ctx, o, look)
+}
+
+// decide asks the planner for the next step and takes it.
+func (e *etcdOps) decide(ctx context.Context, o *etcdv1beta2.EtcdCluster, look *etcdLook) (Step, error) {
+	obs := look.obs
 	d := etcdcluster.Next(&o.Spec, o.Namespace, obs)
 	view := status.EtcdView{Observed: true, Decision: d}
+	if look.clusterID != 0 {
+		view.ClusterID = strconv.FormatUint(look.clusterID, 16)
+	}
 	if obs.Reachable {
 		view.Members = etcdcluster.Record(obs, obs.Members)
 	}
@@ -131,7 +218,7 @@ func (e *etcdOps) step(ctx context.Context, o *etcdv1beta2.EtcdCluster, _ observ
 		s.Waiting = d.Message
 		return s, nil
 	}
-	members, waiting, err := e.act(ctx, o, obs, ips, d.Action)
+	members, waiting, err := e.act(ctx, o, obs, look.urls, d.Action)
 	if err != nil {
 		return Step{}, fmt.Errorf("%s: %w", d.Message, err)
 	}
@@ -150,117 +237,214 @@ func (e *etcdOps) step(ctx context.Context, o *etcdv1beta2.EtcdCluster, _ observ
 
 // observe reads the member pods and their claims from the cache and,
 // through the pods' IPs (the operator does not rely on cluster DNS), the
-// members etcd reports and each one's health. ips maps a member name to
-// its client URL.
-func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdcluster.Observed, map[string]string, error) {
-	obs := etcdcluster.Observed{Cluster: o.Name, Recorded: o.Status.Members, Pods: map[string]etcdcluster.Pod{}}
+// members etcd reports and each one's health. urls maps a member name to
+// its client URL; clusterID is the cluster the members counted belong to.
+func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdcluster.Observed, map[string]string, uint64, error) {
+	obs := etcdcluster.Observed{Cluster: o.Name, Recorded: o.Status.Members, Pods: map[string]etcdcluster.Pod{}, Claims: map[string]string{}}
+	if e.clock != nil {
+		obs.Now = e.clock.Now()
+	}
 	selector := client.MatchingLabels(resources.Labels(etcdcluster.Selector(o.Name)))
 	pods := &corev1.PodList{}
 	if err := e.client.List(ctx, pods, client.InNamespace(o.Namespace), selector); err != nil {
-		return obs, nil, fmt.Errorf("list pods: %w", err)
+		return obs, nil, 0, fmt.Errorf("list pods: %w", err)
 	}
 	claimList := &corev1.PersistentVolumeClaimList{}
 	if err := e.client.List(ctx, claimList, client.InNamespace(o.Namespace), selector); err != nil {
-		return obs, nil, fmt.Errorf("list claims: %w", err)
+		return obs, nil, 0, fmt.Errorf("list claims: %w", err)
 	}
-	claims := map[string]string{}
 	for _, c := range claimList.Items {
-		claims[c.Name] = string(c.UID)
+		obs.Claims[c.Name] = string(c.UID)
 	}
-	ips := map[string]string{}
-	var endpoints []string
+	urls := map[string]string{}
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 			continue
 		}
-		obs.Pods[p.Name] = etcdcluster.PodOf(&p, claims[etcdcluster.ClaimName(p.Name)])
+		pod := etcdcluster.PodOf(&p, obs.Claims[etcdcluster.ClaimName(p.Name)])
+		pod.Created = p.CreationTimestamp.Time
+		obs.Pods[p.Name] = pod
 		if p.Status.PodIP != "" {
-			url := "http://" + p.Status.PodIP + ":" + strconv.Itoa(etcdcluster.ClientPort)
-			ips[p.Name] = url
-			endpoints = append(endpoints, url)
+			urls[p.Name] = "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort))
 		}
 	}
-	// Each pod is asked on its own, in parallel: a learner refuses the
-	// member list, and a member that is down must not hold up the others.
-	type answer struct {
-		status *clientv3.StatusResponse
-		list   *clientv3.MemberListResponse
+	recorded, _ := strconv.ParseUint(o.Status.ClusterID, 16, 64)
+	m := askMembers(ctx, e.dial, o.Name, o.Namespace, urls, recorded)
+	obs.Reachable, obs.Members, obs.FromLeader, obs.Foreign = m.reachable, m.members, m.fromLeader, m.foreign
+	return obs, urls, m.clusterID, nil
+}
+
+// memberAnswers is what askMembers made of the members' answers.
+type memberAnswers struct {
+	reachable  bool
+	members    []etcdcluster.Member
+	fromLeader bool
+	clusterID  uint64
+	// foreign names the pods that answered as members of another cluster,
+	// or as another member than their own.
+	foreign []string
+}
+
+// podAnswer is what one member pod answered.
+type podAnswer struct {
+	status *etcd.Status
+	list   *etcd.MemberList
+}
+
+// askMembers asks each member pod (urls: pod name to client URL), in
+// parallel, for its status and its member list, and makes one view of
+// them. Only the answers of one cluster count: the cluster recorded
+// (recorded, when not 0), else the one most pods answer for. A pod counts
+// only if it answers as the member of its own name (its name or peer
+// URL): a pod that carries the kind's labels but runs another cluster's
+// member, or another member, is never counted. The members are the
+// leader's list, else that of a member that knows a leader, else any.
+func askMembers(ctx context.Context, dial etcd.Dialer, cluster, namespace string, urls map[string]string, recorded uint64) memberAnswers {
+	names := slices.Sorted(maps.Keys(urls))
+	answers := askEach(ctx, dial, names, urls)
+	own := ownMember{cluster: cluster, namespace: namespace}
+	clusterID := recorded
+	if clusterID == 0 {
+		clusterID = own.mostAnswered(names, answers)
 	}
-	answers := make([]answer, len(endpoints))
-	var wg sync.WaitGroup
-	for i, url := range endpoints {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cli, err := newEtcdClient(ctx, []string{url})
-			if err != nil {
-				return
+	out := memberAnswers{clusterID: clusterID}
+	var list *etcd.MemberList
+	for i, a := range answers {
+		if a.status == nil || a.status.ClusterID != clusterID || (a.list != nil && !own.selfIn(names[i], a.status, a.list)) {
+			if a.status != nil {
+				out.foreign = append(out.foreign, names[i])
 			}
-			defer cli.Close()
-			c, cancel := context.WithTimeout(ctx, etcdCallTimeout)
-			defer cancel()
-			if st, err := cli.Status(c, url); err == nil && st.Header != nil {
-				answers[i].status = st
-			} else {
-				return
-			}
-			// Serializable: a member without a quorum still says who the
-			// members are, so that the status can say which are down.
-			if list, err := cli.MemberList(c, clientv3.WithSerializable()); err == nil {
-				answers[i].list = list
-			}
-		}()
-	}
-	wg.Wait()
-	// The member list of a member that knows a leader, else any.
-	var list *clientv3.MemberListResponse
-	var leader uint64
-	byID := map[uint64]*clientv3.StatusResponse{}
-	for _, a := range answers {
-		if a.status == nil {
 			continue
 		}
-		byID[a.status.Header.MemberId] = a.status
-		if a.status.Leader != 0 {
-			leader = a.status.Leader
-		}
-		if a.list != nil && (list == nil || a.status.Leader != 0) {
+		switch st := a.status; {
+		case a.list == nil:
+		case st.Leader != 0 && st.Leader == st.MemberID:
+			list, out.fromLeader = a.list, true
+		case list == nil || (st.Leader != 0 && !out.fromLeader):
 			list = a.list
 		}
 	}
 	if list == nil {
-		// No member answers: the planner tells a seed that is starting
-		// from a cluster that lost its quorum.
-		return obs, ips, nil
+		// No member of the cluster answers: the planner tells a seed that
+		// is starting from a cluster that lost its quorum.
+		return out
 	}
-	obs.Reachable = true
+	// The statuses of the cluster's members, by member ID; a status counts
+	// only from a pod whose member is in the list under the pod's name.
+	byID := map[uint64]*etcd.Status{}
+	var leader uint64
+	for i, a := range answers {
+		st := a.status
+		if st == nil || st.ClusterID != clusterID || slices.Contains(out.foreign, names[i]) ||
+			!slices.ContainsFunc(list.Members, func(m etcd.Member) bool { return m.ID == st.MemberID && own.is(names[i], m) }) {
+			continue
+		}
+		byID[st.MemberID] = st
+		if st.Leader != 0 {
+			leader = st.Leader
+		}
+	}
+	out.reachable = true
 	for _, m := range list.Members {
 		name := m.Name
 		if name == "" && len(m.PeerURLs) > 0 {
-			name, _ = etcdcluster.MemberOfPeerURL(o.Name, o.Namespace, m.PeerURLs[0])
+			name, _ = etcdcluster.MemberOfPeerURL(cluster, namespace, m.PeerURLs[0])
 		}
 		name = cmp.Or(name, strconv.FormatUint(m.ID, 16))
 		member := etcdcluster.Member{ID: m.ID, Name: name, Started: m.Name != "", Learner: m.IsLearner, Leader: m.ID == leader}
 		if st := byID[m.ID]; st != nil {
 			member.Version = st.Version
 			member.Healthy = st.Leader != 0 && len(st.Errors) == 0
+			member.Alarms = st.Alarms
 		}
-		obs.Members = append(obs.Members, member)
+		out.members = append(out.members, member)
 	}
-	return obs, ips, nil
+	return out
+}
+
+// askEach asks the pod of each name, at its URL in urls, in parallel, for
+// its member's status and member list.
+func askEach(ctx context.Context, dial etcd.Dialer, names []string, urls map[string]string) []podAnswer {
+	answers := make([]podAnswer, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			url := urls[name]
+			cli, err := dial(ctx, []string{url})
+			if err != nil {
+				return
+			}
+			defer cli.Close()
+			c, cancel := context.WithTimeout(ctx, etcdCallTimeout)
+			defer cancel()
+			st, err := cli.Status(c, url)
+			if err != nil {
+				return
+			}
+			answers[i].status = st
+			// A learner may refuse the list; its status still counts.
+			if list, err := cli.MemberList(c); err == nil {
+				answers[i].list = list
+			}
+		})
+	}
+	wg.Wait()
+	return answers
+}
+
+// ownMember tells whether a member a pod answers as is the pod's own.
+type ownMember struct{ cluster, namespace string }
+
+// is reports whether mem, a member of a list, is the member of the pod
+// called pod: by its name, or, before it has started, its peer URL.
+func (o ownMember) is(pod string, mem etcd.Member) bool {
+	if mem.Name != "" {
+		return mem.Name == pod
+	}
+	for _, u := range mem.PeerURLs {
+		if n, ok := etcdcluster.MemberOfPeerURL(o.cluster, o.namespace, u); ok && n == pod {
+			return true
+		}
+	}
+	return false
+}
+
+// selfIn reports whether the pod's member (st) is in the list it gave, of
+// its own cluster, as the pod's own member.
+func (o ownMember) selfIn(pod string, st *etcd.Status, list *etcd.MemberList) bool {
+	return list != nil && list.ClusterID == st.ClusterID && slices.ContainsFunc(list.Members, func(m etcd.Member) bool {
+		return m.ID == st.MemberID && o.is(pod, m)
+	})
+}
+
+// mostAnswered is the cluster most pods answer for as their own member
+// (ties: the lowest ID, so that every pass picks the same); 0 when none.
+func (o ownMember) mostAnswered(names []string, answers []podAnswer) uint64 {
+	votes := map[uint64]int{}
+	for i, a := range answers {
+		if a.status != nil && o.selfIn(names[i], a.status, a.list) {
+			votes[a.status.ClusterID]++
+		}
+	}
+	var id uint64
+	for c, n := range votes {
+		if id == 0 || n > votes[id] || (n == votes[id] && c < id) {
+			id = c
+		}
+	}
+	return id
 }
 
 // act takes the planner's action. It returns the membership to record
 // when the action changed it (nil otherwise), or why it waits instead
 // (a learner that has not caught up).
-func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdcluster.Observed, ips map[string]string, a etcdcluster.Action) ([]etcdv1beta2.EtcdMember, string, error) {
-	if a.Kind == etcdcluster.Seed {
+func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdcluster.Observed, urls map[string]string, a etcdcluster.Action) ([]etcdv1beta2.EtcdMember, string, error) {
+	switch a.Kind {
+	case etcdcluster.Seed:
 		return []etcdv1beta2.EtcdMember{{Name: a.Member}}, "", nil
-	}
-	if a.Kind == etcdcluster.Upgrade {
+	case etcdcluster.Upgrade:
 		return nil, "", e.setImage(ctx, o.Namespace, a.Member, a.Image)
-	}
-	if a.Kind == etcdcluster.RestartPod {
+	case etcdcluster.RestartPod:
 		uid := types.UID(a.PodUID)
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: a.Member}}
 		if err := e.client.Delete(ctx, p, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
@@ -268,26 +452,28 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 		}
 		return nil, "", nil
 	}
-	// Learners refuse membership changes: only healthy voters get them.
-	endpoints := make([]string, 0, len(obs.Members))
+	return changeMembership(ctx, e.dial, obs, urls, a)
+}
+
+// changeMembership makes the membership change a, through the members
+// that can take it: the leader for a move of the leadership, else the
+// healthy voters (learners refuse membership changes).
+func changeMembership(ctx context.Context, dial etcd.Dialer, obs etcdcluster.Observed, urls map[string]string, a etcdcluster.Action) ([]etcdv1beta2.EtcdMember, string, error) {
+	var endpoints []string
 	for _, m := range obs.Members {
-		if url, ok := ips[m.Name]; ok && m.Healthy && !m.Learner {
+		url, ok := urls[m.Name]
+		switch {
+		case !ok:
+		case a.Kind == etcdcluster.MoveLeader && m.Leader:
+			endpoints = append(endpoints[:0], url)
+		case a.Kind != etcdcluster.MoveLeader && m.Healthy && !m.Learner:
 			endpoints = append(endpoints, url)
-		}
-	}
-	if a.Kind == etcdcluster.MoveLeader {
-		// Only the leader moves its leadership.
-		endpoints = nil
-		for _, m := range obs.Members {
-			if m.Leader {
-				endpoints = []string{ips[m.Name]}
-			}
 		}
 	}
 	if len(endpoints) == 0 {
 		return nil, "", errors.New("no healthy member to send the change to")
 	}
-	cli, err := newEtcdClient(ctx, endpoints)
+	cli, err := dial(ctx, endpoints)
 	if err != nil {
 		return nil, "", err
 	}
@@ -297,56 +483,37 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 	members := obs.Members
 	switch a.Kind {
 	case etcdcluster.AddLearner, etcdcluster.AddMember:
-		add := cli.MemberAddAsLearner
-		if a.Kind == etcdcluster.AddMember {
-			add = cli.MemberAdd
-		}
-		resp, err := add(ctx, []string{a.PeerURL})
-		if refusedUntilSettled(err) {
+		added, err := cli.AddMember(ctx, a.PeerURL, a.Kind == etcdcluster.AddLearner)
+		if errors.Is(err, etcd.ErrNotReady) {
 			return nil, "Waiting for the members to settle: etcd adds a member only once every voting member has been connected for 5 s", nil
 		}
 		if err != nil {
 			return nil, "", err
 		}
-		members = append(members, etcdcluster.Member{ID: resp.Member.ID, Name: a.Member, Learner: resp.Member.IsLearner})
+		members = append(slices.Clone(members), etcdcluster.Member{ID: added.ID, Name: a.Member, Learner: added.IsLearner})
 	case etcdcluster.Promote:
-		if _, err := cli.MemberPromote(ctx, a.ID); err != nil {
-			if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) || strings.Contains(err.Error(), "in sync with leader") {
+		if err := cli.PromoteMember(ctx, a.ID); err != nil {
+			if errors.Is(err, etcd.ErrNotReady) {
 				return nil, fmt.Sprintf("Learner %s is catching up with the leader", a.Member), nil
 			}
 			return nil, "", err
 		}
 		return nil, "", nil
 	case etcdcluster.Remove:
-		_, err := cli.MemberRemove(ctx, a.ID)
-		if refusedUntilSettled(err) {
+		err := cli.RemoveMember(ctx, a.ID)
+		if errors.Is(err, etcd.ErrNotReady) {
 			return nil, fmt.Sprintf("Waiting for the members to settle before removing %s", a.Member), nil
 		}
 		if err != nil {
 			return nil, "", err
 		}
-		members = nil
-		for _, m := range obs.Members {
-			if m.ID != a.ID {
-				members = append(members, m)
-			}
-		}
+		members = slices.DeleteFunc(slices.Clone(members), func(m etcdcluster.Member) bool { return m.ID == a.ID })
 	case etcdcluster.MoveLeader:
-		if _, err := cli.MoveLeader(ctx, a.ID); err != nil {
-			return nil, "", err
-		}
-		return nil, "", nil
+		return nil, "", cli.MoveLeader(ctx, a.ID)
 	default:
 		return nil, "", fmt.Errorf("unknown action %q", a.Kind)
 	}
 	return etcdcluster.Record(obs, members), "", nil
-}
-
-// refusedUntilSettled reports whether etcd refused a membership change
-// for now (strict reconfiguration check): a member promoted or restarted
-// less than 5 s ago, or too few started members.
-func refusedUntilSettled(err error) bool {
-	return err != nil && (errors.Is(err, rpctypes.ErrUnhealthy) || errors.Is(err, rpctypes.ErrMemberNotEnoughStarted))
 }
 
 // setImage sets the image of a member pod's etcd container. The kubelet
@@ -361,19 +528,4 @@ func (e *etcdOps) setImage(ctx context.Context, namespace, pod, image string) er
 		return fmt.Errorf("set the image of pod %s: %w", pod, err)
 	}
 	return nil
-}
-
-// newEtcdClient returns a client of the members at endpoints. It does not
-// wait for a connection: each call is bounded by its own context.
-func newEtcdClient(ctx context.Context, endpoints []string) (*clientv3.Client, error) {
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: etcdDialTimeout,
-		Context:     ctx,
-		Logger:      zap.NewNop(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("etcd client: %w", err)
-	}
-	return cli, nil
 }

@@ -114,6 +114,60 @@ func TestEtcdClusterAdmission(t *testing.T) {
 			expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), tt.wantErr)
 		})
 	}
+
+	// From 3.5: to 3.6 only from 3.5.20 on (etcd issue 19557).
+	for _, tt := range []struct{ from, to, wantErr string }{
+		{"3.5.19", "3.6.0", "only from 3.5.20 or later"},
+		{"3.5.0", "3.6.16", "only from 3.5.20 or later"},
+		{"3.5.19", "3.5.21", ""},
+		{"3.5.20", "3.6.0", ""},
+		{"3.5.21", "3.6.16", ""},
+	} {
+		t.Run("version "+tt.from+" to "+tt.to, func(t *testing.T) {
+			e := sample(t)
+			e.Name = "from-" + strings.ReplaceAll(tt.from, ".", "-") + "-to-" + strings.ReplaceAll(tt.to, ".", "-")
+			e.Spec.Version = tt.from
+			create(t, e)
+			e.Spec.Version = tt.to
+			expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), tt.wantErr)
+		})
+	}
+
+	// In the middle of an upgrade (spec 3.7.0, the members' lowest version
+	// still 3.6.16): the spec may go on to a later patch of its target, not
+	// to a further minor the members cannot reach.
+	mid := sample(t)
+	mid.Name = "mid-upgrade"
+	mid.Spec.Version = "3.6.16"
+	create(t, mid)
+	mid.Spec.Version = "3.7.0"
+	if err := k8s.Update(ctx, mid); err != nil {
+		t.Fatal(err)
+	}
+	mid.Status.CurrentVersion = "3.6.16"
+	if err := k8s.Status().Update(ctx, mid); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ to, wantErr string }{
+		{"3.7.1", ""},
+		{"3.8.0", "reachable in one step from the version the members run"},
+	} {
+		t.Run("version 3.7.0 to "+tt.to+" while the members run 3.6.16", func(t *testing.T) {
+			e := mid.DeepCopy()
+			e.Spec.Version = tt.to
+			expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), tt.wantErr)
+		})
+	}
+	t.Run("version 3.7.0 to 3.8.0 once the members run 3.7.0", func(t *testing.T) {
+		e := mid.DeepCopy()
+		e.Status.CurrentVersion = "3.7.0"
+		if err := k8s.Status().Update(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		e.Spec.Version = "3.8.0"
+		expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "")
+	})
+
 	t.Run("kubectl scale to 10 is refused", func(t *testing.T) {
 		scale := &autoscalingv1.Scale{}
 		if err := k8s.SubResource("scale").Get(ctx, live, scale); err != nil {

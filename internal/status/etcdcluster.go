@@ -18,6 +18,9 @@ type EtcdView struct {
 	Observed bool
 	// Members is the membership to record; nil keeps the recorded one.
 	Members []etcdv1beta2.EtcdMember
+	// ClusterID is the ID of the cluster the members belong to (hex);
+	// empty keeps the recorded one.
+	ClusterID string
 	// Decision is the planner's decision; its reason is empty once the
 	// cluster is at the spec.
 	Decision etcdcluster.Decision
@@ -30,6 +33,9 @@ type EtcdView struct {
 func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcdv1beta2.EtcdClusterSpec, selector string, view EtcdView, failure *Failure, now metav1.Time) {
 	if view.Members != nil {
 		st.Members = view.Members
+	}
+	if view.ClusterID != "" {
+		st.ClusterID = view.ClusterID
 	}
 	st.Size = int32(len(st.Members))
 	st.Leader = ""

@@ -53,6 +53,7 @@ func run(m *testing.M) int {
 		testCluster = c
 		code := m.Run()
 		printFaultMatrix()
+		testenv.PrintSummaryLines(etcdCellSummary())
 		return code
 	})
 }

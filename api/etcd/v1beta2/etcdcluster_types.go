@@ -17,6 +17,7 @@ const (
 // EtcdClusterSpec is the desired state of an etcd cluster: only size and
 // version control the number of members and their version.
 // +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && ((int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) && int(self.version.split('.')[2]) >= int(oldSelf.version.split('.')[2])) || int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) + 1))",message="spec.version may only move to a later patch of the same minor or to the next minor version (no downgrade, no skipped minor, no major change)"
+// +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || !(int(oldSelf.version.split('.')[0]) == 3 && int(oldSelf.version.split('.')[1]) == 5 && int(oldSelf.version.split('.')[2]) < 20 && int(self.version.split('.')[1]) >= 6)",message="spec.version may move from 3.5 to 3.6 only from 3.5.20 or later (etcd issue 19557: a member promoted from a learner before 3.5.20 comes back from 3.6 as a learner): move to the latest 3.5 patch first"
 type EtcdClusterSpec struct {
 	// Size is the number of members, 1 to 9. The operator changes the
 	// membership one member at a time; the /scale subresource works on it
@@ -86,11 +87,18 @@ type EtcdClusterStatus struct {
 	// Leader is the name of the leader.
 	// +optional
 	Leader string `json:"leader,omitempty"`
+	// ClusterID is the ID etcd gave the cluster, in hexadecimal: a pod
+	// that answers as a member of another cluster is not counted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	ClusterID string `json:"clusterID,omitempty"`
 	// CurrentVersion is the lowest version the members run.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	CurrentVersion string `json:"currentVersion,omitempty"`
 	// TargetVersion is the version the members are moving to (spec.version).
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	TargetVersion string `json:"targetVersion,omitempty"`
 	// Selector selects the member pods, for the scale subresource.
 	// +optional
@@ -120,6 +128,7 @@ type EtcdClusterStatus struct {
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.spec.version == oldSelf.spec.version || !has(oldSelf.status) || !has(oldSelf.status.currentVersion) || !oldSelf.status.currentVersion.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(self.spec.version.split('.')[0]) == int(oldSelf.status.currentVersion.split('.')[0]) && ((int(self.spec.version.split('.')[1]) == int(oldSelf.status.currentVersion.split('.')[1]) && int(self.spec.version.split('.')[2]) >= int(oldSelf.status.currentVersion.split('.')[2])) || (int(self.spec.version.split('.')[1]) == int(oldSelf.status.currentVersion.split('.')[1]) + 1 && !(int(oldSelf.status.currentVersion.split('.')[0]) == 3 && int(oldSelf.status.currentVersion.split('.')[1]) == 5 && int(oldSelf.status.currentVersion.split('.')[2]) < 20))))",message="spec.version must be reachable in one step from the version the members run (status.currentVersion): an upgrade in progress may go on to a later patch of its target, but not to a further minor version before it is done"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && self.metadata.name.size() <= 40",message="metadata.name must be a DNS label of at most 40 characters (lowercase letters, digits and '-', starting with a letter): it names the Services and, with the member's number, the pods"
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -23,6 +23,8 @@ package etcdcluster
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,20 +99,84 @@ func (c Children) Objects() []runtime.ApplyConfiguration {
 }
 
 // Build returns the desired children of the EtcdCluster owner with the
-// given spec and registered members (status.members).
-func Build(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, members []etcdv1beta2.EtcdMember) Children {
+// given spec and membership (see MembershipOf).
+func Build(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, m Membership) Children {
 	selector := Selector(owner.Name)
 	labels := resources.Labels(selector)
 	c := Children{
 		Service:       peerService(owner, selector, labels),
 		ClientService: clientService(owner, selector, labels),
-		ConfigMap:     configMap(owner, labels, members),
-		StatefulSet:   statefulSet(owner, spec, selector, labels, Replicas(owner.Name, members)),
+		ConfigMap:     configMap(owner, labels, m.Members, m.Kept),
+		StatefulSet:   statefulSet(owner, spec, selector, labels, m.Replicas),
 	}
-	if len(members) > 1 {
-		c.PodDisruptionBudget = podDisruptionBudget(owner, selector, labels, len(members))
+	if len(m.Members) > 1 {
+		c.PodDisruptionBudget = podDisruptionBudget(owner, selector, labels, len(m.Members))
 	}
 	return c
+}
+
+// Live is what exists of an EtcdCluster's children before a pass applies
+// them.
+type Live struct {
+	// Replicas is the live StatefulSet's replica count; nil when there is
+	// no StatefulSet.
+	Replicas *int32
+	// Files are the live ConfigMap's start-up files, by key.
+	Files map[string]string
+}
+
+// Membership is what the StatefulSet is sized from and the start-up files
+// are written from.
+type Membership struct {
+	// Members are the members registered in etcd.
+	Members []etcdv1beta2.EtcdMember
+	// Replicas is the StatefulSet's replica count.
+	Replicas int32
+	// Kept are start-up files of the live ConfigMap kept as they are, for
+	// pods the membership does not account for.
+	Kept map[string]string
+}
+
+// FromStatus is the membership recorded in status.members alone, for a
+// build without a cluster (a preview).
+func FromStatus(cluster string, members []etcdv1beta2.EtcdMember) Membership {
+	return Membership{Members: members, Replicas: Replicas(cluster, members)}
+}
+
+// MembershipOf returns the membership a pass builds the children from:
+// the live system's, never a status alone, which a re-created or restored
+// resource has empty.
+//
+// When a member answered, the members are etcd's (with the claims
+// recorded, see Record), and the StatefulSet has one pod per registered
+// member. It shrinks only on the leader's word: a follower's list may
+// trail a member just added, and a pod removed takes its claim along.
+// Otherwise it keeps the size of the live StatefulSet.
+//
+// When no member answers, nothing is taken away: the StatefulSet keeps
+// its live size (or the recorded membership's, when larger: a seed being
+// started), and the live start-up files stay.
+func MembershipOf(o Observed, live Live) Membership {
+	members := o.Recorded
+	if o.Reachable {
+		members = Record(o, o.Members)
+	}
+	m := Membership{Members: members, Replicas: Replicas(o.Cluster, members)}
+	if o.Reachable && o.FromLeader {
+		return m
+	}
+	if live.Replicas != nil && *live.Replicas > m.Replicas {
+		m.Replicas = *live.Replicas
+	}
+	for key, file := range live.Files {
+		if !slices.ContainsFunc(members, func(r etcdv1beta2.EtcdMember) bool { return ConfigKey(r.Name) == key }) {
+			if m.Kept == nil {
+				m.Kept = map[string]string{}
+			}
+			m.Kept[key] = file
+		}
+	}
+	return m
 }
 
 // Selector is the fixed pod selector of the EtcdCluster called name.
@@ -254,8 +320,9 @@ func MemberConfig(cluster, namespace string, m etcdv1beta2.EtcdMember, members [
 	}
 }
 
-func configMap(owner resources.Owner, labels map[string]string, members []etcdv1beta2.EtcdMember) *corev1ac.ConfigMapApplyConfiguration {
-	data := make(map[string]string, len(members))
+func configMap(owner resources.Owner, labels map[string]string, members []etcdv1beta2.EtcdMember, kept map[string]string) *corev1ac.ConfigMapApplyConfiguration {
+	data := make(map[string]string, len(members)+len(kept))
+	maps.Copy(data, kept)
 	for _, m := range members {
 		// A struct of strings always marshals.
 		b, _ := yaml.Marshal(MemberConfig(owner.Name, owner.Namespace, m, members))

@@ -50,7 +50,7 @@ func TestBuildFollowsTheRecordedMembership(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Build(owner, s, tt.members)
+			c := Build(owner, s, FromStatus(owner.Name, tt.members))
 			if got := *c.StatefulSet.Spec.Replicas; got != tt.replicas {
 				t.Errorf("replicas %d, want %d", got, tt.replicas)
 			}

@@ -230,7 +230,7 @@ func FuzzBuild(f *testing.F) {
 			members = append(members, m)
 		}
 		owner := resources.OwnerOf(e, etcdv1beta2.GroupVersion.WithKind("EtcdCluster"))
-		c := Build(owner, &e.Spec, members)
+		c := Build(owner, &e.Spec, FromStatus(e.Name, members))
 		replicas := *c.StatefulSet.Spec.Replicas
 		for o := range used {
 			if int32(o) >= replicas {
@@ -263,7 +263,7 @@ func FuzzBuild(f *testing.F) {
 		if c.PodDisruptionBudget != nil && c.PodDisruptionBudget.Spec.MinAvailable.IntValue() != Quorum(len(members)) {
 			t.Fatalf("%d members: minAvailable %v", len(members), c.PodDisruptionBudget.Spec.MinAvailable)
 		}
-		if err := fuzzspec.Same(c.Objects(), Build(owner, &e.Spec, members).Objects()); err != nil {
+		if err := fuzzspec.Same(c.Objects(), Build(owner, &e.Spec, FromStatus(e.Name, members)).Objects()); err != nil {
 			t.Fatal(err)
 		}
 	})

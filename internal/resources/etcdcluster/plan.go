@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 )
@@ -25,6 +26,8 @@ type Member struct {
 	// Version is the version the member's server reports; empty when it
 	// does not answer.
 	Version string
+	// Alarms are the alarms the member reports raised (NOSPACE, CORRUPT).
+	Alarms []string
 }
 
 // Pod is what the operator read of a member's pod.
@@ -39,8 +42,12 @@ type Pod struct {
 	// container again after it exited.
 	CrashLooping bool
 	// Ready is the pod's Ready condition: what the client Service and the
-	// PodDisruptionBudget go by.
+	// PodDisruptionBudget go by. The readiness probe asks the member's
+	// /health: a ready pod's member serves, whether the operator reaches
+	// it or not.
 	Ready bool
+	// Created is when the pod was created.
+	Created time.Time
 }
 
 // Observed is everything the planner decides from.
@@ -51,11 +58,28 @@ type Observed struct {
 	Reachable bool
 	// Members are the members etcd reports (when Reachable).
 	Members []Member
+	// FromLeader is whether Members is the leader's list: a follower's may
+	// trail the latest membership change.
+	FromLeader bool
+	// Foreign names the pods that answered as members of another etcd
+	// cluster: they are not counted.
+	Foreign []string
 	// Recorded is the membership the operator recorded (status.members).
 	Recorded []etcdv1beta2.EtcdMember
 	// Pods are the member pods that exist and are not being deleted, by name.
 	Pods map[string]Pod
+	// Claims are the members' claims that exist, by name, with their uids:
+	// a cluster with claims holds data, and is never seeded again.
+	Claims map[string]string
+	// Now is when the observation was made.
+	Now time.Time
 }
+
+// JoinTimeout is how long a member may take to join: a member added whose
+// pod has run this long without the member starting, or a learner whose
+// pod has run this long without it answering, is removed (and added
+// again later), so that it blocks no other change.
+const JoinTimeout = 5 * time.Minute
 
 // ActionKind is what one step does to the cluster.
 type ActionKind string
@@ -97,7 +121,18 @@ const (
 	ReasonScaleInRefused     = "ScaleInRefused"
 	ReasonVersionSkew        = "VersionSkew"
 	ReasonVersionUnavailable = "VersionUnavailable"
+	// ReasonNoSpace: etcd raised its NOSPACE alarm (a member's backend
+	// reached its quota): the cluster refuses writes until it is disarmed.
+	ReasonNoSpace = "NoSpace"
+	// ReasonMembersUnreachable: members the operator cannot reach serve
+	// (their pods pass the readiness probe on /health): the operator is
+	// cut off from them; the cluster may be fine.
+	ReasonMembersUnreachable = "MembersUnreachable"
 )
+
+// AlarmNoSpace is the alarm etcd raises when a member's backend reaches its
+// quota.
+const AlarmNoSpace = "NOSPACE"
 
 // Action is the single next step.
 type Action struct {
@@ -160,22 +195,17 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		}
 	}
 	if healthyVoters < Quorum(voters) {
-		// A member that answers but knows no leader is up, not down.
-		var silent, leaderless []string
-		for _, m := range members {
-			switch {
-			case m.Healthy:
-			case m.Version == "":
-				silent = append(silent, m.Name)
-			default:
-				leaderless = append(leaderless, m.Name)
-			}
-		}
-		msg := fmt.Sprintf("%d of %d voting members are healthy, %d needed for a quorum; down: %s", healthyVoters, voters, Quorum(voters), strings.Join(silent, ", "))
-		if len(leaderless) > 0 {
-			msg += "; up without a leader: " + strings.Join(leaderless, ", ")
-		}
-		return Decision{Reason: ReasonQuorumLost, Failure: true, Message: msg + ". The operator changes nothing until a quorum is back"}
+		return noQuorum(o, members, voters, healthyVoters)
+	}
+	if d, ok := noSpace(members); ok {
+		return d
+	}
+	// A member that has not joined and that the spec no longer asks for,
+	// or that has had its time: it is removed, so that it blocks no other
+	// change. A learner, or a member that never started, holds no data
+	// the cluster needs and counts for no quorum it has.
+	if d, ok := abandonJoin(spec, o, members); ok {
+		return d
 	}
 
 	// The membership change in flight.
@@ -250,19 +280,120 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 	return Decision{Message: fmt.Sprintf("%d members at version %s", len(members), spec.Version)}
 }
 
-// unreachable decides when no member answers: start the seed, wait for
-// it, or say the quorum is lost.
+// noQuorum says why fewer voters than a quorum are healthy: members the
+// operator is cut off from (MembersUnreachable), or a lost quorum.
+func noQuorum(o Observed, members []Member, voters, healthyVoters int) Decision {
+	// A member that answers but knows no leader is up, not down; one
+	// that does not answer the operator but whose pod passes its
+	// readiness probe serves: the operator is cut off from it.
+	var silent, leaderless, unreachable []string
+	reachableVoters := healthyVoters
+	for _, m := range members {
+		switch {
+		case m.Healthy:
+		case m.Version == "" && o.Pods[m.Name].Ready:
+			unreachable = append(unreachable, m.Name)
+			if !m.Learner {
+				reachableVoters++
+			}
+		case m.Version == "":
+			silent = append(silent, m.Name)
+		default:
+			leaderless = append(leaderless, m.Name)
+		}
+	}
+	if len(unreachable) > 0 && reachableVoters >= Quorum(voters) {
+		return Decision{Reason: ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
+			"The operator cannot reach members %s, whose pods are ready (they serve): %d of %d voting members answer it. The operator changes nothing until it reaches a quorum of them (check the network between it and the pods)",
+			strings.Join(unreachable, ", "), healthyVoters, voters)}
+	}
+	silent = append(silent, unreachable...)
+	slices.SortFunc(silent, func(a, b string) int { return compareNames(o.Cluster, a, b) })
+	msg := fmt.Sprintf("%d of %d voting members are healthy, %d needed for a quorum; down: %s", healthyVoters, voters, Quorum(voters), strings.Join(silent, ", "))
+	if len(leaderless) > 0 {
+		msg += "; up without a leader: " + strings.Join(leaderless, ", ")
+	}
+	return Decision{Reason: ReasonQuorumLost, Failure: true, Message: msg + ". The operator changes nothing until a quorum is back"}
+}
+
+// noSpace returns the NoSpace failure when a member reports the NOSPACE
+// alarm; false when none does.
+func noSpace(members []Member) (Decision, bool) {
+	var full []string
+	for _, m := range members {
+		if slices.Contains(m.Alarms, AlarmNoSpace) {
+			full = append(full, m.Name)
+		}
+	}
+	if len(full) > 0 {
+		return Decision{Reason: ReasonNoSpace, Failure: true, Message: fmt.Sprintf(
+			"etcd raised its NOSPACE alarm (reported by %s): a member's backend reached its quota, and the cluster refuses writes until the alarm is disarmed (compact, defragment, then etcdctl alarm disarm). The operator changes nothing meanwhile",
+			strings.Join(full, ", "))}, true
+	}
+	return Decision{}, false
+}
+
+// abandonJoin returns the removal of a member that has not joined (not
+// started, or a learner that does not answer) when the spec no longer
+// asks for it (fewer members than there are), or when its pod has run
+// for JoinTimeout without it joining; false when there is none.
+func abandonJoin(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member) (Decision, bool) {
+	for _, m := range slices.Backward(members) {
+		if m.Started && (!m.Learner || m.Healthy) {
+			continue
+		}
+		pod, ok := o.Pods[m.Name]
+		switch {
+		case len(members) > int(spec.Size):
+			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: ReasonScaling,
+				Message: fmt.Sprintf("Removing member %s, which has not joined, since size is %d", m.Name, spec.Size)}, true
+		case ok && !pod.Created.IsZero() && !o.Now.IsZero() && o.Now.Sub(pod.Created) >= JoinTimeout:
+			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: ReasonScaling,
+				Message: fmt.Sprintf("Removing member %s, which has not joined within %s; it is added again after the other changes", m.Name, JoinTimeout)}, true
+		}
+	}
+	return Decision{}, false
+}
+
+// unreachable decides when no member answers: start the seed (only where
+// no member's pod or claim exists: a cluster with data is never seeded
+// again, whatever its status says), wait for it, or say why no member
+// answers.
 func unreachable(o Observed) Decision {
 	switch {
-	case len(o.Recorded) == 0:
+	case len(o.Recorded) == 0 && len(o.Pods) == 0 && len(o.Claims) == 0:
 		name := MemberName(o.Cluster, 0)
 		return Decision{Action: Action{Kind: Seed, Member: name}, Reason: ReasonScaling, Message: fmt.Sprintf("Starting seed member %s", name)}
 	case len(o.Recorded) == 1 && o.Recorded[0].ID == "":
 		return Decision{Reason: ReasonScaling, Message: fmt.Sprintf("Waiting for seed member %s to start", o.Recorded[0].Name)}
 	}
+	var ready []string
+	for name, p := range o.Pods {
+		if p.Ready {
+			ready = append(ready, name)
+		}
+	}
+	if len(ready) > 0 {
+		slices.SortFunc(ready, func(a, b string) int { return compareNames(o.Cluster, a, b) })
+		return Decision{Reason: ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
+			"No member answers the operator, but the pods of %s are ready (their members serve): the operator is cut off from them. It changes nothing until it reaches them (check the network between it and the pods)",
+			strings.Join(ready, ", "))}
+	}
 	names := make([]string, 0, len(o.Recorded))
 	for _, r := range o.Recorded {
 		names = append(names, r.Name)
+	}
+	if len(names) == 0 {
+		// No recorded membership (a re-created resource): the pods and
+		// claims say which members there are.
+		for name := range o.Pods {
+			names = append(names, name)
+		}
+		for claim := range o.Claims {
+			if name, ok := strings.CutPrefix(claim, DataVolume+"-"); ok && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
 	}
 	slices.SortFunc(names, func(a, b string) int { return compareNames(o.Cluster, a, b) })
 	return Decision{Reason: ReasonQuorumLost, Failure: true, Message: fmt.Sprintf(
@@ -342,9 +473,21 @@ func skew(from, to string) string {
 		return fmt.Sprintf("spec.version %s is older than the members' version %s: etcd is not downgraded", to, from)
 	case t.Minor > f.Minor+1:
 		return fmt.Sprintf("spec.version %s skips a minor version from the members' %s: upgrade one minor version at a time", to, from)
+	case f.Major == 3 && f.Minor == 5 && t.Minor == 6 && f.Patch < MinPatchBefore36:
+		return fmt.Sprintf("spec.version %s needs every member at 3.5.%d or later first (etcd issue 19557: a member promoted from a learner before 3.5.20 reverts to a learner in 3.6), and the members run %s: set spec.version to the latest 3.5 patch, then to %s",
+			to, MinPatchBefore36, from, to)
 	}
 	return ""
 }
+
+// MinPatchBefore36 is the lowest 3.5 patch a cluster may move to 3.6 from:
+// before 3.5.20, etcd did not persist a learner's promotion in its v3
+// store, so a member the operator added as a learner could come back from
+// the upgrade as a learner again, and a cluster with two such members
+// fails to start at all (etcd issue 19557). etcd asks for the latest 3.5
+// patch before 3.6; 3.5.24 also fixes that membership spreading through a
+// snapshot from an older member (etcd issue 20793).
+const MinPatchBefore36 = 20
 
 // Version is an etcd version.
 type Version struct{ Major, Minor, Patch int }

@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"strings"
 	"testing"
+	"time"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 )
@@ -18,11 +19,11 @@ func m(ordinal int, id uint64) Member {
 func with(mem Member, f func(*Member)) Member { f(&mem); return mem }
 
 // pods returns a pod per member, at image, with uid "uid-<name>", on a
-// claim of uid "claim-<name>".
+// claim of uid "claim-<name>", ready when its member is healthy.
 func pods(image string, members ...Member) map[string]Pod {
 	p := map[string]Pod{}
 	for _, mem := range members {
-		p[mem.Name] = Pod{UID: "uid-" + mem.Name, Image: image, ClaimUID: "claim-" + mem.Name, Ready: true}
+		p[mem.Name] = Pod{UID: "uid-" + mem.Name, Image: image, ClaimUID: "claim-" + mem.Name, Ready: mem.Healthy}
 	}
 	return p
 }
@@ -98,16 +99,16 @@ func TestNext(t *testing.T) {
 			obs:    Observed{Reachable: true, Members: []Member{leader(m(0, 1)), m(1, 2), down(m(2, 3))}, Pods: pods(img3616, three...)},
 			reason: ReasonMemberUnhealthy, message: "example-2"},
 		{name: "two of three down is a lost quorum", spec: spec(3, "3.6.16"),
-			obs:    Observed{Reachable: true, Members: []Member{m(0, 1), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, three...)},
+			obs:    Observed{Reachable: true, Members: []Member{m(0, 1), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, m(0, 1), down(m(1, 2)), down(m(2, 3)))},
 			reason: ReasonQuorumLost, failure: true, message: "down: example-1, example-2."},
 		{name: "a member up without a leader is named so", spec: spec(3, "3.6.16"),
-			obs:    Observed{Reachable: true, Members: []Member{with(m(0, 1), func(x *Member) { x.Healthy = false }), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, three...)},
+			obs:    Observed{Reachable: true, Members: []Member{with(m(0, 1), func(x *Member) { x.Healthy = false }), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, down(m(0, 1)), down(m(1, 2)), down(m(2, 3)))},
 			reason: ReasonQuorumLost, failure: true, message: "0 of 3 voting members are healthy, 2 needed for a quorum; down: example-1, example-2; up without a leader: example-0."},
 		{name: "no member answering is a lost quorum", spec: spec(3, "3.6.16"),
 			obs:    Observed{Recorded: []etcdv1beta2.EtcdMember{{Name: "example-1", ID: "2"}, {Name: "example-0", ID: "1"}}},
 			reason: ReasonQuorumLost, failure: true, message: "down: example-0, example-1"},
 		{name: "a lost quorum wins over a shrink", spec: spec(1, "3.6.16"),
-			obs:    Observed{Reachable: true, Members: []Member{m(0, 1), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, three...)},
+			obs:    Observed{Reachable: true, Members: []Member{m(0, 1), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, m(0, 1), down(m(1, 2)), down(m(2, 3)))},
 			reason: ReasonQuorumLost, failure: true},
 		{name: "a member whose pod came back on a new claim is removed", spec: spec(3, "3.6.16"),
 			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), down(m(1, 2)), m(2, 3)},
@@ -161,6 +162,53 @@ func TestNext(t *testing.T) {
 		{name: "a downgrade is refused", spec: spec(3, "3.5.21"),
 			obs:    Observed{Reachable: true, Members: three, Pods: pods(img3616, three...)},
 			reason: ReasonVersionSkew, failure: true, message: "not downgraded"},
+		{name: "a joining member the spec no longer asks for is removed, shrinking back", spec: spec(2, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), m(1, 2), {ID: 3, Name: "example-2", Learner: true}},
+				Pods: pods(img3616, m(0, 1), m(1, 2))},
+			want: Action{Kind: Remove, Member: "example-2", ID: 3}, reason: ReasonScaling, message: "has not joined"},
+		{name: "a learner that does not answer is removed, shrinking back", spec: spec(2, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), m(1, 2), with(down(m(2, 3)), func(x *Member) { x.Learner = true })},
+				Pods: pods(img3616, m(0, 1), m(1, 2), down(m(2, 3)))},
+			want: Action{Kind: Remove, Member: "example-2", ID: 3}, reason: ReasonScaling},
+		{name: "a member that has not joined within the join timeout is removed", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), m(1, 2), {ID: 3, Name: "example-2", Learner: true}},
+				Pods: map[string]Pod{"example-0": {Ready: true}, "example-1": {Ready: true}, "example-2": {UID: "p", Created: now.Add(-JoinTimeout)}}, Now: now},
+			want: Action{Kind: Remove, Member: "example-2", ID: 3}, reason: ReasonScaling, message: "within 5m0s"},
+		{name: "a member joining for less than the join timeout is awaited", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), m(1, 2), {ID: 3, Name: "example-2", Learner: true}},
+				Pods: map[string]Pod{"example-0": {Ready: true}, "example-1": {Ready: true}, "example-2": {UID: "p", Created: now.Add(-JoinTimeout + time.Second)}}, Now: now},
+			reason: ReasonScaling, message: "example-2 is joining"},
+		{name: "a NOSPACE alarm is NoSpace, not a lost quorum", spec: spec(3, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{with(leader(m(0, 1)), func(x *Member) { x.Alarms = []string{AlarmNoSpace} }), m(1, 2), m(2, 3)},
+				Pods: pods(img3616, three...)},
+			reason: ReasonNoSpace, failure: true, message: "NOSPACE alarm (reported by example-0)"},
+		{name: "a NOSPACE alarm stops a scale", spec: spec(5, "3.6.16"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), m(1, 2), with(m(2, 3), func(x *Member) { x.Alarms = []string{AlarmNoSpace} })},
+				Pods: pods(img3616, three...)},
+			reason: ReasonNoSpace, failure: true},
+		{name: "members the operator cannot reach whose pods serve are MembersUnreachable", spec: spec(3, "3.6.16"),
+			obs:    Observed{Reachable: true, Members: []Member{leader(m(0, 1)), down(m(1, 2)), down(m(2, 3))}, Pods: pods(img3616, three...)},
+			reason: ReasonMembersUnreachable, failure: true, message: "cannot reach members example-1, example-2"},
+		{name: "no member answering while the pods serve is MembersUnreachable", spec: spec(3, "3.6.16"),
+			obs: Observed{Recorded: []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1"}, {Name: "example-1", ID: "2"}, {Name: "example-2", ID: "3"}},
+				Pods: pods(img3616, three...)},
+			reason: ReasonMembersUnreachable, failure: true, message: "pods of example-0, example-1, example-2 are ready"},
+		{name: "a re-created resource over the claims of members that do not answer is not seeded again", spec: spec(3, "3.6.16"),
+			obs:    Observed{Claims: map[string]string{"data-example-0": "a", "data-example-1": "b"}},
+			reason: ReasonQuorumLost, failure: true, message: "down: example-0, example-1"},
+		{name: "a re-created resource over pods that do not answer is not seeded again", spec: spec(3, "3.6.16"),
+			obs:    Observed{Pods: map[string]Pod{"example-2": {}}},
+			reason: ReasonQuorumLost, failure: true, message: "down: example-2"},
+		{name: "3.5 before 3.5.20 does not go to 3.6", spec: spec(3, "3.6.0"),
+			obs:    Observed{Reachable: true, Members: versions("3.5.19", three...), Pods: pods("quay.io/coreos/etcd:v3.5.19", three...)},
+			reason: ReasonVersionSkew, failure: true, message: "3.5.20 or later"},
+		{name: "3.5.20 goes to 3.6", spec: spec(3, "3.6.0"),
+			obs:  Observed{Reachable: true, Members: versions("3.5.20", three...), Pods: pods("quay.io/coreos/etcd:v3.5.20", three...)},
+			want: Action{Kind: Upgrade, Member: "example-1", ID: 2, Image: "quay.io/coreos/etcd:v3.6.0"}, reason: ReasonUpgrading},
+		{name: "a version moved on to a further minor mid-upgrade is refused", spec: spec(3, "3.8.0"),
+			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), with(m(1, 2), func(x *Member) { x.Version = "3.7.0" }), m(2, 3)},
+				Pods: map[string]Pod{"example-0": {Image: img3616, Ready: true}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0", Ready: true}, "example-2": {Image: img3616, Ready: true}}},
+			reason: ReasonVersionSkew, failure: true, message: "spec.version 3.8.0 skips a minor version from the members' 3.6.16"},
 		{name: "an upgrade before a scale", spec: spec(5, "3.7.0"),
 			obs:  Observed{Reachable: true, Members: three, Pods: pods(img3616, three...)},
 			want: Action{Kind: Upgrade, Member: "example-1", ID: 2, Image: "quay.io/coreos/etcd:v3.7.0"}, reason: ReasonUpgrading},
@@ -181,6 +229,17 @@ func TestNext(t *testing.T) {
 		})
 	}
 }
+
+// versions returns members at version.
+func versions(version string, members ...Member) []Member {
+	out := make([]Member, 0, len(members))
+	for _, mem := range members {
+		out = append(out, with(mem, func(x *Member) { x.Version = version }))
+	}
+	return out
+}
+
+var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 func TestParseVersion(t *testing.T) {
 	for s, ok := range map[string]bool{"3.2.13": true, "3.6.0": true, "10.0.1": true, "3.6": false, "v3.6.0": false, "3.06.0": false, "3.6.0-rc": false, "": false, "3..1": false} {

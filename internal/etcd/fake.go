@@ -1,0 +1,147 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Fake is a set of etcd members in memory, reached by endpoint, for tests
+// of the code that drives a cluster: each endpoint answers as the member
+// it is set to (or not at all), with the membership of its cluster.
+type Fake struct {
+	mu sync.Mutex
+	// Endpoints maps an endpoint to the member that answers there; an
+	// endpoint missing from it does not answer.
+	Endpoints map[string]*FakeMember
+	// Calls records the changes asked for, in order ("add", "promote",
+	// "remove", "move-leader", with their argument).
+	Calls []string
+	// Refuse, when set, is returned by every membership change.
+	Refuse error
+	nextID uint64
+}
+
+// FakeMember is the member answering at an endpoint.
+type FakeMember struct {
+	Status Status
+	// Members is the membership this member knows.
+	Members []Member
+}
+
+var errUnreachable = errors.New("fake: endpoint does not answer")
+
+// Dial is the Fake's Dialer.
+func (f *Fake) Dial(_ context.Context, endpoints []string) (Client, error) {
+	return &fakeClient{f: f, endpoints: slices.Clone(endpoints)}, nil
+}
+
+type fakeClient struct {
+	f         *Fake
+	endpoints []string
+}
+
+func (c *fakeClient) member(endpoint string) (*FakeMember, error) {
+	m := c.f.Endpoints[endpoint]
+	if m == nil {
+		return nil, errUnreachable
+	}
+	return m, nil
+}
+
+// first is the first of the client's endpoints that answers.
+func (c *fakeClient) first() (*FakeMember, error) {
+	for _, e := range c.endpoints {
+		if m := c.f.Endpoints[e]; m != nil {
+			return m, nil
+		}
+	}
+	return nil, errUnreachable
+}
+
+func (c *fakeClient) Status(_ context.Context, endpoint string) (*Status, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if !slices.Contains(c.endpoints, endpoint) {
+		return nil, fmt.Errorf("fake: %s is not an endpoint of the client", endpoint)
+	}
+	m, err := c.member(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	st := m.Status
+	return &st, nil
+}
+
+func (c *fakeClient) MemberList(context.Context) (*MemberList, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	m, err := c.first()
+	if err != nil {
+		return nil, err
+	}
+	return &MemberList{ClusterID: m.Status.ClusterID, MemberID: m.Status.MemberID, Members: slices.Clone(m.Members)}, nil
+}
+
+func (c *fakeClient) change(call string) (*FakeMember, error) {
+	c.f.Calls = append(c.f.Calls, call)
+	if c.f.Refuse != nil {
+		return nil, c.f.Refuse
+	}
+	return c.first()
+}
+
+func (c *fakeClient) AddMember(_ context.Context, peerURL string, learner bool) (Member, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	m, err := c.change(fmt.Sprintf("add %s learner=%v", peerURL, learner))
+	if err != nil {
+		return Member{}, err
+	}
+	c.f.nextID++
+	added := Member{ID: 1000 + c.f.nextID, PeerURLs: []string{peerURL}, IsLearner: learner}
+	c.f.addToCluster(m.Status.ClusterID, added)
+	return added, nil
+}
+
+// addToCluster adds mem to the membership every member of cluster knows.
+func (f *Fake) addToCluster(cluster uint64, mem Member) {
+	for _, m := range f.Endpoints {
+		if m != nil && m.Status.ClusterID == cluster {
+			m.Members = append(m.Members, mem)
+		}
+	}
+}
+
+func (c *fakeClient) PromoteMember(_ context.Context, id uint64) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	_, err := c.change(fmt.Sprintf("promote %x", id))
+	return err
+}
+
+func (c *fakeClient) RemoveMember(_ context.Context, id uint64) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	m, err := c.change(fmt.Sprintf("remove %x", id))
+	if err != nil {
+		return err
+	}
+	for _, o := range c.f.Endpoints {
+		if o != nil && o.Status.ClusterID == m.Status.ClusterID {
+			o.Members = slices.DeleteFunc(o.Members, func(x Member) bool { return x.ID == id })
+		}
+	}
+	return nil
+}
+
+func (c *fakeClient) MoveLeader(_ context.Context, id uint64) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	_, err := c.change(fmt.Sprintf("move-leader %x", id))
+	return err
+}
+
+func (c *fakeClient) Close() error { return nil }
