@@ -71,7 +71,8 @@ func claimUID(b byte) string {
 // FuzzNext checks the planner's safety rules on any observed cluster: it
 // never panics, changes nothing once the quorum is lost, changes the
 // membership only with every member healthy and started (except removing
-// a member whose data is gone, which keeps a quorum), never leaves fewer
+// a member whose data is gone, or one that never joined, which keeps a
+// quorum), never leaves fewer
 // healthy voters than a quorum, never adds a member of a name in use,
 // removes from two voters never, and upgrades only a member whose pod is
 // not at the target image.
@@ -116,7 +117,8 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 		allWell = allWell && m.Healthy && m.Started
 	}
 	if healthy < Quorum(voters) {
-		if a.Kind != None || d.Reason != ReasonQuorumLost {
+		// Lost, or out of the operator's reach while the pods serve.
+		if a.Kind != None || (d.Reason != ReasonQuorumLost && d.Reason != ReasonMembersUnreachable) {
 			return fmt.Errorf("quorum lost (%d of %d) but %s / %s", healthy, voters, a.Kind, d.Reason)
 		}
 		return nil
@@ -154,7 +156,9 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 		if m.Healthy && (!allWell || len(o.Members) <= int(spec.Size) || voters <= 2) {
 			return fmt.Errorf("removed healthy %s while not shrinking safely", m.Name)
 		}
-		if !m.Healthy {
+		// A member that has not joined (never started, or a learner)
+		// holds no data the cluster needs; a voter that started does.
+		if !m.Healthy && m.Started && !m.Learner {
 			if r, pod := recordedOf(o, m), o.Pods[m.Name]; r.ClaimUID == "" || pod.ClaimUID == "" || r.ClaimUID == pod.ClaimUID {
 				return fmt.Errorf("removed unhealthy %s whose pod may hold its data", m.Name)
 			}

@@ -339,7 +339,9 @@ func noSpace(members []Member) (Decision, bool) {
 // for JoinTimeout without it joining; false when there is none.
 func abandonJoin(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member) (Decision, bool) {
 	for _, m := range slices.Backward(members) {
-		if m.Started && (!m.Learner || m.Healthy) {
+		// A member that answers healthy has joined, whatever the list
+		// says of it.
+		if m.Healthy || (m.Started && !m.Learner) {
 			continue
 		}
 		pod, ok := o.Pods[m.Name]
