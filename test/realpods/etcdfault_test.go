@@ -406,20 +406,9 @@ func clientServiceURL(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster)
 // linearizable with every acknowledged write kept, and every member ends
 // with the same HashKV.
 func TestEtcdClusterRecreatedOverRunningMembersAdoptsThemWithoutARestart(t *testing.T) {
-	needCluster(t)
-	t.Parallel()
-	ctx, c := context.Background(), operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
-	e := &etcdv1beta2.EtcdCluster{}
-	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
-	e.Name = "orphan"
-	e.Spec.Version = etcdVersion
-	spec := e.Spec
-	if err := c.Create(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	waitEtcdReady(t, c, e, 3, etcdVersion, 5*time.Minute)
+	ctx := context.Background()
+	c, e := startEtcdSample(t, "orphan", etcdVersion)
+	ns, spec := e.Namespace, e.Spec
 	ids := etcdMemberIDs(e)
 	pods, claims, restarts := etcdPodUIDs(t, c, e), etcdClaimUIDs(t, c, e), etcdRestarts(t, c, e)
 
