@@ -175,7 +175,13 @@ func killShims() {
 }
 
 // unmountUnder detaches every mount point at or under dir, deepest first.
+// The kernel lists mount points by their real path: dir is compared as one
+// too, so a run folder reached through a symbolic link (a bin/ linked from
+// another checkout) loses its mounts as well.
 func unmountUnder(dir string) error {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
 	var errs []error
 	for attempt := 0; attempt < 5; attempt++ {
 		data, err := os.ReadFile("/proc/self/mountinfo")
