@@ -26,34 +26,6 @@ import (
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
-// etcdCells collects one summary line per EtcdCluster fault cell, printed
-// after the run (see TestMain).
-var etcdCells struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-// recordEtcdCell adds a fault cell's figures to the run's summary.
-func recordEtcdCell(cell string, h *etcdHistory, leaderless, toReady time.Duration) {
-	etcdCells.mu.Lock()
-	defer etcdCells.mu.Unlock()
-	etcdCells.lines = append(etcdCells.lines, fmt.Sprintf(
-		"etcd fault cell %q: writes acknowledged %d, lost %d, %.1f s without a leader, Ready in %.1f s",
-		cell, h.acknowledged(), h.lost, leaderless.Seconds(), toReady.Seconds()))
-}
-
-// etcdCellSummary returns the fault cells' summary lines.
-func etcdCellSummary() string {
-	etcdCells.mu.Lock()
-	defer etcdCells.mu.Unlock()
-	lines := slices.Clone(etcdCells.lines)
-	slices.Sort(lines)
-	if len(lines) == 0 {
-		return ""
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
 // kvInput and kvOutput are one operation of the recorded history: a put
 // of a value that is never written twice, or a get.
 type kvInput struct {
@@ -469,7 +441,8 @@ func TestEtcdClusterRecreatedOverRunningMembersAdoptsThemWithoutARestart(t *test
 		t.Errorf("container restarts %v, want %v: no member restarted", got, restarts)
 	}
 	waitStatefulSetAdopted(t, c, e)
-	recordEtcdCell("re-created over running members", h, leaderless, toReady)
+	recordCell(faultCell{kind: "etcd", fault: "deleted with its children orphaned and applied again over running members",
+		acked: h.acknowledged(), lost: h.lost, unavailable: leaderless, toReady: toReady})
 	t.Logf("applied again: Ready in %s; %d writes acknowledged, %d lost, %s without a leader; client errors: %s",
 		toReady.Round(100*time.Millisecond), h.acknowledged(), h.lost, leaderless.Round(100*time.Millisecond), h.failureSummary())
 }

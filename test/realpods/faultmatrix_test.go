@@ -23,8 +23,9 @@ type faultCell struct {
 	// acked is how many writes the service acknowledged; lost how many of
 	// those the final primary lacks.
 	acked, lost int
-	// noPrimary is the longest time no write was acknowledged.
-	noPrimary time.Duration
+	// unavailable is the longest time without a primary (Redis: no write
+	// acknowledged) or a leader (etcd).
+	unavailable time.Duration
 	// toReady is how long the status took to say Ready again after the
 	// fault ended.
 	toReady time.Duration
@@ -48,8 +49,12 @@ func printFaultMatrix() {
 	defer faultMatrix.Unlock()
 	var b strings.Builder
 	for _, c := range faultMatrix.cells {
-		fmt.Fprintf(&b, "fault matrix: %s, %s: %d writes acknowledged, %d lost, %.1f s without a primary, Ready %.1f s after\n",
-			c.kind, c.fault, c.acked, c.lost, c.noPrimary.Seconds(), c.toReady.Seconds())
+		without := "a primary"
+		if c.kind == "etcd" {
+			without = "a leader"
+		}
+		fmt.Fprintf(&b, "fault matrix: %s, %s: %d writes acknowledged, %d lost, %.1f s without %s, Ready %.1f s after\n",
+			c.kind, c.fault, c.acked, c.lost, c.unavailable.Seconds(), without, c.toReady.Seconds())
 	}
 	testenv.PrintSummaryLines(b.String())
 }

@@ -53,7 +53,6 @@ func run(m *testing.M) int {
 		testCluster = c
 		code := m.Run()
 		printFaultMatrix()
-		testenv.PrintSummaryLines(etcdCellSummary())
 		return code
 	})
 }

@@ -170,7 +170,7 @@ func (r *redisCluster) finish(w *writer, fault string, toReady time.Duration) (a
 	keys := w.Stop()
 	r.checkRunningTakesWrites()
 	lost = r.lostWrites(keys)
-	recordCell(faultCell{kind: "Redis", fault: fault, acked: len(keys), lost: lost, noPrimary: w.longestGap, toReady: toReady})
+	recordCell(faultCell{kind: "Redis", fault: fault, acked: len(keys), lost: lost, unavailable: w.longestGap, toReady: toReady})
 	return len(keys), lost
 }
 
