@@ -251,7 +251,8 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	if secret == nil || sts == nil {
 		return Step{Waiting: "waiting for the Secret and the StatefulSet", RequeueAfter: redisWaitInterval}, nil
 	}
-	nodes, err := x.observe(ctx, o, sts, x.nodes(string(secret.Data[rec.SecretPassword])))
+	redis := x.nodes(string(secret.Data[rec.SecretPassword]))
+	nodes, err := x.observe(ctx, o, sts, redis)
 	if err != nil {
 		return Step{}, err
 	}
@@ -267,17 +268,15 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		in.Nodes = append(in.Nodes, n.plan)
 	}
 	in.PrimaryDownFor = x.down.observe(client.ObjectKeyFromObject(o), in.Recorded, primaryDownNow(in), x.clock.Now())
+	in.SafetyOnly = scope == safetySteps
 	d := rec.Plan(in)
-	if scope == safetySteps && d.Action != rec.Failover && d.Action != rec.Repoint {
-		d.Action, d.Waiting = rec.None, true
-	}
 	log := ctrl.LoggerFrom(ctx)
 	if d.Action != rec.None {
 		log.Info("Taking step", "step", d.Action, "node", d.Target, "reason", d.Reason)
 	} else {
 		log.V(1).Info("No step", "state", d.State, "reason", d.Reason)
 	}
-	if err := x.take(ctx, o, d, nodes, x.nodes(string(secret.Data[rec.SecretPassword]))); err != nil {
+	if err := x.take(ctx, o, d, nodes, redis); err != nil {
 		return Step{}, fmt.Errorf("%s %s: %w", d.Action, d.Target, err)
 	}
 	if d.Primary != "" {

@@ -126,6 +126,9 @@ type Observation struct {
 	// Settled is whether the StatefulSet controller has seen the
 	// StatefulSet's latest spec, so that Node.Current is up to date.
 	Settled bool
+	// SafetyOnly holds back every step but a failover and a fence (a
+	// repoint): a child of the cluster could not be applied.
+	SafetyOnly bool
 }
 
 // Plan returns the one next step for the observed cluster in.
@@ -143,8 +146,17 @@ type Observation struct {
 // node that claims to be a primary or follows another; label the pods;
 // then roll the pods that run an old template, replicas first, each only
 // while every node is healthy, and the primary last after a handover to a
-// synced replica.
+// synced replica. With SafetyOnly, only a failover or a fence is taken.
 func Plan(in Observation) Decision {
+	d := plan(in)
+	if in.SafetyOnly && d.Action != None && d.Action != Failover && d.Action != Repoint {
+		return waiting(Decision{Primary: in.Recorded, State: d.State},
+			fmt.Sprintf("only a failover or a fence while a child cannot be applied; held back: %s %s", d.Action, d.Target))
+	}
+	return d
+}
+
+func plan(in Observation) Decision {
 	nodes, recorded := in.Nodes, in.Recorded
 	answering := slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool {
 		return !n.Answered || n.Pod == PodMissing || n.Pod == PodTerminating

@@ -36,12 +36,13 @@ func TestPlan(t *testing.T) {
 	running := []Node{primaryNode(p0, 100), replicaNode(p1, p0, 100), replicaNode(p2, p0, 100)}
 	silent := func(n Node) Node { return with(n, func(n *Node) { n.Answered, n.Primary = false, false }) }
 	tests := []struct {
-		name      string
-		recorded  string
-		nodes     []Node
-		downFor   time.Duration
-		unsettled bool
-		want      Decision
+		name       string
+		recorded   string
+		nodes      []Node
+		downFor    time.Duration
+		unsettled  bool
+		safetyOnly bool
+		want       Decision
 	}{
 		{
 			name:  "should wait for a node to answer before choosing the first primary",
@@ -211,6 +212,20 @@ func TestPlan(t *testing.T) {
 			want:     Decision{Action: Handover, Target: p2, Primary: p2, Repoint: []string{p1}, State: redisv1alpha1.StateRunningRollingUpdate},
 		},
 		{
+			name:       "should hold a handover back, keeping the recorded primary, while only safety steps may be taken",
+			recorded:   p0,
+			nodes:      []Node{with(primaryNode(p0, 100), func(n *Node) { n.Current = false }), replicaNode(p1, p0, 90), replicaNode(p2, p0, 100)},
+			safetyOnly: true,
+			want:       Decision{Primary: p0, Waiting: true, State: redisv1alpha1.StateRunningRollingUpdate},
+		},
+		{
+			name:       "should still fail over while only safety steps may be taken",
+			recorded:   p0,
+			nodes:      []Node{with(orphanNode(p0, "", 0), func(n *Node) { n.RoleLabel = redisv1alpha1.RolePrimary }), orphanNode(p1, p0, 90), orphanNode(p2, p0, 95)},
+			safetyOnly: true,
+			want:       Decision{Action: Failover, Target: p2, Primary: p2, Fence: p0, Repoint: []string{p1, p0}, State: redisv1alpha1.StateInitializing},
+		},
+		{
 			name:     "should fail over from a recorded primary that is beyond the nodes",
 			recorded: "r-5",
 			nodes:    []Node{orphanNode(p0, "r-5", 10), orphanNode(p1, "r-5", 10), orphanNode(p2, "r-5", 10)},
@@ -220,7 +235,8 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Plan(Observation{Want: 3, Recorded: tt.recorded, Nodes: tt.nodes, PrimaryDownFor: tt.downFor, FailoverAfter: window, Settled: !tt.unsettled})
+			got := Plan(Observation{Want: 3, Recorded: tt.recorded, Nodes: tt.nodes, PrimaryDownFor: tt.downFor, FailoverAfter: window,
+				Settled: !tt.unsettled, SafetyOnly: tt.safetyOnly})
 			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Decision{}, "Reason"), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Plan (-want +got):\n%s", diff)
 			}
@@ -238,7 +254,8 @@ func TestPlan(t *testing.T) {
 // other node answers, from a primary that says it is a replica or has been
 // down for the window with no replica streaming from it; the recorded
 // primary is never deleted or repointed; a primary, once recorded, stays
-// recorded; a pod is replaced only while every node is healthy.
+// recorded; a pod is replaced only while every node is healthy; with
+// SafetyOnly, nothing but a failover or a fence is taken.
 func FuzzPlan(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte{255, 3, 0, 9, 200, 17, 5, 5, 5, 1, 0, 128, 64, 32, 16, 8, 4, 2, 1})
@@ -280,7 +297,8 @@ func FuzzPlan(f *testing.F) {
 			}
 			nodes = append(nodes, n)
 		}
-		in := Observation{Want: want, Recorded: recorded, Nodes: nodes, PrimaryDownFor: downFor, FailoverAfter: window, Settled: flags&1 != 0}
+		in := Observation{Want: want, Recorded: recorded, Nodes: nodes, PrimaryDownFor: downFor, FailoverAfter: window,
+			Settled: flags&1 != 0, SafetyOnly: flags&2 != 0}
 		d := Plan(in)
 		byName := map[string]Node{}
 		for _, n := range nodes {
@@ -351,6 +369,12 @@ func FuzzPlan(f *testing.F) {
 		}
 		if d.State == redisv1alpha1.StateRunning && (!in.Settled || d.Waiting) {
 			t.Fatalf("Running while %+v (settled %v)", d, in.Settled)
+		}
+		if in.SafetyOnly && d.Action != None && d.Action != Failover && d.Action != Repoint {
+			t.Fatalf("%s while only safety steps may be taken", d.Action)
+		}
+		if in.SafetyOnly && d.Action != Failover && d.Primary != recorded {
+			t.Fatalf("primary %s recorded without a failover while only safety steps may be taken (recorded %s)", d.Primary, recorded)
 		}
 		if d.Failure && d.State != redisv1alpha1.StateError {
 			t.Fatalf("failure in state %s", d.State)
