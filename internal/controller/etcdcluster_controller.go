@@ -134,15 +134,10 @@ type etcdOps struct {
 	client client.Client
 	dial   etcd.Dialer
 	clock  interface{ Now() time.Time }
-
-	mu sync.Mutex
-	// looks hands each pass's look from lookup to step: a resource's
-	// passes never run at once.
-	looks map[types.NamespacedName]*etcdLook
 }
 
 func newEtcdOps(dial etcd.Dialer, clock interface{ Now() time.Time }) *etcdOps {
-	return &etcdOps{dial: dial, clock: clock, looks: map[types.NamespacedName]*etcdLook{}}
+	return &etcdOps{dial: dial, clock: clock}
 }
 
 // lookup reads the live StatefulSet and ConfigMap and looks at the members
@@ -173,19 +168,13 @@ func (e *etcdOps) lookup(ctx context.Context, r client.Reader, o *etcdv1beta2.Et
 		return err
 	}
 	in[etcdLookKey] = look
-	e.mu.Lock()
-	e.looks[client.ObjectKeyFromObject(o)] = look
-	e.mu.Unlock()
 	return nil
 }
 
 // step asks the planner for the next step from the pass's look, and
 // takes it.
-func (e *etcdOps) step(ctx context.Context, o *etcdv1beta2.EtcdCluster, _ observed) (Step, error) {
-	e.mu.Lock()
-	look := e.looks[client.ObjectKeyFromObject(o)]
-	delete(e.looks, client.ObjectKeyFromObject(o))
-	e.mu.Unlock()
+func (e *etcdOps) step(ctx context.Context, o *etcdv1beta2.EtcdCluster, children observed) (Step, error) {
+	look, _ := children[etcdLookKey].(*etcdLook)
 	if look == nil {
 		return Step{}, errors.New("the EtcdCluster's members were not looked at before the step")
 	}

@@ -57,12 +57,13 @@ type kind[T object] struct {
 	// step, for a kind whose convergence is a sequence of guarded steps
 	// against the application itself (an etcd member added, then promoted;
 	// a Redis primary elected), runs once the children are applied and
-	// pruned. It reads the application's own state, takes at most one step
-	// toward obj's spec, and says what it did or why it waits. When a
-	// failure stopped the pass before (a child refused, say), it runs with
-	// safetySteps: only a step that keeps the data safe (a failover, a
-	// fence), none toward the spec. It must bound every call it makes with
-	// ctx. Nil for purely declarative kinds.
+	// pruned, with them and what lookup read. It reads the application's
+	// own state, takes at most one step toward obj's spec, and says what
+	// it did or why it waits. When a failure stopped the pass before (a
+	// child refused, say), it runs with safetySteps: only a step that
+	// keeps the data safe (a failover, a fence), none toward the spec. It
+	// must bound every call it makes with ctx. Nil for purely declarative
+	// kinds.
 	step func(ctx context.Context, obj T, children observed, scope stepScope) (Step, error)
 	// observe reads what the status needs beyond the children (the pods of a
 	// Memcached, say) from the cache into children; nil when nothing.

@@ -87,9 +87,9 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			return ctrl.Result{}, err
 		}
 	}
-	pass := report{children: observed{}}
+	// What lookup read is in the pass from the start: the step sees it too.
+	pass := report{children: maps.Clone(in)}
 	out := r.converge(ctx, obj, in, &pass)
-	maps.Copy(pass.children, in)
 	if r.kind.runsPods() {
 		if err := observePods(ctx, r.client, r.kind.name, obj, pass.children); err != nil {
 			return ctrl.Result{}, errors.Join(out.err, err)
