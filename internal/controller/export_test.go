@@ -95,7 +95,13 @@ func IndexByController(indexer client.FieldIndexer) error {
 	if err != nil {
 		return err
 	}
-	return indexByController(context.Background(), indexer, ks)
+	index := newChildIndex(indexer)
+	for _, k := range ks {
+		if err := index.register(context.Background(), k.prunedTypes()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // StatusDigest is the digest the engine keeps of a status it wrote.

@@ -3,7 +3,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 
@@ -136,18 +135,6 @@ func (k kind[T]) setup(mgr ctrl.Manager, env *engine) error {
 // controller, so that prune lists a resource's children without looking
 // at every child in the namespace.
 const controllerUIDField = ".metadata.controller.uid"
-
-// indexByController registers controllerUIDField once for every type a
-// kind prunes.
-func indexByController(ctx context.Context, indexer client.FieldIndexer, ks []registered) error {
-	index := newChildIndex(indexer)
-	for _, k := range ks {
-		if err := index.register(ctx, k.prunedTypes()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // controllerUID is the index function of controllerUIDField.
 func controllerUID(o client.Object) []string {
