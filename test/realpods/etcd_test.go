@@ -445,15 +445,7 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 			t.Fatalf("Ready %+v while two of three members are stopped, want QuorumLost", got)
 		}
 	}
-	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
-		t.Errorf("status.members %v after the quorum was lost, want %v kept", got, ids)
-	}
-	if got := etcdPodUIDs(t, c, e); !maps.Equal(got, pods) {
-		t.Errorf("pods %v after the quorum was lost, want %v: none deleted", got, pods)
-	}
-	if got := etcdClaimUIDs(t, c, e); !maps.Equal(got, claims) {
-		t.Errorf("claims %v after the quorum was lost, want %v: none deleted", got, claims)
-	}
+	checkMembersKept(t, c, e, "the quorum was lost", ids, pods, claims)
 	start = time.Now()
 	for _, name := range down {
 		thawPod(t, c, ns, name)
@@ -540,6 +532,21 @@ func etcdMemberIDs(e *etcdv1beta2.EtcdCluster) map[string]string {
 		ids[m.Name] = m.ID
 	}
 	return ids
+}
+
+// checkMembersKept fails the test unless e's members (status.members), its
+// pods and its claims are those given: none replaced or deleted since.
+func checkMembersKept(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, since string, ids map[string]string, pods, claims map[string]types.UID) {
+	t.Helper()
+	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
+		t.Errorf("status.members %v after %s, want %v kept", got, since, ids)
+	}
+	if got := etcdPodUIDs(t, c, e); !maps.Equal(got, pods) {
+		t.Errorf("pods %v after %s, want %v: none replaced or deleted", got, since, pods)
+	}
+	if got := etcdClaimUIDs(t, c, e); !maps.Equal(got, claims) {
+		t.Errorf("claims %v after %s, want %v: none replaced or deleted", got, since, claims)
+	}
 }
 
 // etcdPodUIDs maps e's member pods to their uids.

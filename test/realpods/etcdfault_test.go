@@ -428,15 +428,7 @@ func TestEtcdClusterRecreatedOverRunningMembersAdoptsThemWithoutARestart(t *test
 	h.check(t, etcdClientOf(t, c, e))
 	checkHashKV(t, c, e)
 
-	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
-		t.Errorf("members %v after the EtcdCluster was applied again, want %v", got, ids)
-	}
-	if got := etcdPodUIDs(t, c, e); !maps.Equal(got, pods) {
-		t.Errorf("pods %v, want %v: none replaced", got, pods)
-	}
-	if got := etcdClaimUIDs(t, c, e); !maps.Equal(got, claims) {
-		t.Errorf("claims %v, want %v: none replaced", got, claims)
-	}
+	checkMembersKept(t, c, e, "the EtcdCluster was applied again", ids, pods, claims)
 	if got := etcdRestarts(t, c, e); !maps.Equal(got, restarts) {
 		t.Errorf("container restarts %v, want %v: no member restarted", got, restarts)
 	}
