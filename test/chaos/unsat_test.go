@@ -91,9 +91,14 @@ func TestUnsatisfiableSpecs(t *testing.T) {
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServices: resource.MustParse(fmt.Sprint(countServices(t, c, ns)))}},
 	}
 	create(t, c, quota)
+	// The quota is full once its controller has counted every Service:
+	// its count comes from an informer that may not have seen the
+	// port holder yet, and a quota that counts one short admits one more.
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
 		_ = c.Get(ctx, client.ObjectKeyFromObject(quota), quota)
-		return len(quota.Status.Hard) > 0, "the quota is not enforced yet"
+		used, counted := quota.Status.Used[corev1.ResourceServices]
+		hard := quota.Spec.Hard[corev1.ResourceServices]
+		return counted && used.Cmp(hard) >= 0, fmt.Sprintf("the quota counts %s of %s Services", used.String(), hard.String())
 	})
 	extra := manyResources(t, ns, 1)[0].(*appv1.AppService)
 	extra.SetName("over-quota")
