@@ -235,6 +235,11 @@ func (r *reconciler[T]) guard(ctx context.Context, obj T, pass *report, out outc
 // Deployment's controller has not observed its spec (see rolloutWait).
 func (r *reconciler[T]) writeStatus(ctx context.Context, before, obj T, pass report, out outcome) (ctrl.Result, error) {
 	r.kind.setStatus(obj, pass, metav1.NewTime(r.clock.Now()))
+	if v := obj.GetResourceVersion(); v != before.GetResourceVersion() {
+		// The step wrote the resource itself before it acted (a claim):
+		// the status is checked against the version that write returned.
+		before.SetResourceVersion(v)
+	}
 	if equality.Semantic.DeepEqual(before, obj) {
 		return out.result, out.err
 	}

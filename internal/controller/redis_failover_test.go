@@ -238,3 +238,51 @@ func TestRedisFailoverRunsWhileAChildIsRefused(t *testing.T) {
 		t.Errorf("Ready reason %s, primary %s; want %s and the failover to r-2 made", f.readyReason(), f.obj.Status.Primary, conditions.ReasonApplyRejected)
 	}
 }
+
+// staleClient answers every read of one RedisEnterpriseCluster with the
+// copy it holds, as the cache of a second manager that has not seen the
+// first one's writes yet would.
+type staleClient struct {
+	client.Client
+	stale *redisv1alpha1.RedisEnterpriseCluster
+}
+
+func (c staleClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if o, ok := obj.(*redisv1alpha1.RedisEnterpriseCluster); ok && key == client.ObjectKeyFromObject(c.stale) {
+		c.stale.DeepCopyInto(o)
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// Two managers without leader election decide a failover from the same
+// version of the resource, each from its own look at the nodes (the second
+// sees r-1 further along). The first to act claims the new primary in the
+// status; the second's claim is refused, and it touches no node and no
+// label: one primary, not two.
+func TestRedisTwoManagersDecidingFromOneVersionPromoteOnce(t *testing.T) {
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+		0: replicaOf("127.0.0.1", 0, false), 1: replicaOf(r0Host, 90, false), 2: replicaOf(r0Host, 95, false),
+	})
+	stale := f.obj.DeepCopy()
+	second := &controller.FakeRedis{Nodes: map[string]*controller.FakeRedisNode{
+		nodeAddr(0): replicaOf("127.0.0.1", 0, false), nodeAddr(1): replicaOf(r0Host, 99, false), nodeAddr(2): replicaOf(r0Host, 95, false),
+	}}
+	other := controller.NewRedisReconciler(staleClient{Client: k8s, stale: stale}, second, f.clock, failoverWindow)
+
+	f.mustPass()
+	if f.obj.Status.Primary != "r-2" {
+		t.Fatalf("primary %s after the first manager's pass, want r-2", f.obj.Status.Primary)
+	}
+	_, err := other.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.obj)})
+	if err == nil {
+		t.Error("the second manager's pass, decided from a version the first had changed, succeeded")
+	}
+	if len(second.Calls) > 0 {
+		t.Errorf("the second manager acted on the nodes: %v", second.Calls)
+	}
+	get(t, f.obj)
+	if f.obj.Status.Primary != "r-2" || f.roleLabel(1) == redisv1alpha1.RolePrimary {
+		t.Errorf("primary %s, r-1 labelled %s; want r-2 kept, r-1 not a primary", f.obj.Status.Primary, f.roleLabel(1))
+	}
+}

@@ -276,8 +276,23 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	} else {
 		log.V(1).Info("No step", "state", d.State, "reason", d.Reason)
 	}
-	if err := x.take(ctx, o, d, nodes, redis); err != nil {
-		return Step{}, fmt.Errorf("%s %s: %w", d.Action, d.Target, err)
+	if d.Action != rec.None && d.Action != rec.Record {
+		previous := o.Status.Primary
+		if err := x.claim(ctx, o, cmp.Or(d.Primary, previous)); err != nil {
+			return Step{}, fmt.Errorf("claim the step %s %s: %w", d.Action, d.Target, err)
+		}
+		if err := x.take(ctx, o, d, nodes, redis); err != nil {
+			err = fmt.Errorf("%s %s: %w", d.Action, d.Target, err)
+			if previous != o.Status.Primary {
+				// The status must not name a primary the step did not
+				// make; a node made a primary before the error is found
+				// by the next pass's look.
+				if undo := x.claim(ctx, o, previous); undo != nil {
+					err = errors.Join(err, fmt.Errorf("restore the recorded primary %s: %w", previous, undo))
+				}
+			}
+			return Step{}, err
+		}
 	}
 	if d.Primary != "" {
 		o.Status.Primary = d.Primary
@@ -293,6 +308,25 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		return Step{Waiting: d.Reason, Cause: d.Cause, RequeueAfter: redisWaitInterval}, nil
 	}
 	return Step{RequeueAfter: redisRecheck}, nil
+}
+
+// claim writes primary (the node a step is about to make or keep the
+// primary) into the status, checked against
+// the resourceVersion this pass read, before the step touches a node. Of
+// two passes that decided from the same version (two managers without
+// leader election, or a pass from a cache that is behind), only the first
+// to claim acts: the other is refused (409 Conflict) and decides again
+// from what the first wrote. A claim that changes nothing writes nothing,
+// but is still refused when the version is not the latest.
+func (x *redisConnector) claim(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, primary string) error {
+	claimed := o.DeepCopy()
+	claimed.Status.Primary = primary
+	if err := x.client.Status().Patch(ctx, claimed, client.MergeFromWithOptions(o, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	o.ResourceVersion = claimed.ResourceVersion
+	o.Status.Primary = claimed.Status.Primary
+	return nil
 }
 
 // primaryDownNow reports whether the recorded primary is down in this
