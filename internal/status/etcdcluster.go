@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/app-operator/app-operator/api/conditions"
@@ -63,38 +62,28 @@ func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcd
 		healthy = healthy && m.Healthy
 	}
 
-	ready := metav1.Condition{Type: conditions.Ready, ObservedGeneration: generation}
-	progressing := metav1.Condition{Type: conditions.Progressing, ObservedGeneration: generation}
-	degraded := metav1.Condition{Type: conditions.Degraded, ObservedGeneration: generation,
-		Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected, Message: messageAsExpected}
+	c := newTriple()
 	switch {
 	case failure != nil:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, failure.Reason, failure.Message
-		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, failure.Reason, failure.Message
+		c.failed(failure)
 	case !view.Observed:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, etcdcluster.ReasonScaling, "Waiting for the members to be read"
+		say(&c.ready, metav1.ConditionFalse, etcdcluster.ReasonScaling, "Waiting for the members to be read")
+	case !d.Done() && d.Reason == etcdcluster.ReasonMemberUnhealthy:
+		c.failed(&Failure{Reason: d.Reason, Message: d.Message})
 	case !d.Done():
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, d.Reason, d.Message
-		if d.Reason == etcdcluster.ReasonMemberUnhealthy {
-			degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, d.Reason, d.Message
-		}
+		say(&c.ready, metav1.ConditionFalse, d.Reason, d.Message)
 	case !healthy:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, etcdcluster.ReasonMemberUnhealthy, "A member is unhealthy"
+		say(&c.ready, metav1.ConditionFalse, etcdcluster.ReasonMemberUnhealthy, "A member is unhealthy")
 	default:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, conditions.ReasonAvailable, d.Message
+		c.available(d.Message)
 	}
 	switch {
 	case view.Observed && !d.Done() && !d.Failure && d.Reason != etcdcluster.ReasonMemberUnhealthy:
-		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, d.Reason, d.Message
-	case ready.Status == metav1.ConditionTrue:
-		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, messageRolloutComplete
-	default:
-		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ready.Reason, "No change can be made: "+ready.Message
+		say(&c.progressing, metav1.ConditionTrue, d.Reason, d.Message)
+	case c.ready.Status != metav1.ConditionTrue:
+		say(&c.progressing, metav1.ConditionFalse, c.ready.Reason, "No change can be made: "+c.ready.Message)
 	}
-	for _, c := range []metav1.Condition{ready, progressing, degraded} {
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(&st.Conditions, c)
-	}
+	c.set(&st.Conditions, generation, now)
 	if view.Observed {
 		st.ObservedGeneration = generation
 	}

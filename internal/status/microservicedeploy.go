@@ -85,26 +85,17 @@ func MicroServiceDeploy(st *customv1.MicroServiceDeployStatus, generation int64,
 		effective = &Failure{Reason: o.ExposureReason, Message: o.ExposureMessage}
 	}
 
-	// Work out Ready, Progressing and Degraded on a scratch list first, so
-	// that Ready can wait for the quota without its transition time moving
-	// on every pass.
-	var scratch []metav1.Condition
-	w := SetWorkloadConditions(&scratch, generation, o.Deployment, effective, now)
-	ready := *meta.FindStatusCondition(scratch, conditions.Ready)
-	if ready.Status == metav1.ConditionTrue && quota.Status != metav1.ConditionTrue {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, quota.Reason, quota.Message
+	// Ready waits for the quota too.
+	c := workloadConditions(observeRollout(o.Deployment), effective)
+	if c.ready.Status == metav1.ConditionTrue && quota.Status != metav1.ConditionTrue {
+		say(&c.ready, metav1.ConditionFalse, quota.Reason, quota.Message)
 	}
-	for _, c := range []metav1.Condition{
-		ready,
-		*meta.FindStatusCondition(scratch, conditions.Progressing),
-		*meta.FindStatusCondition(scratch, conditions.Degraded),
-		quota,
-		idleCondition(generation, o.Idle),
-		exposedCondition(generation, o),
-	} {
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(&st.Conditions, c)
+	c.set(&st.Conditions, generation, now)
+	for _, cond := range []metav1.Condition{quota, idleCondition(generation, o.Idle), exposedCondition(generation, o)} {
+		cond.LastTransitionTime = now
+		meta.SetStatusCondition(&st.Conditions, cond)
 	}
+	w := workloadOf(o.Deployment, c.ready.Status == metav1.ConditionTrue)
 
 	st.Replicas = w.Replicas
 	st.ReadyReplicas = w.ReadyReplicas

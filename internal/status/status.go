@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/app-operator/app-operator/api/conditions"
@@ -96,44 +95,20 @@ func stableMessage(msg string) string {
 	return quotaUsed.ReplaceAllString(msg, ", limited: ")
 }
 
-// readyCondition is True when the pass succeeded and the rollout is complete.
-func readyCondition(generation int64, r rollout, failure *Failure) metav1.Condition {
-	c := metav1.Condition{Type: conditions.Ready, ObservedGeneration: generation}
-	switch {
-	case failure != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, failure.Reason, failure.Message
-	case r.phase == phaseAvailable:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, r.reason, r.message
-	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, r.reason, r.message
-	}
-	return c
-}
-
-// progressingCondition is True while a change rolls out.
-func progressingCondition(generation int64, r rollout) metav1.Condition {
-	c := metav1.Condition{Type: conditions.Progressing, ObservedGeneration: generation}
+// workloadConditions is the triple of a Deployment-backed kind: what its
+// rollout says, and the pass's failure (nil when it converged) over it.
+func workloadConditions(r rollout, failure *Failure) triple {
+	c := newTriple()
 	switch r.phase {
-	case phaseMissing, phaseProgressing:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, r.reason, r.message
+	case phaseAvailable:
+		c.available(r.message)
 	case phaseStalled:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, r.reason, r.message
+		c.stuck(&Failure{Reason: r.reason, Message: r.message})
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, conditions.ReasonRolloutComplete, messageRolloutComplete
+		c.changing(r.reason, r.message)
 	}
-	return c
-}
-
-// degradedCondition is True when the operator needs help to converge.
-func degradedCondition(generation int64, r rollout, failure *Failure) metav1.Condition {
-	c := metav1.Condition{Type: conditions.Degraded, ObservedGeneration: generation}
-	switch {
-	case failure != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, failure.Reason, failure.Message
-	case r.phase == phaseStalled:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, r.reason, r.message
-	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, conditions.ReasonAsExpected, messageAsExpected
+	if failure != nil {
+		c.failed(failure)
 	}
 	return c
 }
@@ -154,16 +129,14 @@ type Workload struct {
 // when it converged), and returns the replica counts. A condition's
 // lastTransitionTime moves only when its status changes.
 func SetWorkloadConditions(conds *[]metav1.Condition, generation int64, d *appsv1.Deployment, failure *Failure, now metav1.Time) Workload {
-	r := observeRollout(d)
-	for _, c := range []metav1.Condition{
-		readyCondition(generation, r, failure),
-		progressingCondition(generation, r),
-		degradedCondition(generation, r, failure),
-	} {
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(conds, c)
-	}
-	w := Workload{Ready: meta.IsStatusConditionTrue(*conds, conditions.Ready)}
+	c := workloadConditions(observeRollout(d), failure)
+	c.set(conds, generation, now)
+	return workloadOf(d, c.ready.Status == metav1.ConditionTrue)
+}
+
+// workloadOf returns the replica counts of d (nil: none).
+func workloadOf(d *appsv1.Deployment, ready bool) Workload {
+	w := Workload{Ready: ready}
 	if d != nil {
 		w.Replicas = d.Status.Replicas
 		w.ReadyReplicas = d.Status.ReadyReplicas
