@@ -21,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
@@ -62,71 +60,64 @@ const (
 // (see etcdcluster.Next).
 func etcdClusterKind(opts Options) kind[*etcdv1beta2.EtcdCluster] {
 	gvk := etcdv1beta2.GroupVersion.WithKind("EtcdCluster")
-	// The look reads pods and the step patches one on upgrade: they use
-	// the manager's client, which the watch hook (run once, at setup)
-	// hands them.
-	ops := newEtcdOps(etcd.Dial, opts.Clock)
-	return kind[*etcdv1beta2.EtcdCluster]{
+	ops := &etcdOps{dial: etcd.Dial, clock: opts.Clock}
+	k := kind[*etcdv1beta2.EtcdCluster]{
 		name:      etcdcluster.KindName,
 		gvk:       gvk,
 		newObject: func() *etcdv1beta2.EtcdCluster { return &etcdv1beta2.EtcdCluster{} },
 		owns:      []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}},
 		// Fewer than two members need no PodDisruptionBudget.
 		prunes: []client.Object{&policyv1.PodDisruptionBudget{}},
-		lookup: ops.lookup,
-		build: func(o *etcdv1beta2.EtcdCluster, in observed) ([]runtime.ApplyConfiguration, error) {
-			return etcdcluster.Build(resources.OwnerOf(o, gvk), &o.Spec, etcdMembership(o, in)).Objects(), nil
+	}
+	return stepKind[*etcdv1beta2.EtcdCluster, etcdLook]{
+		look: func(ctx context.Context, c clients, o *etcdv1beta2.EtcdCluster) (etcdLook, error) {
+			return ops.with(c).look(ctx, o)
 		},
-		step: func(ctx context.Context, o *etcdv1beta2.EtcdCluster, children observed, scope stepScope) (Step, error) {
+		build: func(o *etcdv1beta2.EtcdCluster, look *etcdLook) ([]runtime.ApplyConfiguration, error) {
+			return etcdcluster.Build(resources.OwnerOf(o, gvk), &o.Spec, etcdMembership(o, look)).Objects(), nil
+		},
+		step: func(ctx context.Context, c clients, o *etcdv1beta2.EtcdCluster, look *etcdLook, _ observed, scope stepScope) (Step, error) {
 			// Every step of an etcd cluster moves it toward its spec
 			// (membership, version); none is taken while a child is not
 			// as the spec wants.
 			if scope == safetySteps {
 				return Step{}, nil
 			}
-			return ops.step(ctx, o, children)
+			ctx, cancel := context.WithTimeout(ctx, etcdStepBudget)
+			defer cancel()
+			return ops.with(c).decide(ctx, o, look)
 		},
-		setStatus: func(o *etcdv1beta2.EtcdCluster, pass report, now metav1.Time) {
-			view, _ := pass.step.Observed.(status.EtcdView)
+		setStatus: func(o *etcdv1beta2.EtcdCluster, look *etcdLook, pass report, now metav1.Time) {
+			var view status.EtcdView
+			if look != nil {
+				view = look.view
+			}
 			selector := labels.SelectorFromSet(etcdcluster.Selector(o.Name)).String()
 			status.EtcdCluster(&o.Status, o.Generation, &o.Spec, selector, view, pass.failure, now)
 		},
-		watch: func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
-			ops.client = mgr.GetClient()
-			return b, nil
-		},
-	}
+	}.with(k)
 }
 
 // etcdMembership is the membership the children are built from: what the
 // pass's look found (see etcdcluster.MembershipOf); without a cluster (a
 // preview), status.members.
-func etcdMembership(o *etcdv1beta2.EtcdCluster, in observed) etcdcluster.Membership {
-	if look, ok := in[etcdLookKey].(*etcdLook); ok {
+func etcdMembership(o *etcdv1beta2.EtcdCluster, look *etcdLook) etcdcluster.Membership {
+	if look != nil {
 		return etcdcluster.MembershipOf(look.obs, look.live)
 	}
 	return etcdcluster.FromStatus(o.Name, o.Status.Members)
 }
 
-// etcdLookKey is where a pass's look is kept among what lookup read.
-const etcdLookKey = "EtcdLook/"
-
-// etcdLook is what a pass read of an EtcdCluster before the build: the
-// planner's observation, the client URL of each member pod, and the live
-// StatefulSet and start-up files. It travels with the objects lookup
-// reads (hence the object metadata), to the build and to the step.
+// etcdLook is what a pass read of an EtcdCluster before the build (the
+// planner's observation, the client URL of each member pod, the live
+// StatefulSet and start-up files, the cluster's ID), and what its step
+// then decided (view, for the status; zero when no step ran).
 type etcdLook struct {
-	metav1.PartialObjectMetadata
-
 	obs       etcdcluster.Observed
 	urls      map[string]string
 	live      etcdcluster.Live
 	clusterID uint64
-}
-
-func (l *etcdLook) DeepCopyObject() runtime.Object {
-	c := *l
-	return &c
+	view      status.EtcdView
 }
 
 // etcdOps looks at an EtcdCluster's members and performs its steps.
@@ -136,51 +127,36 @@ type etcdOps struct {
 	clock  interface{ Now() time.Time }
 }
 
-func newEtcdOps(dial etcd.Dialer, clock interface{ Now() time.Time }) *etcdOps {
-	return &etcdOps{dial: dial, clock: clock}
+// with returns the ops of one pass, with its client.
+func (e *etcdOps) with(c client.Client) *etcdOps {
+	pass := *e
+	pass.client = c
+	return &pass
 }
 
-// lookup reads the live StatefulSet and ConfigMap and looks at the members
+// look reads the live StatefulSet and ConfigMap and looks at the members
 // before the build, which sizes the children from what it found.
-func (e *etcdOps) lookup(ctx context.Context, r client.Reader, o *etcdv1beta2.EtcdCluster, in observed) error {
-	if e.client == nil {
-		return errors.New("the EtcdCluster controller has no client")
-	}
-	look := &etcdLook{}
+func (e *etcdOps) look(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdLook, error) {
+	var look etcdLook
 	sts := &appsv1.StatefulSet{}
-	switch err := r.Get(ctx, client.ObjectKeyFromObject(o), sts); {
+	switch err := e.client.Get(ctx, client.ObjectKeyFromObject(o), sts); {
 	case err == nil:
 		look.live.Replicas = sts.Spec.Replicas
 	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("get StatefulSet %s: %w", o.Name, err)
+		return look, fmt.Errorf("get StatefulSet %s: %w", o.Name, err)
 	}
 	cm := &corev1.ConfigMap{}
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: etcdcluster.ConfigMapName(o.Name)}, cm); {
+	switch err := e.client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: etcdcluster.ConfigMapName(o.Name)}, cm); {
 	case err == nil:
 		look.live.Files = cm.Data
 	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("get ConfigMap %s: %w", etcdcluster.ConfigMapName(o.Name), err)
+		return look, fmt.Errorf("get ConfigMap %s: %w", etcdcluster.ConfigMapName(o.Name), err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, etcdStepBudget)
 	defer cancel()
 	var err error
-	if look.obs, look.urls, look.clusterID, err = e.observe(ctx, o); err != nil {
-		return err
-	}
-	in[etcdLookKey] = look
-	return nil
-}
-
-// step asks the planner for the next step from the pass's look, and
-// takes it.
-func (e *etcdOps) step(ctx context.Context, o *etcdv1beta2.EtcdCluster, children observed) (Step, error) {
-	look, _ := children[etcdLookKey].(*etcdLook)
-	if look == nil {
-		return Step{}, errors.New("the EtcdCluster's members were not looked at before the step")
-	}
-	ctx, cancel := context.WithTimeout(ctx, etcdStepBudget)
-	defer cancel()
-	return e.decide(ctx, o, look)
+	look.obs, look.urls, look.clusterID, err = e.observe(ctx, o)
+	return look, err
 }
 
 // decide asks the planner for the next step and takes it.
@@ -194,7 +170,8 @@ func (e *etcdOps) decide(ctx context.Context, o *etcdv1beta2.EtcdCluster, look *
 	if obs.Reachable {
 		view.Members = etcdcluster.Record(obs, obs.Members)
 	}
-	s := Step{Observed: view}
+	look.view = view
+	s := Step{}
 	if d.Failure {
 		s.Failure = &status.Failure{Reason: d.Reason, Message: d.Message}
 		return s, nil
@@ -220,7 +197,7 @@ func (e *etcdOps) decide(ctx context.Context, o *etcdv1beta2.EtcdCluster, look *
 	if members != nil {
 		view.Members = members
 	}
-	s.Observed = view
+	look.view = view
 	return s, nil
 }
 

@@ -20,7 +20,6 @@ import (
 // a manager, with nodes for Redis and clk for the failover window.
 func NewRedisReconciler(c client.Client, nodes redisnode.Nodes, clk clock.PassiveClock, failoverAfter time.Duration) reconcile.Reconciler {
 	x := &redisConnector{
-		client: c, apiReader: c,
 		nodes:         func(string) redisnode.Nodes { return nodes },
 		down:          &primaryDown{},
 		clock:         clk,

@@ -96,7 +96,7 @@ func membersKind(app *FakeMembers) kind[*cachev1alpha1.Memcached] {
 			}
 			return nil, nil
 		},
-		step: func(ctx context.Context, o *cachev1alpha1.Memcached, _ observed, scope stepScope) (Step, error) {
+		step: func(ctx context.Context, _ clients, o *cachev1alpha1.Memcached, _ observed, scope stepScope) (Step, error) {
 			if err := ctx.Err(); err != nil {
 				return Step{}, err
 			}

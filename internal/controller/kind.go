@@ -43,7 +43,7 @@ type kind[T object] struct {
 	// a pass, before build, and hands what it read to build and to
 	// setStatus: the cache read stays in the engine's hooks, build and
 	// setStatus stay pure, and both see the same answer.
-	lookup func(ctx context.Context, r client.Reader, obj T, in observed) error
+	lookup func(ctx context.Context, c clients, obj T, in observed) error
 	// build returns the desired children, in the order they are applied,
 	// from obj and what lookup read (nil without a cluster, as in a
 	// preview). It must be pure: the same inputs always give the same
@@ -64,7 +64,7 @@ type kind[T object] struct {
 	// keeps the data safe (a failover, a fence), none toward the spec. It
 	// must bound every call it makes with ctx. Nil for purely declarative
 	// kinds.
-	step func(ctx context.Context, obj T, children observed, scope stepScope) (Step, error)
+	step func(ctx context.Context, c clients, obj T, children observed, scope stepScope) (Step, error)
 	// observe reads what the status needs beyond the children (the pods of a
 	// Memcached, say) from the cache into children; nil when nothing.
 	observe func(ctx context.Context, r client.Reader, obj T, children observed) error
@@ -73,6 +73,15 @@ type kind[T object] struct {
 	// watch adds watches beyond the owned children, e.g. pods by label,
 	// and registers the cache indexes its map functions and lookup use.
 	watch func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error)
+}
+
+// clients are what a kind's hooks reach the API server with: the
+// manager's client, which reads from the cache, and api, which reads from
+// the API server itself, for what must not be decided from a cache that
+// may be behind.
+type clients struct {
+	client.Client
+	api client.Reader
 }
 
 // stepScope says which steps a step hook may take in a pass.
@@ -105,10 +114,6 @@ type Step struct {
 	// awaited and this is zero. The application changes without an event
 	// the operator watches.
 	RequeueAfter time.Duration
-	// Observed is what the step read of the application (the members of
-	// an etcd cluster, say), handed to setStatus as it is; nil when the
-	// kind has nothing to report.
-	Observed any
 }
 
 // converged reports whether the application has reached the spec.

@@ -63,7 +63,7 @@ func microServiceDeployKind(all Options) kind[*customv1.MicroServiceDeploy] {
 		},
 		// The HPA goes with autoscaling, the Ingress with exposure.
 		prunes: []client.Object{&autoscalingv2.HorizontalPodAutoscaler{}, &networkingv1.Ingress{}},
-		lookup: func(ctx context.Context, r client.Reader, o *customv1.MicroServiceDeploy, in observed) error {
+		lookup: func(ctx context.Context, r clients, o *customv1.MicroServiceDeploy, in observed) error {
 			return lookupHostHolder(ctx, r, o, opts, in)
 		},
 		build: func(o *customv1.MicroServiceDeploy, in observed) ([]runtime.ApplyConfiguration, error) {

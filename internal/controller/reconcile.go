@@ -83,7 +83,7 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	before := obj.DeepCopyObject().(T)
 	in := observed{}
 	if r.kind.lookup != nil {
-		if err := r.kind.lookup(ctx, r.client, obj, in); err != nil {
+		if err := r.kind.lookup(ctx, r.clients(), obj, in); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -181,6 +181,9 @@ func (r *reconciler[T]) read(ctx context.Context, key client.ObjectKey) (T, bool
 	return live, true, nil
 }
 
+// clients returns the clients the kind's hooks use.
+func (r *reconciler[T]) clients() clients { return clients{Client: r.client, api: r.apiReader} }
+
 // forget drops what the controller remembers of a deleted resource.
 func (r *reconciler[T]) forget(key client.ObjectKey) {
 	r.statusWrites.Forget(key)
@@ -195,7 +198,7 @@ func (r *reconciler[T]) takeStep(ctx context.Context, obj T, pass *report, scope
 	if r.kind.step == nil {
 		return outcome{}
 	}
-	s, err := r.kind.step(ctx, obj, pass.children, scope)
+	s, err := r.kind.step(ctx, r.clients(), obj, pass.children, scope)
 	if err != nil {
 		return stepFailed(err)
 	}

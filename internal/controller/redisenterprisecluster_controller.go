@@ -99,24 +99,26 @@ func redisEnterpriseClusterKind(opts Options) kind[*redisv1alpha1.RedisEnterpris
 
 func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 	gvk := redisv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster")
-	return kind[*redisv1alpha1.RedisEnterpriseCluster]{
+	k := kind[*redisv1alpha1.RedisEnterpriseCluster]{
 		name:      rec.KindName,
 		gvk:       gvk,
 		newObject: func() *redisv1alpha1.RedisEnterpriseCluster { return &redisv1alpha1.RedisEnterpriseCluster{} },
 		owns: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}, &appsv1.StatefulSet{},
 			&policyv1.PodDisruptionBudget{}},
-		lookup: func(ctx context.Context, r client.Reader, o *redisv1alpha1.RedisEnterpriseCluster, in observed) error {
-			s, err := x.secret(ctx, r, o, gvk)
-			if err != nil {
-				return err
-			}
-			in[childKey("Secret", o.Name)] = s
-			return nil
+		watch: func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
+			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner(rec.KindName)),
+				builder.WithPredicates(redisPodChanges())), nil
 		},
-		build: func(o *redisv1alpha1.RedisEnterpriseCluster, in observed) ([]runtime.ApplyConfiguration, error) {
+	}
+	return stepKind[*redisv1alpha1.RedisEnterpriseCluster, redisLook]{
+		look: func(ctx context.Context, c clients, o *redisv1alpha1.RedisEnterpriseCluster) (redisLook, error) {
+			s, err := x.with(c).secret(ctx, o, gvk)
+			return redisLook{secret: s}, err
+		},
+		build: func(o *redisv1alpha1.RedisEnterpriseCluster, look *redisLook) ([]runtime.ApplyConfiguration, error) {
 			input := rec.Input{Primary: o.Status.Primary}
-			if s, ok := in[childKey("Secret", o.Name)].(*corev1.Secret); ok {
-				input.Password = string(s.Data[rec.SecretPassword])
+			if look != nil {
+				input.Password = string(look.secret.Data[rec.SecretPassword])
 			}
 			c, err := rec.Build(resources.OwnerOf(o, gvk), &o.Spec, input)
 			if err != nil {
@@ -124,16 +126,26 @@ func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			}
 			return c.Objects(), nil
 		},
-		step: x.step,
-		setStatus: func(o *redisv1alpha1.RedisEnterpriseCluster, pass report, now metav1.Time) {
+		step: func(ctx context.Context, c clients, o *redisv1alpha1.RedisEnterpriseCluster, look *redisLook, children observed, scope stepScope) (Step, error) {
+			return x.with(c).step(ctx, o, look.secret, children, scope)
+		},
+		setStatus: func(o *redisv1alpha1.RedisEnterpriseCluster, _ *redisLook, pass report, now metav1.Time) {
 			status.RedisEnterpriseCluster(&o.Status, o.Generation, pass.step.Took, pass.step.Waiting, pass.step.Cause, pass.failure, now)
 		},
-		watch: func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
-			x.client, x.apiReader = mgr.GetClient(), mgr.GetAPIReader()
-			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner(rec.KindName)),
-				builder.WithPredicates(redisPodChanges())), nil
-		},
-	}
+	}.with(k)
+}
+
+// redisLook is what a pass reads of a RedisEnterpriseCluster before the
+// build: the Secret whose password the nodes share.
+type redisLook struct {
+	secret *corev1.Secret
+}
+
+// with returns the connector of one pass, with its clients.
+func (x *redisConnector) with(c clients) *redisConnector {
+	pass := *x
+	pass.client, pass.apiReader = c.Client, c.api
+	return &pass
 }
 
 // redisPodChanges passes the pod events that can change a node's role or
@@ -167,16 +179,10 @@ func podReady(p *corev1.Pod) bool {
 // secret returns the cluster's Secret, creating it with a new password the
 // first time. The password is generated once: a Secret found in the cache
 // or, when the cache has none, on the API server is never given another.
-func (x *redisConnector) secret(ctx context.Context, r client.Reader, o *redisv1alpha1.RedisEnterpriseCluster, gvk schema.GroupVersionKind) (*corev1.Secret, error) {
+func (x *redisConnector) secret(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, gvk schema.GroupVersionKind) (*corev1.Secret, error) {
 	key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
 	s := &corev1.Secret{}
-	err := r.Get(ctx, key, s)
-	if err == nil || !apierrors.IsNotFound(err) || x.client == nil {
-		if apierrors.IsNotFound(err) {
-			// Without a manager (no client to create it), the build
-			// leaves the password out.
-			return s, nil
-		}
+	if err := x.client.Get(ctx, key, s); err == nil || !apierrors.IsNotFound(err) {
 		return s, err
 	}
 	if err := x.apiReader.Get(ctx, key, s); err == nil || !apierrors.IsNotFound(err) {
@@ -240,16 +246,13 @@ func (n *redisNode) addr() string {
 
 // step looks at every node, plans the next step (rec.Plan) and takes it.
 // With safetySteps, it takes only a failover or a fence.
-func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, children observed, scope stepScope) (Step, error) {
-	if x.client == nil {
-		return Step{}, errors.New("the controller was set up without a client")
-	}
-	secret, sts, err := x.secretAndStatefulSet(ctx, o, children)
+func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, secret *corev1.Secret, children observed, scope stepScope) (Step, error) {
+	sts, err := x.statefulSet(ctx, o, children)
 	if err != nil {
 		return Step{}, err
 	}
-	if secret == nil || sts == nil {
-		return Step{Waiting: "waiting for the Secret and the StatefulSet", RequeueAfter: redisWaitInterval}, nil
+	if sts == nil {
+		return Step{Waiting: "waiting for the StatefulSet", RequeueAfter: redisWaitInterval}, nil
 	}
 	redis := x.nodes(string(secret.Data[rec.SecretPassword]))
 	nodes, err := x.observe(ctx, o, sts, redis)
@@ -343,31 +346,18 @@ func primaryDownNow(in rec.Observation) bool {
 	return true
 }
 
-// secretAndStatefulSet returns the cluster's Secret and StatefulSet: as this
-// pass applied or found them, else (a pass stopped before) from the cache.
-func (x *redisConnector) secretAndStatefulSet(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, children observed) (*corev1.Secret, *appsv1.StatefulSet, error) {
-	secret, _ := children[childKey("Secret", o.Name)].(*corev1.Secret)
-	sts, _ := children[childKey("StatefulSet", o.Name)].(*appsv1.StatefulSet)
-	key := client.ObjectKeyFromObject(o)
-	if secret == nil {
-		secret = &corev1.Secret{}
-		if err := x.client.Get(ctx, key, secret); err != nil {
-			if !apierrors.IsNotFound(err) {
-				return nil, nil, err
-			}
-			secret = nil
-		}
+// statefulSet returns the cluster's StatefulSet: as this pass applied or
+// found it, else (a pass stopped before) from the cache; nil when there
+// is none.
+func (x *redisConnector) statefulSet(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, children observed) (*appsv1.StatefulSet, error) {
+	if sts, ok := children[childKey("StatefulSet", o.Name)].(*appsv1.StatefulSet); ok {
+		return sts, nil
 	}
-	if sts == nil {
-		sts = &appsv1.StatefulSet{}
-		if err := x.client.Get(ctx, key, sts); err != nil {
-			if !apierrors.IsNotFound(err) {
-				return nil, nil, err
-			}
-			sts = nil
-		}
+	sts := &appsv1.StatefulSet{}
+	if err := x.client.Get(ctx, client.ObjectKeyFromObject(o), sts); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
-	return secret, sts, nil
+	return sts, nil
 }
 
 // observe reads the nodes' pods from the cache and asks every pod with an
