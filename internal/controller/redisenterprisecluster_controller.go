@@ -127,18 +127,31 @@ func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			return c.Objects(), nil
 		},
 		step: func(ctx context.Context, c clients, o *redisv1alpha1.RedisEnterpriseCluster, look *redisLook, children observed, scope stepScope) (Step, error) {
-			return x.with(c).step(ctx, o, look.secret, children, scope)
+			return x.with(c).step(ctx, o, look, children, scope)
 		},
-		setStatus: func(o *redisv1alpha1.RedisEnterpriseCluster, _ *redisLook, pass report, now metav1.Time) {
+		setStatus: func(o *redisv1alpha1.RedisEnterpriseCluster, look *redisLook, pass report, now metav1.Time) {
+			if look != nil && look.stepped != nil {
+				o.Status.Primary, o.Status.State, o.Status.Nodes = look.stepped.primary, look.stepped.state, look.stepped.nodes
+			}
 			status.RedisEnterpriseCluster(&o.Status, o.Generation, pass.step.Took, pass.step.Waiting, pass.step.Cause, pass.failure, now)
 		},
 	}.with(k)
 }
 
 // redisLook is what a pass reads of a RedisEnterpriseCluster before the
-// build: the Secret whose password the nodes share.
+// build (the Secret whose password the nodes share) and what its step then
+// found and decided (nil when no step ran), for the status.
 type redisLook struct {
-	secret *corev1.Secret
+	secret  *corev1.Secret
+	stepped *redisStepped
+}
+
+// redisStepped is what a step leaves for the status: the primary, the
+// cluster's state and each node's role.
+type redisStepped struct {
+	primary string
+	state   redisv1alpha1.ClusterState
+	nodes   []redisv1alpha1.NodeStatus
 }
 
 // with returns the connector of one pass, with its clients.
@@ -246,7 +259,7 @@ func (n *redisNode) addr() string {
 
 // step looks at every node, plans the next step (rec.Plan) and takes it.
 // With safetySteps, it takes only a failover or a fence.
-func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, secret *corev1.Secret, children observed, scope stepScope) (Step, error) {
+func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, look *redisLook, children observed, scope stepScope) (Step, error) {
 	sts, err := x.statefulSet(ctx, o, children)
 	if err != nil {
 		return Step{}, err
@@ -254,7 +267,7 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	if sts == nil {
 		return Step{Waiting: "waiting for the StatefulSet", RequeueAfter: redisWaitInterval}, nil
 	}
-	redis := x.nodes(string(secret.Data[rec.SecretPassword]))
+	redis := x.nodes(string(look.secret.Data[rec.SecretPassword]))
 	nodes, err := x.observe(ctx, o, sts, redis)
 	if err != nil {
 		return Step{}, err
@@ -297,11 +310,8 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 			return Step{}, err
 		}
 	}
-	if d.Primary != "" {
-		o.Status.Primary = d.Primary
-	}
-	o.Status.State = d.State
-	o.Status.Nodes = nodeStatuses(nodes, o.Status.Primary)
+	look.stepped = &redisStepped{primary: cmp.Or(d.Primary, o.Status.Primary), state: d.State}
+	look.stepped.nodes = nodeStatuses(nodes, look.stepped.primary)
 	switch {
 	case d.Failure:
 		return Step{Failure: &status.Failure{Reason: redisv1alpha1.ReasonNoPrimary, Message: d.Reason}, RequeueAfter: redisWaitInterval}, nil
