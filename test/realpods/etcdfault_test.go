@@ -2,6 +2,7 @@ package realpods
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
@@ -83,6 +85,10 @@ type etcdHistory struct {
 	acked map[string][]string
 	// failures are the errors the clients got, counted by message.
 	failures map[string]int
+	// refused counts the puts etcd refused with its NOSPACE error, which
+	// it gives a put it did not apply (the capped applier's answer): they
+	// are left out of the history, as operations that did nothing.
+	refused int
 	// lost is the number of acknowledged puts missing from the keys'
 	// history (set by check).
 	lost int
@@ -131,6 +137,8 @@ func startEtcdHistory(t *testing.T, endpoint string, clients int) *etcdHistory {
 					if in.put {
 						h.acked[key] = append(h.acked[key], in.value)
 					}
+				case in.put && errors.Is(err, rpctypes.ErrNoSpace):
+					h.refused++
 				case in.put:
 					// No answer: it may still take effect, at any time
 					// after its call (its return is set when the run ends).
@@ -242,15 +250,19 @@ func (h *etcdHistory) failureSummary() string {
 	return strings.Join(parts, "; ")
 }
 
-// leaderWatch measures how long no member of an EtcdCluster serves a
-// linearizable read (which needs a leader), asking each pod in turn.
+// leaderWatch measures the longest time no member of an EtcdCluster
+// serves a linearizable read (which needs a leader), asking each pod in
+// turn, every 100 ms.
 type leaderWatch struct {
 	stop context.CancelFunc
 	done chan struct{}
 
-	once       sync.Once
-	mu         sync.Mutex
-	leaderless time.Duration
+	once sync.Once
+	mu   sync.Mutex
+	// longest is the longest time between two reads served (from the
+	// start, and to the end): a read that waits for an election counts
+	// its wait, the poll interval counts too.
+	longest time.Duration
 }
 
 func watchLeader(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *leaderWatch {
@@ -285,13 +297,15 @@ func watchLeader(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *lea
 					break
 				}
 			}
-			now := time.Now()
-			if !ok && ctx.Err() == nil {
+			if ctx.Err() == nil {
+				now := time.Now()
 				w.mu.Lock()
-				w.leaderless += now.Sub(last)
+				w.longest = max(w.longest, now.Sub(last))
 				w.mu.Unlock()
+				if ok {
+					last = now
+				}
 			}
-			last = now
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
@@ -299,7 +313,7 @@ func watchLeader(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *lea
 	return w
 }
 
-// Stop ends the watch and returns how long no member served.
+// Stop ends the watch and returns the longest time no member served.
 func (w *leaderWatch) Stop() time.Duration {
 	w.once.Do(func() {
 		w.stop()
@@ -307,7 +321,7 @@ func (w *leaderWatch) Stop() time.Duration {
 	})
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.leaderless
+	return w.longest
 }
 
 // checkHashKV checks that every member of e holds the same keys and

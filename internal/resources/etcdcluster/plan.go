@@ -255,6 +255,9 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 	switch {
 	case len(members) < size:
 		name := freeName(o.Cluster, members)
+		if d, ok := leftover(o, members, name); ok {
+			return d
+		}
 		url := PeerURL(o.Cluster, namespace, name)
 		kind := AddLearner
 		if !supportsLearners(lowestVersion(members)) {
@@ -355,6 +358,37 @@ func abandonJoin(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member
 		}
 	}
 	return Decision{}, false
+}
+
+// leftover returns the wait for the pod and the claim of name to go, when
+// name is to be added past the highest ordinal of the members (a pod the
+// StatefulSet adds at its end) and a pod or a claim of that name is still
+// there; false when there is none. They are what is left of a member
+// removed from the end (a learner that never joined, a scale-in): the
+// StatefulSet deletes the pod, and the claim with it, which holds the
+// removed member's data. A member added before they are gone gets that
+// pod or claim back once the StatefulSet grows again, and starts from
+// the data as the removed member, which etcd turns away: its pod exits
+// at every start, and the member never joins.
+func leftover(o Observed, members []Member, name string) (Decision, bool) {
+	ordinal, ok := Ordinal(o.Cluster, name)
+	if !ok {
+		return Decision{}, false
+	}
+	for _, m := range members {
+		if n, ok := Ordinal(o.Cluster, m.Name); ok && n > ordinal {
+			// A gap: its pod is not at the StatefulSet's end.
+			return Decision{}, false
+		}
+	}
+	_, pod := o.Pods[name]
+	_, claim := o.Claims[ClaimName(name)]
+	if !pod && !claim {
+		return Decision{}, false
+	}
+	return Decision{Reason: ReasonScaling, Message: fmt.Sprintf(
+		"Waiting for the StatefulSet to delete the pod and claim %s of a member removed before adding %s again: it would start from the removed member's data",
+		ClaimName(name), name)}, true
 }
 
 // unreachable decides when no member answers: start the seed (only where
