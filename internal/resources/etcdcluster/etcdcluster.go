@@ -352,10 +352,13 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 			corev1ac.VolumeMount().WithName(configVolume).WithMountPath(ConfigDir).WithReadOnly(true),
 		).
 		// Ready when the member serves: a learner, or a member without a
-		// leader, is not, and the client Service skips it. No liveness
-		// probe: restarting a member that lost its quorum helps nothing.
+		// leader, is not, and the client Service skips it. A NOSPACE
+		// alarm leaves it ready: the cluster still serves reads and the
+		// deletes and compaction that free its space, and those must
+		// reach it through the Service. No liveness probe: restarting a
+		// member that lost its quorum helps nothing.
 		WithReadinessProbe(corev1ac.Probe().
-			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/health").WithPort(intstr.FromString(clientPortName))).
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/health?exclude=NOSPACE").WithPort(intstr.FromString(clientPortName))).
 			WithPeriodSeconds(5).WithTimeoutSeconds(3).WithFailureThreshold(3)).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithAllowPrivilegeEscalation(false).

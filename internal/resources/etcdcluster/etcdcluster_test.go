@@ -109,3 +109,15 @@ func TestPeerURLNamesItsMember(t *testing.T) {
 		}
 	}
 }
+
+// A member is ready while it serves, and a NOSPACE alarm, which leaves
+// reads, deletes and compaction served, does not take it out of the client
+// Service.
+func TestMemberReadinessLeavesNoSpaceOut(t *testing.T) {
+	owner := resources.Owner{GVK: etcdv1beta2.GroupVersion.WithKind("EtcdCluster"), Name: "example", Namespace: "ns", UID: "uid"}
+	sts := Build(owner, spec(3, "3.6.16"), FromStatus("example", nil)).StatefulSet
+	probe := sts.Spec.Template.Spec.Containers[0].ReadinessProbe
+	if probe == nil || probe.HTTPGet == nil || *probe.HTTPGet.Path != "/health?exclude=NOSPACE" {
+		t.Fatalf("readiness probe %+v, want an HTTP GET of /health?exclude=NOSPACE", probe)
+	}
+}
