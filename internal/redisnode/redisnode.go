@@ -6,6 +6,7 @@ package redisnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -55,6 +56,21 @@ type Nodes interface {
 	PauseWrites(ctx context.Context, addr string, d time.Duration) error
 	// Unpause ends a pause (CLIENT UNPAUSE).
 	Unpause(ctx context.Context, addr string) error
+	// KillScript stops the script the node runs (SCRIPT KILL): nil once
+	// none runs, ErrUnkillable for a script that wrote.
+	KillScript(ctx context.Context, addr string) error
+}
+
+// ErrUnkillable is KillScript's error for a script that wrote: only
+// SHUTDOWN NOSAVE would stop it.
+var ErrUnkillable = errors.New("the script wrote and cannot be killed")
+
+// IsBusy reports whether err is Redis's BUSY answer: the node runs a script
+// past its busy threshold, and answers nothing else until it ends or is
+// killed.
+func IsBusy(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "BUSY ")
 }
 
 // Client is Nodes over go-redis, one short connection per call,
@@ -124,6 +140,20 @@ func (c Client) PauseWrites(ctx context.Context, addr string, d time.Duration) e
 // Unpause implements Nodes.
 func (c Client) Unpause(ctx context.Context, addr string) error {
 	_, err := c.do(ctx, addr, "CLIENT", "UNPAUSE")
+	return err
+}
+
+// KillScript implements Nodes.
+func (c Client) KillScript(ctx context.Context, addr string) error {
+	_, err := c.do(ctx, addr, "SCRIPT", "KILL")
+	var re redis.Error
+	switch {
+	case errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOTBUSY"):
+		// The script ended meanwhile.
+		return nil
+	case errors.As(err, &re) && strings.HasPrefix(re.Error(), "UNKILLABLE"):
+		return fmt.Errorf("%w: %s", ErrUnkillable, re.Error())
+	}
 	return err
 }
 

@@ -1,6 +1,8 @@
 package redisnode
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -40,5 +42,24 @@ func TestParseInfo(t *testing.T) {
 				t.Errorf("ParseInfo (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}
+
+func TestIsBusyTellsRedisBusyAnswerFromOtherErrors(t *testing.T) {
+	for err, want := range map[error]bool{
+		redisError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."): true,
+		fmt.Errorf("info: %w", redisError("BUSY Redis is busy running a script.")):                           true,
+		redisError("BUSYKEY Target key name already exists."):                                                false,
+		errors.New("BUSY but not from Redis"):                                                                false,
+		nil:                                                                                                  false,
+	} {
+		if got := IsBusy(err); got != want {
+			t.Errorf("IsBusy(%v) = %v, want %v", err, got, want)
+		}
 	}
 }
