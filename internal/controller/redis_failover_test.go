@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -297,5 +298,31 @@ func TestRedisAFailoverKillsTheScriptOfABusyPrimaryToFenceIt(t *testing.T) {
 	want := []string{"killscript " + nodeAddr(0), "pause " + nodeAddr(0), "follow " + nodeAddr(0) + " r-2.r-nodes", "unpause " + nodeAddr(0), "promote " + nodeAddr(2)}
 	if len(f.redis.Calls) < len(want) || !slices.Equal(f.redis.Calls[:len(want)], want) {
 		t.Errorf("calls %v, want them to start %v", f.redis.Calls, want)
+	}
+}
+
+// A replica that hears from its primary but that the primary has not
+// heard from for longer than a few seconds (after a cut heals, each way of
+// the link resumes on its own) is behind: WAIT does not count it.
+func TestRedisAReplicaThePrimaryHasNotHeardFromIsBehind(t *testing.T) {
+	primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 100,
+		ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 20 * time.Second}}}
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true)})
+	// No StatefulSet controller runs here: say it has seen the spec.
+	f.mustPass()
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: "r"}}
+	get(t, sts)
+	sts.Status.ObservedGeneration = sts.Generation
+	if err := k8s.Status().Update(context.Background(), sts); err != nil {
+		t.Fatal(err)
+	}
+	f.mustPass()
+	if f.readyReason() != redisv1alpha1.ReasonReplicaBehind {
+		t.Errorf("Ready reason %s, want %s", f.readyReason(), redisv1alpha1.ReasonReplicaBehind)
+	}
+	for _, n := range f.obj.Status.Nodes {
+		if want := n.Name != "r-2"; n.Healthy != want {
+			t.Errorf("node %s healthy %v, want %v", n.Name, n.Healthy, want)
+		}
 	}
 }

@@ -358,6 +358,7 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 	}
 	nodes := make([]redisNode, len(names))
 	hosts := make([]string, len(names))
+	lags := make([]map[string]time.Duration, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
 		n := &nodes[i]
@@ -390,6 +391,7 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 			}
 			n.plan.Answered = true
 			n.plan.Primary, n.plan.Offset, n.plan.Keys = info.Primary, info.Offset, info.Keys
+			lags[i] = info.ReplicaLag
 			if !info.Primary {
 				hosts[i] = info.PrimaryHost
 				n.plan.LinkUp = info.LinkUp
@@ -406,6 +408,16 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 		for _, other := range nodes {
 			if other.pod != nil && (strings.HasPrefix(hosts[i], other.plan.Name+".") || hosts[i] == other.pod.Status.PodIP) {
 				nodes[i].plan.Follows = other.plan.Name
+			}
+		}
+	}
+	// A replica is acknowledged when the primary it follows heard from it
+	// lately: the primary's view, which WAIT goes by.
+	for i := range nodes {
+		for j := range nodes {
+			if f := nodes[i].plan.Follows; f != "" && nodes[j].plan.Name == f && nodes[j].plan.Primary {
+				lag, ok := lags[j][nodes[i].pod.Status.PodIP]
+				nodes[i].plan.Acked = ok && lag <= streamingWithin
 			}
 		}
 	}

@@ -42,6 +42,10 @@ type Info struct {
 	LastIO time.Duration
 	// Keys is the number of keys in every database.
 	Keys int64
+	// ReplicaLag is, for a primary, how long ago each of its online
+	// replicas, by address, last acknowledged the stream (REPLCONF ACK,
+	// sent every second): what WAIT and min-replicas-to-write go by.
+	ReplicaLag map[string]time.Duration
 }
 
 // Nodes sends commands to Redis nodes by address (host:port).
@@ -161,12 +165,28 @@ func (c Client) KillScript(ctx context.Context, addr string) error {
 func ParseInfo(text string) Info {
 	fields := map[string]string{}
 	var keys int64
+	var lags map[string]time.Duration
 	for line := range strings.SplitSeq(text, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if !ok {
 			continue
 		}
 		fields[k] = v
+		// slave0:ip=10.0.0.2,port=6379,state=online,offset=1234,lag=0
+		if strings.HasPrefix(k, "slave") && strings.Contains(v, "ip=") {
+			replica := map[string]string{}
+			for part := range strings.SplitSeq(v, ",") {
+				if pk, pv, ok := strings.Cut(part, "="); ok {
+					replica[pk] = pv
+				}
+			}
+			if lag, err := strconv.Atoi(replica["lag"]); err == nil && replica["state"] == "online" {
+				if lags == nil {
+					lags = map[string]time.Duration{}
+				}
+				lags[replica["ip"]] = time.Duration(lag) * time.Second
+			}
+		}
 		// db0:keys=1,expires=0,avg_ttl=0
 		if strings.HasPrefix(k, "db") {
 			for part := range strings.SplitSeq(v, ",") {
@@ -178,6 +198,9 @@ func ParseInfo(text string) Info {
 		}
 	}
 	in := Info{Primary: fields["role"] == "master", ReplID: fields["master_replid"], Keys: keys}
+	if in.Primary {
+		in.ReplicaLag = lags
+	}
 	in.Offset, _ = strconv.ParseInt(fields["master_repl_offset"], 10, 64)
 	if !in.Primary {
 		in.PrimaryHost = fields["master_host"]

@@ -21,6 +21,12 @@ func TestParseInfo(t *testing.T) {
 			want: Info{Primary: true, ReplID: "abc", Offset: 1234, Keys: 15},
 		},
 		{
+			name: "should read how long ago each online replica of a primary acknowledged the stream",
+			text: "role:master\r\nconnected_slaves:3\r\nmin_slaves_good_slaves:1\r\nslave0:ip=10.0.0.2,port=6379,state=online,offset=99,lag=0\r\n" +
+				"slave1:ip=10.0.0.3,port=6379,state=online,offset=80,lag=21\r\nslave2:ip=10.0.0.4,port=6379,state=wait_bgsave,offset=0,lag=0\r\nmaster_repl_offset:99\r\n",
+			want: Info{Primary: true, Offset: 99, ReplicaLag: map[string]time.Duration{"10.0.0.2": 0, "10.0.0.3": 21 * time.Second}},
+		},
+		{
 			name: "should read a replica streaming from its primary",
 			text: "role:slave\r\nmaster_host:r-0.r-nodes\r\nmaster_port:6379\r\nmaster_link_status:up\r\nmaster_last_io_seconds_ago:1\r\nmaster_sync_in_progress:0\r\nmaster_replid:abc\r\nmaster_repl_offset:1200\r\n",
 			want: Info{ReplID: "abc", Offset: 1200, PrimaryHost: "r-0.r-nodes", LinkUp: true, LastIO: time.Second},

@@ -50,6 +50,10 @@ type Node struct {
 	// within the last few seconds: the primary is alive, whatever the
 	// operator can reach.
 	Streaming bool
+	// Acked is, for a replica, whether the primary it follows says the
+	// replica acknowledged its stream within the last few seconds: the
+	// primary counts it for WAIT and min-replicas-to-write.
+	Acked bool
 	// Offset is the node's replication offset.
 	Offset int64
 	// Keys is the number of keys the node holds: the tie-break between
@@ -223,8 +227,9 @@ func plan(in Observation) Decision {
 	}
 	// A replica whose pod is ready and that answers, but is not in sync,
 	// is behind: its link is down, or the primary, which pings it every
-	// second, has sent it nothing for a few seconds (cut off from it, say,
-	// while its link has not timed out yet).
+	// second, has sent it nothing for a few seconds, or has had no
+	// acknowledgement from it (cut off from it, say, while its link has
+	// not timed out yet).
 	var unsynced, behind []string
 	for _, n := range nodes {
 		if n.Name == recorded {
@@ -286,9 +291,12 @@ func plan(in Observation) Decision {
 	return d
 }
 
-// InSync reports whether a replica is in sync with its primary: its link
-// up, and something heard from the primary within the last few seconds.
-func InSync(n Node) bool { return n.LinkUp && n.Streaming }
+// InSync reports whether a replica is in sync with its primary, both ways:
+// its link up, something heard from the primary, and the primary's word
+// that it heard from the replica, each within the last few seconds. After
+// a cut heals, the two directions of the link resume apart (each side's
+// TCP retransmits on its own backed-off timer).
+func InSync(n Node) bool { return n.LinkUp && n.Streaming && n.Acked }
 
 // outdated reports whether n's pod exists and runs an old template.
 func outdated(n Node) bool { return n.Pod != PodMissing && !n.Current }

@@ -18,7 +18,7 @@ func primaryNode(name string, offset int64) Node {
 }
 
 func replicaNode(name, of string, offset int64) Node {
-	return Node{Name: name, Pod: PodReady, Current: true, RoleLabel: redisv1alpha1.RoleReplica, Answered: true, Follows: of, LinkUp: true, Streaming: true, Offset: offset}
+	return Node{Name: name, Pod: PodReady, Current: true, RoleLabel: redisv1alpha1.RoleReplica, Answered: true, Follows: of, LinkUp: true, Streaming: true, Acked: true, Offset: offset}
 }
 
 // orphanNode is a replica whose link to its primary is down.
@@ -198,6 +198,12 @@ func TestPlan(t *testing.T) {
 			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonReplicaBehind, State: redisv1alpha1.StateInitializing},
 		},
 		{
+			name:     "should say a replica is behind, not Running, while the primary has had no acknowledgement from it for a few seconds",
+			recorded: p0,
+			nodes:    []Node{primaryNode(p0, 100), with(replicaNode(p1, p0, 100), func(n *Node) { n.Acked = false }), replicaNode(p2, p0, 100)},
+			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonReplicaBehind, State: redisv1alpha1.StateInitializing},
+		},
+		{
 			name:     "should say no replica is in sync, and fail nothing over, when the primary answers but no replica hears from it",
 			recorded: p0,
 			nodes: []Node{primaryNode(p0, 100), with(replicaNode(p1, p0, 90), func(n *Node) { n.Streaming = false }),
@@ -330,6 +336,7 @@ func FuzzPlan(f *testing.F) {
 				LinkUp:    b&32 != 0,
 				Streaming: b&32 != 0 && b&64 != 0,
 				Busy:      b&8 == 0 && b&128 != 0,
+				Acked:     b&32 != 0 && k%2 == 0,
 				RoleLabel: []string{"", redisv1alpha1.RolePrimary, redisv1alpha1.RoleReplica}[c%3],
 				Offset:    int64(o),
 				Keys:      int64(k),
