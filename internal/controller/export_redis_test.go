@@ -34,8 +34,18 @@ type FakeRedisNode struct {
 	Silent bool
 	// FailFollow makes REPLICAOF fail.
 	FailFollow bool
-	Info       redisnode.Info
+	// Busy makes every call but SCRIPT KILL answer BUSY, as a node
+	// running a script past its busy threshold does; SCRIPT KILL ends it
+	// unless Unkillable (a script that wrote).
+	Busy, Unkillable bool
+	Info             redisnode.Info
 }
+
+// redisError is an error as Redis answers it.
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}
 
 // FakeRedis is Redis nodes by address, answering as their Info says and
 // changing it as Promote and Follow would. Calls lists every command, in
@@ -57,6 +67,9 @@ func (f *FakeRedis) node(addr, call string) (*FakeRedisNode, error) {
 	}
 	if call != "info" {
 		f.Calls = append(f.Calls, call+" "+addr)
+	}
+	if n.Busy && call != "killscript" {
+		return nil, redisError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
 	}
 	return n, nil
 }
@@ -110,6 +123,31 @@ func (f *FakeRedis) PauseWrites(_ context.Context, addr string, _ time.Duration)
 func (f *FakeRedis) Unpause(_ context.Context, addr string) error {
 	_, err := f.node(addr, "unpause")
 	return err
+}
+
+// KillScript implements redisnode.Nodes.
+func (f *FakeRedis) KillScript(_ context.Context, addr string) error {
+	n, err := f.node(addr, "killscript")
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case !n.Busy:
+		return nil
+	case n.Unkillable:
+		return redisnode.ErrUnkillable
+	}
+	n.Busy = false
+	return nil
+}
+
+// SetBusy makes the node at addr busy or not.
+func (f *FakeRedis) SetBusy(addr string, busy bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Nodes[addr].Busy = busy
 }
 
 // CallsMatching returns the calls that start with prefix.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -284,5 +285,92 @@ func TestRedisTwoManagersDecidingFromOneVersionPromoteOnce(t *testing.T) {
 	get(t, f.obj)
 	if f.obj.Status.Primary != "r-2" || f.roleLabel(1) == redisv1alpha1.RolePrimary {
 		t.Errorf("primary %s, r-1 labelled %s; want r-2 kept, r-1 not a primary", f.obj.Status.Primary, f.roleLabel(1))
+	}
+}
+
+// A primary that answers BUSY runs a script past Redis's busy threshold:
+// it is sent SCRIPT KILL, with the status saying why, and once the script
+// is killed it is the primary again, with no failover.
+func TestRedisABusyPrimaryHasItsScriptKilledRatherThanBeingFailedOver(t *testing.T) {
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+		0: {Busy: true, Info: redisnode.Info{Primary: true, Offset: 100}}, 1: replicaOf(r0Host, 100, false), 2: replicaOf(r0Host, 100, false),
+	})
+	f.mustPass()
+	if got := f.redis.CallsMatching("killscript"); !slices.Equal(got, []string{"killscript " + nodeAddr(0)}) {
+		t.Fatalf("calls %v, want SCRIPT KILL sent to r-0", f.redis.Calls)
+	}
+	if f.readyReason() != redisv1alpha1.ReasonPrimaryBusy {
+		t.Errorf("Ready reason %s, want %s", f.readyReason(), redisv1alpha1.ReasonPrimaryBusy)
+	}
+	f.clock.Step(failoverWindow)
+	f.mustPass()
+	if f.obj.Status.Primary != "r-0" || len(f.redis.CallsMatching("promote")) > 0 {
+		t.Errorf("primary %s, calls %v; want r-0 kept and no promotion", f.obj.Status.Primary, f.redis.Calls)
+	}
+}
+
+// A busy primary whose script wrote cannot be killed: it is failed over
+// once it has been down for the window, and fenced into a replica once its
+// script ends and it answers again.
+func TestRedisABusyPrimaryWhoseScriptWroteIsFailedOverThenFenced(t *testing.T) {
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+		0: {Busy: true, Unkillable: true, Info: redisnode.Info{Primary: true, Offset: 100}}, 1: replicaOf(r0Host, 90, false), 2: replicaOf(r0Host, 95, false),
+	})
+	f.mustPass()
+	if f.readyReason() != redisv1alpha1.ReasonPrimaryBusy || f.obj.Status.Primary != "r-0" {
+		t.Fatalf("Ready reason %s, primary %s; want %s and r-0 kept within the window", f.readyReason(), f.obj.Status.Primary, redisv1alpha1.ReasonPrimaryBusy)
+	}
+	f.clock.Step(failoverWindow)
+	f.mustPass()
+	if f.obj.Status.Primary != "r-2" || f.roleLabel(0) != redisv1alpha1.RoleReplica {
+		t.Fatalf("after the window: primary %s, r-0 labelled %s; want r-2, and r-0 a replica", f.obj.Status.Primary, f.roleLabel(0))
+	}
+	f.redis.SetBusy(nodeAddr(0), false)
+	f.mustPass()
+	if got := f.redis.CallsMatching("follow " + nodeAddr(0)); len(got) == 0 {
+		t.Errorf("calls %v; want r-0, answering again as a primary, pointed at r-2", f.redis.Calls)
+	}
+}
+
+// A primary first seen busy after the window (it was silent before Redis
+// started answering BUSY) is failed over, and the fence kills its script
+// so as to pause it and make it a replica before the promotion.
+func TestRedisAFailoverKillsTheScriptOfABusyPrimaryToFenceIt(t *testing.T) {
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+		0: {Silent: true, Info: redisnode.Info{Primary: true, Offset: 100}}, 1: replicaOf(r0Host, 90, false), 2: replicaOf(r0Host, 95, false),
+	})
+	f.mustPass()
+	f.clock.Step(failoverWindow)
+	f.redis.Nodes[nodeAddr(0)].Silent, f.redis.Nodes[nodeAddr(0)].Busy = false, true
+	f.mustPass()
+	want := []string{"killscript " + nodeAddr(0), "pause " + nodeAddr(0), "follow " + nodeAddr(0) + " r-2.r-nodes", "unpause " + nodeAddr(0), "promote " + nodeAddr(2)}
+	if len(f.redis.Calls) < len(want) || !slices.Equal(f.redis.Calls[:len(want)], want) {
+		t.Errorf("calls %v, want them to start %v", f.redis.Calls, want)
+	}
+}
+
+// A replica that hears from its primary but that the primary has not
+// heard from for longer than a few seconds (after a cut heals, each way of
+// the link resumes on its own) is behind: WAIT does not count it.
+func TestRedisAReplicaThePrimaryHasNotHeardFromIsBehind(t *testing.T) {
+	primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 100,
+		ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 20 * time.Second}}}
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true)})
+	// No StatefulSet controller runs here: say it has seen the spec.
+	f.mustPass()
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: "r"}}
+	get(t, sts)
+	sts.Status.ObservedGeneration = sts.Generation
+	if err := k8s.Status().Update(context.Background(), sts); err != nil {
+		t.Fatal(err)
+	}
+	f.mustPass()
+	if f.readyReason() != redisv1alpha1.ReasonReplicaBehind {
+		t.Errorf("Ready reason %s, want %s", f.readyReason(), redisv1alpha1.ReasonReplicaBehind)
+	}
+	for _, n := range f.obj.Status.Nodes {
+		if want := n.Name != "r-2"; n.Healthy != want {
+			t.Errorf("node %s healthy %v, want %v", n.Name, n.Healthy, want)
+		}
 	}
 }

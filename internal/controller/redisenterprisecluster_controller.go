@@ -316,7 +316,7 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	case d.Failure:
 		return Step{Failure: &status.Failure{Reason: redisv1alpha1.ReasonNoPrimary, Message: d.Reason}, RequeueAfter: redisWaitInterval}, nil
 	case d.Action != rec.None:
-		return Step{Took: d.Reason, RequeueAfter: redisStepInterval}, nil
+		return Step{Took: d.Reason, Cause: d.Cause, RequeueAfter: redisStepInterval}, nil
 	case d.Waiting:
 		return Step{Waiting: d.Reason, Cause: d.Cause, RequeueAfter: redisWaitInterval}, nil
 	}
@@ -392,6 +392,7 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 	}
 	nodes := make([]redisNode, len(names))
 	hosts := make([]string, len(names))
+	lags := make([]map[string]time.Duration, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
 		n := &nodes[i]
@@ -419,10 +420,12 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 		wg.Go(func() {
 			info, err := redis.Info(ctx, n.addr())
 			if err != nil {
+				n.plan.Busy = redisnode.IsBusy(err)
 				return
 			}
 			n.plan.Answered = true
 			n.plan.Primary, n.plan.Offset, n.plan.Keys = info.Primary, info.Offset, info.Keys
+			lags[i] = info.ReplicaLag
 			if !info.Primary {
 				hosts[i] = info.PrimaryHost
 				n.plan.LinkUp = info.LinkUp
@@ -439,6 +442,16 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 		for _, other := range nodes {
 			if other.pod != nil && (strings.HasPrefix(hosts[i], other.plan.Name+".") || hosts[i] == other.pod.Status.PodIP) {
 				nodes[i].plan.Follows = other.plan.Name
+			}
+		}
+	}
+	// A replica is acknowledged when the primary it follows heard from it
+	// lately: the primary's view, which WAIT goes by.
+	for i := range nodes {
+		for j := range nodes {
+			if f := nodes[i].plan.Follows; f != "" && nodes[j].plan.Name == f && nodes[j].plan.Primary {
+				lag, ok := lags[j][nodes[i].pod.Status.PodIP]
+				nodes[i].plan.Acked = ok && lag <= streamingWithin
 			}
 		}
 	}
@@ -489,6 +502,15 @@ func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		return repoint()
 	case rec.Repoint:
 		return repoint()
+	case rec.KillScript:
+		err := redis.KillScript(ctx, node(d.Target).addr())
+		if errors.Is(err, redisnode.ErrUnkillable) {
+			// Not an error of the step: the primary stays down, and the
+			// failover follows once the window has passed.
+			ctrl.LoggerFrom(ctx).Info("The busy primary's script cannot be killed: it wrote", "node", d.Target)
+			return nil
+		}
+		return err
 	case rec.Label:
 		for name, role := range d.Labels {
 			if err := x.label(ctx, node(name), role); err != nil {
@@ -534,6 +556,14 @@ func (x *redisConnector) fence(ctx context.Context, old *redisNode, newName, new
 		return nil
 	}
 	info, err := redis.Info(ctx, old.addr())
+	if redisnode.IsBusy(err) && redis.KillScript(ctx, old.addr()) == nil {
+		// Running a script past the busy threshold: a read-only one is
+		// killed, and the node is then fenced as any that answers. One
+		// that wrote cannot be: the node answers nothing until it ends,
+		// then, its replicas following the new primary, refuses writes
+		// (min-replicas-to-write) until a later pass fences it.
+		info, err = redis.Info(ctx, old.addr())
+	}
 	if err != nil || !info.Primary {
 		// Silent (down for the whole window, and no replica hears from
 		// it), or already a replica: it takes no write.
@@ -621,7 +651,7 @@ func nodeStatuses(nodes []redisNode, primary string) []redisv1alpha1.NodeStatus 
 		if n.plan.Name == primary {
 			s.Healthy = ready && n.plan.Primary
 		} else {
-			s.Healthy = ready && !n.plan.Primary && n.plan.Follows == primary && n.plan.LinkUp
+			s.Healthy = ready && !n.plan.Primary && n.plan.Follows == primary && rec.InSync(n.plan)
 		}
 		out = append(out, s)
 	}

@@ -6,6 +6,7 @@ package redisnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -41,6 +42,10 @@ type Info struct {
 	LastIO time.Duration
 	// Keys is the number of keys in every database.
 	Keys int64
+	// ReplicaLag is, for a primary, how long ago each of its online
+	// replicas, by address, last acknowledged the stream (REPLCONF ACK,
+	// sent every second): what WAIT and min-replicas-to-write go by.
+	ReplicaLag map[string]time.Duration
 }
 
 // Nodes sends commands to Redis nodes by address (host:port).
@@ -55,6 +60,21 @@ type Nodes interface {
 	PauseWrites(ctx context.Context, addr string, d time.Duration) error
 	// Unpause ends a pause (CLIENT UNPAUSE).
 	Unpause(ctx context.Context, addr string) error
+	// KillScript stops the script the node runs (SCRIPT KILL): nil once
+	// none runs, ErrUnkillable for a script that wrote.
+	KillScript(ctx context.Context, addr string) error
+}
+
+// ErrUnkillable is KillScript's error for a script that wrote: only
+// SHUTDOWN NOSAVE would stop it.
+var ErrUnkillable = errors.New("the script wrote and cannot be killed")
+
+// IsBusy reports whether err is Redis's BUSY answer: the node runs a script
+// past its busy threshold, and answers nothing else until it ends or is
+// killed.
+func IsBusy(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "BUSY ")
 }
 
 // Client is Nodes over go-redis, one short connection per call,
@@ -127,16 +147,46 @@ func (c Client) Unpause(ctx context.Context, addr string) error {
 	return err
 }
 
+// KillScript implements Nodes.
+func (c Client) KillScript(ctx context.Context, addr string) error {
+	_, err := c.do(ctx, addr, "SCRIPT", "KILL")
+	var re redis.Error
+	switch {
+	case errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOTBUSY"):
+		// The script ended meanwhile.
+		return nil
+	case errors.As(err, &re) && strings.HasPrefix(re.Error(), "UNKILLABLE"):
+		return fmt.Errorf("%w: %s", ErrUnkillable, re.Error())
+	}
+	return err
+}
+
 // ParseInfo reads the replication and keyspace sections of INFO.
 func ParseInfo(text string) Info {
 	fields := map[string]string{}
 	var keys int64
+	var lags map[string]time.Duration
 	for line := range strings.SplitSeq(text, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if !ok {
 			continue
 		}
 		fields[k] = v
+		// slave0:ip=10.0.0.2,port=6379,state=online,offset=1234,lag=0
+		if strings.HasPrefix(k, "slave") && strings.Contains(v, "ip=") {
+			replica := map[string]string{}
+			for part := range strings.SplitSeq(v, ",") {
+				if pk, pv, ok := strings.Cut(part, "="); ok {
+					replica[pk] = pv
+				}
+			}
+			if lag, err := strconv.Atoi(replica["lag"]); err == nil && replica["state"] == "online" {
+				if lags == nil {
+					lags = map[string]time.Duration{}
+				}
+				lags[replica["ip"]] = time.Duration(lag) * time.Second
+			}
+		}
 		// db0:keys=1,expires=0,avg_ttl=0
 		if strings.HasPrefix(k, "db") {
 			for part := range strings.SplitSeq(v, ",") {
@@ -148,6 +198,9 @@ func ParseInfo(text string) Info {
 		}
 	}
 	in := Info{Primary: fields["role"] == "master", ReplID: fields["master_replid"], Keys: keys}
+	if in.Primary {
+		in.ReplicaLag = lags
+	}
 	in.Offset, _ = strconv.ParseInt(fields["master_repl_offset"], 10, 64)
 	if !in.Primary {
 		in.PrimaryHost = fields["master_host"]

@@ -1,6 +1,8 @@
 package redisnode
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +19,12 @@ func TestParseInfo(t *testing.T) {
 			name: "should read a primary, its history and its keys in every database",
 			text: "# Replication\r\nrole:master\r\nconnected_slaves:2\r\nmaster_replid:abc\r\nmaster_repl_offset:1234\r\n\r\n# Keyspace\r\ndb0:keys=10,expires=0,avg_ttl=0\r\ndb3:keys=5,expires=1,avg_ttl=7\r\n",
 			want: Info{Primary: true, ReplID: "abc", Offset: 1234, Keys: 15},
+		},
+		{
+			name: "should read how long ago each online replica of a primary acknowledged the stream",
+			text: "role:master\r\nconnected_slaves:3\r\nmin_slaves_good_slaves:1\r\nslave0:ip=10.0.0.2,port=6379,state=online,offset=99,lag=0\r\n" +
+				"slave1:ip=10.0.0.3,port=6379,state=online,offset=80,lag=21\r\nslave2:ip=10.0.0.4,port=6379,state=wait_bgsave,offset=0,lag=0\r\nmaster_repl_offset:99\r\n",
+			want: Info{Primary: true, Offset: 99, ReplicaLag: map[string]time.Duration{"10.0.0.2": 0, "10.0.0.3": 21 * time.Second}},
 		},
 		{
 			name: "should read a replica streaming from its primary",
@@ -40,5 +48,24 @@ func TestParseInfo(t *testing.T) {
 				t.Errorf("ParseInfo (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}
+
+func TestIsBusyTellsRedisBusyAnswerFromOtherErrors(t *testing.T) {
+	for err, want := range map[error]bool{
+		redisError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."): true,
+		fmt.Errorf("info: %w", redisError("BUSY Redis is busy running a script.")):                           true,
+		redisError("BUSYKEY Target key name already exists."):                                                false,
+		errors.New("BUSY but not from Redis"):                                                                false,
+		nil:                                                                                                  false,
+	} {
+		if got := IsBusy(err); got != want {
+			t.Errorf("IsBusy(%v) = %v, want %v", err, got, want)
+		}
 	}
 }

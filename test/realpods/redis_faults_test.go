@@ -36,20 +36,20 @@ const cellFailoverAfter = 5 * time.Second
 // leave the machine's two cores to the nodes and the operators.
 const cellWritePause = 2 * time.Millisecond
 
-// newRedisCell creates a three-node RedisEnterpriseCluster called name in
-// ns, with persistence on or off, and waits for it to run. Its requests
+// newRedisCell creates a RedisEnterpriseCluster of nodes nodes called name
+// in ns, with persistence on or off, and waits for it to run. Its requests
 // are small, so the cells fit on the node beside every other test's pods.
-func newRedisCell(t *testing.T, c client.Client, ns, name string, persistent bool) *redisCluster {
+func newRedisCell(t *testing.T, c client.Client, ns, name string, persistent bool, nodes int) *redisCluster {
 	t.Helper()
 	doc := fmt.Sprintf(`apiVersion: app.redislabs.com/v1alpha1
 kind: RedisEnterpriseCluster
 metadata: {name: %s, namespace: %s}
 spec:
-  nodes: 3
+  nodes: %d
   redisEnterpriseNodeResources:
     limits: {cpu: 500m, memory: 256Mi}
     requests: {cpu: 10m, memory: 32Mi}
-`, name, ns)
+`, name, ns, nodes)
 	if persistent {
 		doc += "  persistentSpec: {enabled: true, storageClassName: standard, volumeSize: 1Gi}\n"
 	}
@@ -85,7 +85,7 @@ func startCell(t *testing.T, name string, persistent bool) (client.Client, *test
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
 	op := testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
-	return c, op, newRedisCell(t, c, ns, name, persistent)
+	return c, op, newRedisCell(t, c, ns, name, persistent, 3)
 }
 
 // waitWrites waits for the writer to have n more acknowledged writes.
@@ -247,7 +247,7 @@ func TestRedisFaultOperatorAloneCutOffFromThePrimary(t *testing.T) {
 	testenv.StartManagerAs(t, operatorUID, bin, kubeconfig, filepath.Join(t.TempDir(), "manager.log"),
 		"--watch-namespaces="+ns, "--health-probe-bind-address=0", "--metrics-bind-address=0",
 		"--redis-failover-after="+cellFailoverAfter.String())
-	r := newRedisCell(t, c, ns, "cut", true)
+	r := newRedisCell(t, c, ns, "cut", true, 3)
 	primary := r.rec.Status.Primary
 
 	w := r.startWriterWaiting("cut", 1, cellWritePause)

@@ -311,4 +311,16 @@ const (
 	// ReasonNodeSilent: a failover waits for a node that does not answer,
 	// which may hold acknowledged writes the others lack.
 	ReasonNodeSilent = "NodeSilent"
+	// ReasonNoReplicaInSync: the primary answers, but no replica is in
+	// sync with it (its link down, or nothing heard from the primary for
+	// a few seconds): a write that waits for a replica is not
+	// acknowledged, and the primary refuses writes once its replicas lag
+	// by 10 s.
+	ReasonNoReplicaInSync = "NoReplicaInSync"
+	// ReasonReplicaBehind: the primary takes writes through a replica in
+	// sync, but another replica is not in sync with it.
+	ReasonReplicaBehind = "ReplicaBehind"
+	// ReasonPrimaryBusy: the primary answers BUSY, running a script past
+	// Redis's busy threshold: the operator sends SCRIPT KILL.
+	ReasonPrimaryBusy = "PrimaryBusy"
 )

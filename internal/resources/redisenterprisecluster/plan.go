@@ -31,6 +31,10 @@ type Node struct {
 	Current bool
 	// RoleLabel is the pod's RoleLabel ("" when it has none).
 	RoleLabel string
+	// Busy is whether Redis answered BUSY: it runs a script past its busy
+	// threshold and answers nothing else until the script ends or is
+	// killed. A busy node has not Answered.
+	Busy bool
 	// Answered is whether Redis answered INFO; the fields below are only
 	// meaningful when it did.
 	Answered bool
@@ -46,6 +50,10 @@ type Node struct {
 	// within the last few seconds: the primary is alive, whatever the
 	// operator can reach.
 	Streaming bool
+	// Acked is, for a replica, whether the primary it follows says the
+	// replica acknowledged its stream within the last few seconds: the
+	// primary counts it for WAIT and min-replicas-to-write.
+	Acked bool
 	// Offset is the node's replication offset.
 	Offset int64
 	// Keys is the number of keys the node holds: the tie-break between
@@ -81,6 +89,8 @@ const (
 	// offset, promotes Target, makes Primary its replica and records
 	// Target.
 	Handover Action = "Handover"
+	// KillScript sends SCRIPT KILL to Target, a busy primary.
+	KillScript Action = "KillScript"
 )
 
 // Decision is the one next step, and what the cluster's state is.
@@ -146,7 +156,13 @@ type Observation struct {
 // node that claims to be a primary or follows another; label the pods;
 // then roll the pods that run an old template, replicas first, each only
 // while every node is healthy, and the primary last after a handover to a
-// synced replica. With SafetyOnly, only a failover or a fence is taken.
+// synced replica. A primary beyond the nodes wanted (a scale-in below its
+// ordinal) is handed over, once every node is in sync, to a node that
+// stays. A primary that answers BUSY runs a script past Redis's busy
+// threshold: within the window, the step is SCRIPT KILL (a read-only
+// script dies, and the primary is back; one that wrote cannot be killed,
+// and the failover follows). With SafetyOnly, only a failover or a fence
+// is taken.
 func Plan(in Observation) Decision {
 	d := plan(in)
 	if in.SafetyOnly && d.Action != None && d.Action != Failover && d.Action != Repoint {
@@ -209,10 +225,21 @@ func plan(in Observation) Decision {
 	if !in.Settled {
 		return waiting(d, "waiting for the StatefulSet controller to take the new spec")
 	}
-	var unsynced []string
+	// A replica whose pod is ready and that answers, but is not in sync,
+	// is behind: its link is down, or the primary, which pings it every
+	// second, has sent it nothing for a few seconds, or has had no
+	// acknowledgement from it (cut off from it, say, while its link has
+	// not timed out yet).
+	var unsynced, behind []string
 	for _, n := range nodes {
-		if n.Name != recorded && (n.Pod != PodReady || !n.Answered || !n.LinkUp) {
+		if n.Name == recorded {
+			continue
+		}
+		if n.Pod != PodReady || !n.Answered || !InSync(n) {
 			unsynced = append(unsynced, n.Name)
+		}
+		if n.Pod == PodReady && n.Answered && !InSync(n) {
+			behind = append(behind, n.Name)
 		}
 	}
 	rolling := slices.ContainsFunc(nodes, outdated)
@@ -220,7 +247,27 @@ func plan(in Observation) Decision {
 		d.State = redisv1alpha1.StateRunningRollingUpdate
 	}
 	if len(unsynced) > 0 {
-		return waiting(d, fmt.Sprintf("waiting for %v to be ready and in sync with the primary %s", unsynced, recorded))
+		d = waiting(d, fmt.Sprintf("waiting for %v to be ready and in sync with the primary %s", unsynced, recorded))
+		switch {
+		case len(behind) > 0 && len(unsynced) == len(nodes)-1:
+			d.Cause = redisv1alpha1.ReasonNoReplicaInSync
+			d.Reason = fmt.Sprintf("no replica is in sync with the primary %s (%v behind): a write that waits for a replica is not acknowledged", recorded, behind)
+		case len(behind) > 0:
+			d.Cause = redisv1alpha1.ReasonReplicaBehind
+			d.Reason = fmt.Sprintf("%v not in sync with the primary %s, which takes writes through the others", behind, recorded)
+		}
+		return d
+	}
+	if i >= in.Want {
+		// Scaled in below the primary's ordinal: the StatefulSet keeps its
+		// pod (Members) until it is handed over to a node that stays. Every
+		// node is in sync here.
+		stay := nodes[:in.Want]
+		target, _ := best(stay)
+		d.Action, d.Target, d.Primary = Handover, target.Name, target.Name
+		d.Repoint = others(stay, target.Name)
+		d.Reason = fmt.Sprintf("handed the primary over from %s to %s: %s is beyond the %d nodes wanted", recorded, target.Name, recorded, in.Want)
+		return d
 	}
 	if !rolling {
 		d.State, d.Reason = redisv1alpha1.StateRunning, fmt.Sprintf("%s is the primary of %d synced replicas", recorded, len(nodes)-1)
@@ -243,6 +290,13 @@ func plan(in Observation) Decision {
 	d.Reason = fmt.Sprintf("handed the primary over from %s to %s, to replace %s", recorded, target.Name, recorded)
 	return d
 }
+
+// InSync reports whether a replica is in sync with its primary, both ways:
+// its link up, something heard from the primary, and the primary's word
+// that it heard from the replica, each within the last few seconds. After
+// a cut heals, the two directions of the link resume apart (each side's
+// TCP retransmits on its own backed-off timer).
+func InSync(n Node) bool { return n.LinkUp && n.Streaming && n.Acked }
 
 // outdated reports whether n's pod exists and runs an old template.
 func outdated(n Node) bool { return n.Pod != PodMissing && !n.Current }
@@ -282,6 +336,15 @@ func elect(answering, nodes []Node) Decision {
 // the primary certainly takes no write and every other node answers.
 func failover(in Observation, primary Node) Decision {
 	d := Decision{Primary: primary.Name, State: redisv1alpha1.StateInitializing}
+	if primary.Busy && primary.Pod != PodMissing && primary.Pod != PodTerminating && in.PrimaryDownFor < in.FailoverAfter {
+		// Alive, but answering nothing while a script runs: a read-only
+		// script can be killed, as Sentinel does, and the primary is back
+		// without a failover.
+		d.Action, d.Target, d.Cause = KillScript, primary.Name, redisv1alpha1.ReasonPrimaryBusy
+		d.Reason = fmt.Sprintf("the primary %s answers BUSY, running a script past the busy threshold: sent SCRIPT KILL (a script that wrote cannot be killed, and a failover follows %s after the primary went silent)",
+			primary.Name, in.FailoverAfter)
+		return d
+	}
 	// A node that answers as a replica takes no write: it restarted (every
 	// node boots as a replica) or was demoted.
 	demoted := primary.Answered && !primary.Primary && primary.Pod != PodMissing
@@ -368,6 +431,8 @@ func describe(n Node) string {
 		return "terminating"
 	case n.Pod == PodNotReady:
 		return "not ready"
+	case n.Busy:
+		return "busy running a script"
 	case !n.Answered:
 		return "not answering"
 	case !n.Primary:

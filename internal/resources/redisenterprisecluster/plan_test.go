@@ -18,7 +18,7 @@ func primaryNode(name string, offset int64) Node {
 }
 
 func replicaNode(name, of string, offset int64) Node {
-	return Node{Name: name, Pod: PodReady, Current: true, RoleLabel: redisv1alpha1.RoleReplica, Answered: true, Follows: of, LinkUp: true, Streaming: true, Offset: offset}
+	return Node{Name: name, Pod: PodReady, Current: true, RoleLabel: redisv1alpha1.RoleReplica, Answered: true, Follows: of, LinkUp: true, Streaming: true, Acked: true, Offset: offset}
 }
 
 // orphanNode is a replica whose link to its primary is down.
@@ -186,10 +186,56 @@ func TestPlan(t *testing.T) {
 			want:     Decision{Primary: p0, Waiting: true, State: redisv1alpha1.StateInitializing},
 		},
 		{
-			name:     "should wait for a replica whose link is down",
+			name:     "should wait for a replica whose link is down, saying it is behind",
 			recorded: p0,
 			nodes:    []Node{primaryNode(p0, 100), orphanNode(p1, p0, 0), replicaNode(p2, p0, 100)},
-			want:     Decision{Primary: p0, Waiting: true, State: redisv1alpha1.StateInitializing},
+			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonReplicaBehind, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should say a replica is behind, not Running, when it has heard nothing from the primary for a few seconds though its link is up",
+			recorded: p0,
+			nodes:    []Node{primaryNode(p0, 100), with(replicaNode(p1, p0, 90), func(n *Node) { n.Streaming = false }), replicaNode(p2, p0, 100)},
+			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonReplicaBehind, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should say a replica is behind, not Running, while the primary has had no acknowledgement from it for a few seconds",
+			recorded: p0,
+			nodes:    []Node{primaryNode(p0, 100), with(replicaNode(p1, p0, 100), func(n *Node) { n.Acked = false }), replicaNode(p2, p0, 100)},
+			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonReplicaBehind, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should say no replica is in sync, and fail nothing over, when the primary answers but no replica hears from it",
+			recorded: p0,
+			nodes: []Node{primaryNode(p0, 100), with(replicaNode(p1, p0, 90), func(n *Node) { n.Streaming = false }),
+				with(replicaNode(p2, p0, 90), func(n *Node) { n.Streaming = false })},
+			downFor: 10 * window,
+			want:    Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonNoReplicaInSync, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should send SCRIPT KILL to a primary that answers BUSY within the window",
+			recorded: p0,
+			nodes:    []Node{with(silent(primaryNode(p0, 100)), func(n *Node) { n.Busy = true }), orphanNode(p1, p0, 100), orphanNode(p2, p0, 100)},
+			downFor:  window / 2,
+			want:     Decision{Action: KillScript, Target: p0, Primary: p0, Cause: redisv1alpha1.ReasonPrimaryBusy, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should fail over from a primary still busy after the window: its script wrote and cannot be killed",
+			recorded: p0,
+			nodes:    []Node{with(silent(primaryNode(p0, 100)), func(n *Node) { n.Busy = true }), orphanNode(p1, p0, 90), orphanNode(p2, p0, 100)},
+			downFor:  window,
+			want:     Decision{Action: Failover, Target: p2, Primary: p2, Fence: p0, Repoint: []string{p1}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should hand a primary beyond the nodes wanted over to the node furthest along of those that stay",
+			recorded: "r-4",
+			nodes:    []Node{replicaNode(p0, "r-4", 100), replicaNode(p1, "r-4", 100), replicaNode(p2, "r-4", 100), primaryNode("r-4", 100)},
+			want:     Decision{Action: Handover, Target: p0, Primary: p0, Repoint: []string{p1, p2}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should wait for every node to be in sync before handing over a primary beyond the nodes wanted",
+			recorded: "r-4",
+			nodes:    []Node{replicaNode(p0, "r-4", 100), orphanNode(p1, "r-4", 90), replicaNode(p2, "r-4", 100), primaryNode("r-4", 100)},
+			want:     Decision{Primary: "r-4", Waiting: true, Cause: redisv1alpha1.ReasonReplicaBehind, State: redisv1alpha1.StateInitializing},
 		},
 		{
 			name:     "should replace an old replica first in a rolling update",
@@ -255,7 +301,8 @@ func TestPlan(t *testing.T) {
 // down for the window with no replica streaming from it; the recorded
 // primary is never deleted or repointed; a primary, once recorded, stays
 // recorded; a pod is replaced only while every node is healthy; with
-// SafetyOnly, nothing but a failover or a fence is taken.
+// SafetyOnly, nothing but a failover or a fence is taken; SCRIPT KILL
+// goes only to a busy recorded primary, within the window.
 func FuzzPlan(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte{255, 3, 0, 9, 200, 17, 5, 5, 5, 1, 0, 128, 64, 32, 16, 8, 4, 2, 1})
@@ -288,6 +335,8 @@ func FuzzPlan(f *testing.F) {
 				Primary:   b&16 != 0,
 				LinkUp:    b&32 != 0,
 				Streaming: b&32 != 0 && b&64 != 0,
+				Busy:      b&8 == 0 && b&128 != 0,
+				Acked:     b&32 != 0 && k%2 == 0,
 				RoleLabel: []string{"", redisv1alpha1.RolePrimary, redisv1alpha1.RoleReplica}[c%3],
 				Offset:    int64(o),
 				Keys:      int64(k),
@@ -314,7 +363,10 @@ func FuzzPlan(f *testing.F) {
 			n, ok := byName[name]
 			return ok && n.Answered && n.Pod != PodMissing && n.Pod != PodTerminating
 		}
-		if d.Action != None && d.Action != Label && d.Action != Repoint && !answers(d.Target) {
+		if d.Action == KillScript && (d.Target != recorded || !byName[d.Target].Busy || downFor >= window) {
+			t.Fatalf("SCRIPT KILL to %s (%+v), recorded %s, down for %s", d.Target, byName[d.Target], recorded, downFor)
+		}
+		if d.Action != None && d.Action != Label && d.Action != Repoint && d.Action != KillScript && !answers(d.Target) {
 			t.Fatalf("%s on %s, which does not answer: %+v", d.Action, d.Target, byName[d.Target])
 		}
 		for _, name := range d.Repoint {

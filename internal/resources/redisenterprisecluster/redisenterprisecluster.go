@@ -125,6 +125,23 @@ func Nodes(spec *redisv1alpha1.RedisEnterpriseClusterSpec) int {
 	return int(spec.Nodes)
 }
 
+// maxNodes is the most nodes the API admits.
+const maxNodes = 9
+
+// Members returns how many pods the StatefulSet of the cluster called name
+// keeps: spec.nodes, or more while the recorded primary is beyond them (a
+// scale-in below its ordinal), so that its pod goes only once the operator
+// has handed the primary over to a node that stays.
+func Members(name string, spec *redisv1alpha1.RedisEnterpriseClusterSpec, primary string) int {
+	n := Nodes(spec)
+	if s, ok := strings.CutPrefix(primary, name+"-"); ok {
+		if i, err := strconv.Atoi(s); err == nil && i >= n && i < maxNodes {
+			return i + 1
+		}
+	}
+	return n
+}
+
 // Input is what the builder needs beyond the spec.
 type Input struct {
 	// Password is the Secret's password, generated once by the operator;
@@ -140,7 +157,7 @@ type Input struct {
 func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, in Input) (Children, error) {
 	// The API admits 3 to 9 odd nodes; a spec that got past it is refused,
 	// not built (a role file per node).
-	if n := Nodes(spec); n < 3 || n > 9 || n%2 == 0 {
+	if n := Nodes(spec); n < 3 || n > maxNodes || n%2 == 0 {
 		return Children{}, fmt.Errorf("spec.nodes: %d is not an odd number from 3 to 9", n)
 	}
 	res, err := Resources(spec.RedisEnterpriseNodeResources)
@@ -156,7 +173,7 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 		NodesService:        nodesService(owner, selector, labels),
 		PrimaryService:      primaryService(owner.Name, corev1.ServiceTypeClusterIP, owner, selector, labels),
 		UIService:           primaryService(UIServiceName(owner.Name), cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), owner, selector, labels),
-		StatefulSet:         statefulSet(owner, spec, res, conf, selector, labels),
+		StatefulSet:         statefulSet(owner, spec, Members(owner.Name, spec, in.Primary), res, conf, selector, labels),
 		PodDisruptionBudget: podDisruptionBudget(owner, selector, labels),
 	}, nil
 }
@@ -313,7 +330,7 @@ func Roles(name string, nodes int, recorded string) map[string]string {
 func FollowsNoPrimary(host string) bool { return host == noPrimaryHost }
 
 func configMap(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, in Input, conf string, labels map[string]string) *corev1ac.ConfigMapApplyConfiguration {
-	data := Roles(owner.Name, Nodes(spec), in.Primary)
+	data := Roles(owner.Name, Members(owner.Name, spec, in.Primary), in.Primary)
 	data[ConfigFile] = conf
 	return corev1ac.ConfigMap(ConfigMapName(owner.Name), owner.Namespace).
 		WithLabels(labels).
@@ -335,7 +352,7 @@ func Args(username string) []string {
 	}
 }
 
-func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, res corev1.ResourceRequirements, conf string, selector, labels map[string]string) *appsv1ac.StatefulSetApplyConfiguration {
+func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, members int, res corev1.ResourceRequirements, conf string, selector, labels map[string]string) *appsv1ac.StatefulSetApplyConfiguration {
 	image, pullPolicy := Image(spec)
 	sum := sha256.Sum256([]byte(conf))
 	probe := func() *corev1ac.ProbeApplyConfiguration {
@@ -383,7 +400,7 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 		WithVolumes(corev1ac.Volume().WithName(configVolume).
 			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
 	stsSpec := appsv1ac.StatefulSetSpec().
-		WithReplicas(int32(Nodes(spec))).
+		WithReplicas(int32(members)).
 		WithServiceName(NodesServiceName(owner.Name)).
 		// Every node starts at once; the operator, not the StatefulSet,
 		// orders the roles.

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/resources"
 )
 
 func TestQuantity(t *testing.T) {
@@ -74,6 +75,31 @@ func TestFlagReadsBoolsAndStrings(t *testing.T) {
 		var f redisv1alpha1.Flag
 		if err := json.Unmarshal([]byte(in), &f); err == nil {
 			t.Errorf("%s: accepted as %+v", in, f)
+		}
+	}
+}
+
+// Scaled in below the primary's ordinal, the StatefulSet keeps the
+// primary's pod, and every pod below it, each with its role file, until
+// the primary is handed over to a node that stays.
+func TestBuildKeepsThePrimaryBeyondTheNodesWanted(t *testing.T) {
+	owner := resources.Owner{GVK: redisv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster"), Name: "r", Namespace: "ns", UID: "uid"}
+	spec := &redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3}
+	for _, tt := range []struct {
+		primary string
+		want    int32
+	}{{"", 3}, {"r-1", 3}, {"r-3", 4}, {"r-4", 5}, {"other-4", 3}, {"r-99", 3}} {
+		c, err := Build(owner, spec, Input{Primary: tt.primary})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := *c.StatefulSet.Spec.Replicas; got != tt.want {
+			t.Errorf("primary %q: %d replicas, want %d", tt.primary, got, tt.want)
+		}
+		for i := range int(tt.want) {
+			if _, ok := c.ConfigMap.Data[RoleFile(PodName("r", i))]; !ok {
+				t.Errorf("primary %q: no role file for r-%d", tt.primary, i)
+			}
 		}
 	}
 }
