@@ -43,7 +43,7 @@ func cutPodFrom(t *testing.T, c client.Client, namespace, name string, ips ...st
 	if err != nil {
 		t.Fatalf("open the network namespace of pod %s: %v", name, err)
 	}
-	var rules [][]string
+	rules := make([][]string, 0, 2*len(ips))
 	for _, ip := range ips {
 		rules = append(rules, []string{"INPUT", "-s", ip, "-j", "DROP"}, []string{"OUTPUT", "-d", ip, "-j", "DROP"})
 	}
