@@ -374,3 +374,39 @@ func TestRedisAReplicaThePrimaryHasNotHeardFromIsBehind(t *testing.T) {
 		}
 	}
 }
+
+// A rolling update replaces the primary's pod last, after a handover in
+// one pass: writes pause on the old primary, the current replica furthest
+// along is promoted, the old primary follows it, the other replica is
+// pointed at it, and the role labels move.
+func TestRedisRollingUpdateHandsThePrimaryOverBeforeItsPodGoes(t *testing.T) {
+	primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 100,
+		ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 0}}}
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true)})
+	f.mustPass()
+	// No StatefulSet controller runs here: say it has taken the spec, and
+	// that r-0 alone still runs the old template.
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: "r"}}
+	get(t, sts)
+	sts.Status.ObservedGeneration, sts.Status.UpdateRevision = sts.Generation, "new"
+	if err := k8s.Status().Update(context.Background(), sts); err != nil {
+		t.Fatal(err)
+	}
+	for i, revision := range []string{"old", "new", "new"} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: rec.PodName("r", i)}}
+		get(t, pod)
+		pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
+		if err := k8s.Update(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mustPass()
+	want := []string{"pause " + nodeAddr(0), "promote " + nodeAddr(1), "follow " + nodeAddr(0) + " r-1.r-nodes",
+		"unpause " + nodeAddr(0), "follow " + nodeAddr(2) + " r-1.r-nodes"}
+	if !slices.Equal(f.redis.Calls, want) {
+		t.Errorf("calls %v, want %v", f.redis.Calls, want)
+	}
+	if f.obj.Status.Primary != "r-1" || f.roleLabel(0) != redisv1alpha1.RoleReplica || f.roleLabel(1) != redisv1alpha1.RolePrimary {
+		t.Errorf("primary %s, labels r-0 %s, r-1 %s; want r-1, replica, primary", f.obj.Status.Primary, f.roleLabel(0), f.roleLabel(1))
+	}
+}

@@ -297,7 +297,7 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		if err := x.claim(ctx, o, cmp.Or(d.Primary, previous)); err != nil {
 			return Step{}, fmt.Errorf("claim the step %s %s: %w", d.Action, d.Target, err)
 		}
-		if err := x.take(ctx, o, d, nodes, redis); err != nil {
+		if err := x.take(ctx, o, previous, d, nodes, redis); err != nil {
 			err = fmt.Errorf("%s %s: %w", d.Action, d.Target, err)
 			if previous != o.Status.Primary {
 				// The status must not name a primary the step did not
@@ -458,8 +458,9 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 	return nodes, ctx.Err()
 }
 
-// take performs the planned step.
-func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, d rec.Decision, nodes []redisNode, redis redisnode.Nodes) error {
+// take performs the planned step. recorded is the primary before it (the
+// status already names the one the step claimed).
+func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, recorded string, d rec.Decision, nodes []redisNode, redis redisnode.Nodes) error {
 	node := func(name string) *redisNode {
 		for i := range nodes {
 			if nodes[i].plan.Name == name {
@@ -522,11 +523,11 @@ func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		pod := node(d.Target).pod
 		return client.IgnoreNotFound(x.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
 	case rec.Handover:
-		if err := handover(ctx, redis, node(o.Status.Primary).addr(), node(d.Target).addr(), host); err != nil {
+		if err := handover(ctx, redis, node(recorded).addr(), node(d.Target).addr(), host); err != nil {
 			return err
 		}
 		// The Services follow the primary at once.
-		if err := x.label(ctx, node(o.Status.Primary), redisv1alpha1.RoleReplica); err != nil {
+		if err := x.label(ctx, node(recorded), redisv1alpha1.RoleReplica); err != nil {
 			return err
 		}
 		if err := x.label(ctx, node(d.Target), redisv1alpha1.RolePrimary); err != nil {
