@@ -1,0 +1,104 @@
+package realpods
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// The operator away while pods other than the primary's alone are
+// deleted: the cells of the matrix next to the primary's pod deleted
+// (TestRedisFaultPrimaryRestartsEmptyWhileTheOperatorIsAway).
+
+// deletePodsAndWait deletes the named pods of r and waits until each is
+// back, a new pod, and ready.
+func (r *redisCluster) deletePodsAndWait(names ...string) {
+	r.t.Helper()
+	ctx, ns := context.Background(), r.rec.Namespace
+	old := map[string]types.UID{}
+	for _, name := range names {
+		old[name] = r.podUID(name)
+		if err := r.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	for _, name := range names {
+		testenv.Eventually(r.t, 2*time.Minute, func() (bool, string) {
+			pod := &corev1.Pod{}
+			if err := r.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+				return false, err.Error()
+			}
+			return pod.UID != old[name] && podReady(pod), fmt.Sprintf("pod %s: uid %s, ready %v", name, pod.UID, podReady(pod))
+		})
+	}
+}
+
+// With persistence off and the operator stopped, a replica's pod deleted:
+// it comes back empty, follows the primary its role file names, and
+// resynchronises from it on its own; writes acknowledged by both replicas
+// go on once it has, and nothing changes when the operator is back.
+func TestRedisFaultReplicaRestartsEmptyWhileTheOperatorIsAway(t *testing.T) {
+	_, op, r := startCell(t, "replica", false)
+	primary := r.rec.Status.Primary
+	replica := ""
+	for _, n := range r.rec.Status.Nodes {
+		if n.Name != primary {
+			replica = n.Name
+			break
+		}
+	}
+	w := r.startWriterWaiting("replica", 2, cellWritePause)
+	waitWrites(t, w, 200)
+	op.Stop()
+	r.deletePodsAndWait(replica)
+	// Writes acknowledged by both replicas again: the empty replica has
+	// caught up with the primary without the operator.
+	waitWrites(t, w, 100)
+	back := time.Now()
+	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(r.rec.Namespace))
+	if got := r.waitRunning(2 * time.Minute); got != primary {
+		t.Errorf("the primary moved from %s to %s after a replica restarted", primary, got)
+	}
+	acked, lost := r.finish(w, "persistence off, operator away, a replica's pod deleted (it comes back empty)", time.Since(back))
+	t.Logf("replica %s came back empty with the operator away; %d writes acknowledged (WAIT 2), %d lost", replica, acked, lost)
+}
+
+// With persistence on and the operator stopped, every pod deleted at once:
+// each node comes back from its own data as a replica, so none takes a
+// write, and none resynchronises from another, until the operator is back
+// and promotes the node furthest along; every acknowledged write is still
+// there.
+func TestRedisFaultEveryPodRestartsWhileTheOperatorIsAway(t *testing.T) {
+	_, op, r := startCell(t, "everypod", true)
+	w := r.startWriterWaiting("everypod", 1, cellWritePause)
+	waitWrites(t, w, 300)
+	op.Stop()
+	var names []string
+	for _, n := range r.rec.Status.Nodes {
+		names = append(names, n.Name)
+	}
+	r.deletePodsAndWait(names...)
+	time.Sleep(5 * time.Second)
+	for _, name := range names {
+		info, err := r.replication(name)
+		if err != nil {
+			t.Fatalf("node %s: %v", name, err)
+		}
+		if info["role"] == "master" {
+			t.Errorf("with the operator away, %s came back a primary (every node should boot a replica)", name)
+		}
+	}
+	back := time.Now()
+	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(r.rec.Namespace))
+	r.waitRunning(3 * time.Minute)
+	acked, lost := r.finish(w, "persistence on, operator away, every pod deleted", time.Since(back))
+	t.Logf("every pod restarted with the operator away; %s is the primary; %d writes acknowledged (WAIT 1), %d lost", r.rec.Status.Primary, acked, lost)
+}
