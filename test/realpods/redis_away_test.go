@@ -98,6 +98,9 @@ func TestRedisFaultEveryPodRestartsWhileTheOperatorIsAway(t *testing.T) {
 	}
 	back := time.Now()
 	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(r.rec.Namespace))
+	// The status still says what it said before the operator left: Ready
+	// is when writes are acknowledged again and the status says Running.
+	waitWrites(t, w, 1)
 	r.waitRunning(3 * time.Minute)
 	acked, lost := r.finish(w, "persistence on, operator away, every pod deleted", time.Since(back))
 	t.Logf("every pod restarted with the operator away; %s is the primary; %d writes acknowledged (WAIT 1), %d lost", r.rec.Status.Primary, acked, lost)
