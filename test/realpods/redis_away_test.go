@@ -81,7 +81,7 @@ func TestRedisFaultEveryPodRestartsWhileTheOperatorIsAway(t *testing.T) {
 	w := r.startWriterWaiting("everypod", 1, cellWritePause)
 	waitWrites(t, w, 300)
 	op.Stop()
-	var names []string
+	names := make([]string, 0, len(r.rec.Status.Nodes))
 	for _, n := range r.rec.Status.Nodes {
 		names = append(names, n.Name)
 	}
