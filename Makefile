@@ -55,7 +55,11 @@ help: ## Show this help.
 .PHONY: demo
 demo: controlplane realnode build ## Start a local cluster (pods run for real where the machine allows it), run the operator, apply every sample and show the result (Ctrl-C stops all).
 	go build -o $(LOCALBIN)/localcluster ./hack/localcluster
-	$(LOCALBIN)/localcluster demo --operator=$(LOCALBIN)/app-operator
+	$(LOCALBIN)/localcluster demo --operator=$(LOCALBIN)/app-operator --nodes=$(NODES)
+
+# How many real nodes `make demo` runs, e.g. NODES=3 (one beyond the first
+# each in a network namespace of its own; see docs/real-pods.md).
+NODES ?= 1
 
 .PHONY: cluster
 cluster: controlplane ## Start the full local cluster alone and print how to reach it (Ctrl-C stops it).
@@ -106,12 +110,13 @@ verify: manifests generate lint ## Fail when generated files, formatting or go.m
 	go vet ./...
 
 .PHONY: test
-test: controlplane realnode $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster.
+test: controlplane realnode $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node and then on three.
 	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
 	@# file too, printed at the end: go test shows a passing package's output
 	@# only with -v.
 	@summary=$$(mktemp); status=0; \
 	HELM=$(HELM) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./... || status=$$?; \
+	APP_OPERATOR_NODES=3 APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -run '^TestNodes' ./test/realpods || status=$$?; \
 	cat $$summary; rm -f $$summary; exit $$status
 
 # The numbers of applications `make bench` measures, e.g. BENCH_N=1000,5000,10000;

@@ -96,17 +96,21 @@ func demo(ctx context.Context, args []string) error {
 	exitWhenReady := fs.Bool("exit-when-ready", false, "stop everything once every sample is Ready instead of waiting for Ctrl-C")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the samples to become Ready")
 	profileFlag := fs.String("profile", "auto", "real-pods, full (kwok's fake node), or auto: real-pods where the machine allows it")
+	nodes := fs.Int("nodes", 1, "how many real nodes (real-pods profile): each one beyond the first runs in a network namespace of its own")
 	_ = fs.Parse(args)
 	profile, err := demoProfile(*profileFlag)
 	if err != nil {
 		return err
+	}
+	if *nodes > 1 && profile != cluster.RealPods {
+		return fmt.Errorf("--nodes=%d needs the real-pods profile, not %s", *nodes, profile)
 	}
 
 	root, err := cluster.RepoRoot()
 	if err != nil {
 		return err
 	}
-	c, err := cluster.Start(ctx, cluster.Options{Profile: profile, Progress: os.Stdout})
+	c, err := cluster.Start(ctx, cluster.Options{Profile: profile, Progress: os.Stdout, Nodes: *nodes})
 	if err != nil {
 		return err
 	}
@@ -138,6 +142,10 @@ func demo(ctx context.Context, args []string) error {
 
 	step("The samples and their children")
 	showSamples(samples, kubectl)
+	if len(c.NodeNames()) > 1 {
+		step("Where each pod runs")
+		_ = kubectl("get", "pods", "-n", demoNamespace, "-o", "custom-columns=POD:.metadata.name,NODE:.spec.nodeName,STATUS:.status.phase", "--sort-by=.spec.nodeName")
+	}
 	fmt.Println()
 	for _, line := range settled.lines {
 		fmt.Println(line)

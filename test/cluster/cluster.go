@@ -78,6 +78,10 @@ type Options struct {
 	// RealNodeBinDir holds the RealPods profile's node binaries and images.
 	// Empty means the folder that `make realnode` fills.
 	RealNodeBinDir string
+	// Nodes is how many real nodes the RealPods profile runs: one on the
+	// host's own network when 0 or 1, or each in a network namespace of
+	// its own (realnode_agent.go).
+	Nodes int
 }
 
 // AuditLogPath is where kube-apiserver writes its audit log when
@@ -144,7 +148,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens := newClusterTokens()
+	tokens := newClusterTokens(opts.Nodes)
 	tokenFile, err := cl.writeTokenFile(tokens)
 	if err != nil {
 		return nil, err
@@ -179,10 +183,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if opts.Profile == RealPods {
-		if err := cl.startRealNode(ctx, realNodeBinDir, ports.node, tokens.node, keys, progress); err != nil {
+		if err := cl.startRealNode(ctx, realNodeBinDir, opts.Nodes, ports.node, tokens.node, keys, progress); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(progress, "Cluster ready (node %s Ready, pods run for real)\n", RealNodeName)
+		fmt.Fprintf(progress, "Cluster ready (%s Ready, pods run for real)\n", strings.Join(cl.NodeNames(), ", "))
 		return cl, nil
 	}
 	if err := cl.startFakeNode(ctx, kwokConfig, ports.kwok); err != nil {
@@ -226,7 +230,7 @@ func (c *Cluster) ServiceAccountConfig(ctx context.Context, namespace, name stri
 }
 
 // Pids returns the process id of every running component, by name
-// (etcd, kube-apiserver, ...).
+// (etcd, kube-apiserver, ...; a node's among several as kubelet/realnode-1).
 func (c *Cluster) Pids() map[string]int {
 	pids := make(map[string]int, len(c.procs))
 	for _, p := range c.procs {
@@ -235,6 +239,15 @@ func (c *Cluster) Pids() map[string]int {
 	if c.node != nil {
 		for _, p := range c.node.procs {
 			pids[p.name] = p.cmd.Process.Pid
+		}
+		for _, a := range c.node.agents {
+			for _, p := range a.procs {
+				key := p.name
+				if len(c.node.agents) > 1 {
+					key += "/" + a.name
+				}
+				pids[key] = p.cmd.Process.Pid
+			}
 		}
 	}
 	return pids

@@ -104,11 +104,16 @@ type clusterTokens struct {
 	node realNodeTokens
 }
 
-// newClusterTokens makes a random token for every component.
-func newClusterTokens() clusterTokens {
+// newClusterTokens makes a random token for every component, and for the
+// kubelet of each of nodes real nodes.
+func newClusterTokens(nodes int) clusterTokens {
+	kubelets := make([]string, max(nodes, 1))
+	for i := range kubelets {
+		kubelets[i] = randomToken()
+	}
 	return clusterTokens{
 		controllerManager: randomToken(), scheduler: randomToken(), kwok: randomToken(),
-		node: realNodeTokens{kubelet: randomToken(), proxy: randomToken(), metricsServer: randomToken(), dns: randomToken()},
+		node: realNodeTokens{kubelets: kubelets, proxy: randomToken(), metricsServer: randomToken(), dns: randomToken()},
 	}
 }
 
@@ -122,11 +127,15 @@ func (c *Cluster) writeTokenFile(t clusterTokens) (string, error) {
 		t.scheduler + ",system:kube-scheduler,sched-uid,system:masters",
 		t.kwok + ",kwok,kwok-uid,system:masters",
 		// The real node's kubelet and kube-proxy (RealPods profile).
-		t.node.kubelet + ",system:node:" + RealNodeName + ",kubelet-uid,\"system:nodes,system:masters\"",
 		t.node.proxy + ",system:kube-proxy,kube-proxy-uid,system:node-proxier",
 		t.node.metricsServer + ",metrics-server,metrics-server-uid,system:masters",
 		t.node.dns + "," + dnsUser + ",coredns-uid",
 	}, "\n") + "\n"
+	// Each real node's kubelet (RealPods profile).
+	for i, token := range t.node.kubelets {
+		name := nodeName(len(t.node.kubelets), i)
+		tokens += token + ",system:node:" + name + ",kubelet-uid-" + name + ",\"system:nodes,system:masters\"\n"
+	}
 	tokenFile := filepath.Join(c.Dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
 		return "", err
@@ -298,8 +307,14 @@ func (c *Cluster) exited() error {
 }
 
 func (c *Cluster) writeKubeconfig(path, user, token string) error {
+	return c.writeKubeconfigFor(c.host, path, user, token)
+}
+
+// writeKubeconfigFor writes a kubeconfig that reaches the API server at
+// server (the address a node in a network namespace reaches it at).
+func (c *Cluster) writeKubeconfigFor(server, path, user, token string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: c.host, CertificateAuthorityData: c.caPEM}
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: c.caPEM}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: user, Namespace: metav1.NamespaceDefault}
 	cfg.CurrentContext = "local"

@@ -23,15 +23,12 @@ import (
 const (
 	// ClusterDomain is the RealPods profile's DNS domain.
 	ClusterDomain = "cluster.local"
-	// DNSAddress is where the RealPods profile's pods send their DNS
-	// queries (UDP and TCP port 53).
-	DNSAddress = bridgeIP
-	dnsUser    = "system:coredns"
+	dnsUser       = "system:coredns"
 )
 
 // corefile is CoreDNS's configuration: the cluster domain and the reverse
 // zones from the API, nothing forwarded.
-func corefile(kubeconfig string, readyPort int) string {
+func corefile(bind, kubeconfig string, readyPort int) string {
 	return fmt.Sprintf(`.:53 {
     bind %s
     errors
@@ -44,7 +41,7 @@ func corefile(kubeconfig string, readyPort int) string {
     cache 5
     loadbalance
 }
-`, DNSAddress, readyPort, ClusterDomain, kubeconfig)
+`, bind, readyPort, ClusterDomain, kubeconfig)
 }
 
 // startDNS grants CoreDNS what a cluster's DNS add-on may read, starts it,
@@ -79,10 +76,10 @@ func (c *Cluster) startDNS(ctx context.Context, token string, readyPort int) err
 		return err
 	}
 	config := filepath.Join(n.dir, "Corefile")
-	if err := os.WriteFile(config, []byte(corefile(kubeconfig, readyPort)), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(corefile(n.hostIP, kubeconfig, readyPort)), 0o644); err != nil {
 		return err
 	}
-	if err := n.run("coredns", nil, "-conf", config); err != nil {
+	if err := n.run("coredns", "-conf", config); err != nil {
 		return err
 	}
 	ready := "http://127.0.0.1:" + strconv.Itoa(readyPort) + "/ready"
@@ -97,4 +94,13 @@ func (c *Cluster) startDNS(ctx context.Context, token string, readyPort int) err
 		}
 		return nil
 	})
+}
+
+// DNSAddress is where the RealPods profile's pods send their DNS queries
+// (UDP and TCP port 53); "" for the other profiles.
+func (c *Cluster) DNSAddress() string {
+	if c.node == nil {
+		return ""
+	}
+	return c.node.hostIP
 }

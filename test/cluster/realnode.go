@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -17,11 +18,13 @@ import (
 // and each other realnode_*.go file holds one of its components or one part
 // of the host it changes).
 
-// The real node: one per machine at a time (kube-proxy's iptables chains and
-// the kubelet's are the host's), guarded by a lock file. Its volatile state
-// (sockets, the runtime's state, the pods' network namespaces) lives under a
-// short path, since socket paths are limited to 107 bytes; everything else
-// lives in the cluster's run folder, under realnode/.
+// The real nodes: one set per machine at a time (kube-proxy's iptables
+// chains and the kubelet's are the host's, and so are the nodes' bridge
+// and namespaces), guarded by a lock file. Their volatile state (sockets,
+// the runtime's state, the pods' network namespaces) lives under a short
+// path, since socket paths are limited to 107 bytes; everything else lives
+// in the cluster's run folder, under realnode/ (realnode/nodes/<name>/ for
+// each of several nodes).
 const (
 	// RealNodeName is the name of the RealPods profile's node.
 	RealNodeName = "realnode-0"
@@ -32,7 +35,6 @@ const (
 	realNodeLock   = "/run/app-operator-realnode.lock"
 	realNodeState  = "/run/app-operator-realnode"
 	realNodeRecord = realNodeState + "/cluster.json"
-	realNodeSocket = realNodeState + "/containerd.sock"
 	realNodeCgroup = "app-operator-realnode"
 	bridgeName     = "appop-cni0"
 	podSubnet      = "10.88.0.0/24"
@@ -78,7 +80,16 @@ type realNode struct {
 	rec    realNodeRecordData
 	// registry is the address of the node's image registry.
 	registry string
-	procs    []*process
+	// hostIP is where the nodes and their pods reach the host: the
+	// pods' bridge of the one node, or the nodes' bridge.
+	hostIP string
+	agents []*agent
+	// ports and caCert are what a node restarted after StopNode starts
+	// with again.
+	ports  realNodePorts
+	caCert string
+	// procs run on the host; each agent's run on its node.
+	procs []*process
 	// stopStorage stops the volume provisioner (storage.go).
 	stopStorage func()
 }
@@ -162,11 +173,15 @@ type realNodePorts struct {
 
 // realNodeTokens are the node components' API credentials.
 type realNodeTokens struct {
-	kubelet, proxy, metricsServer, dns string
+	// kubelets has one token per node.
+	kubelets                  []string
+	proxy, metricsServer, dns string
 }
 
-func (n *realNode) run(name string, env []string, args ...string) error {
-	p, err := startProcessEnv(filepath.Join(n.binDir, name), args, filepath.Join(n.dir, "logs", name+".log"), env)
+// run starts the node binary name on the host, logging to the node's
+// folder.
+func (n *realNode) run(name string, args ...string) error {
+	p, err := startProcess(filepath.Join(n.binDir, name), args, filepath.Join(n.dir, "logs", name+".log"))
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
@@ -174,8 +189,30 @@ func (n *realNode) run(name string, env []string, args ...string) error {
 	return nil
 }
 
+// runOn starts the node binary name on agent a's network, logging to its
+// folder.
+func (n *realNode) runOn(a *agent, name string, env []string, args ...string) error {
+	bin, args := a.command(filepath.Join(n.binDir, name), args...)
+	p, err := startProcessEnv(bin, args, filepath.Join(a.dir, "logs", name+".log"), env)
+	if err != nil {
+		return fmt.Errorf("start %s on %s: %w", name, a.name, err)
+	}
+	p.name = name
+	a.procs = append(a.procs, p)
+	return nil
+}
+
+// allProcs are the host's processes and every node's.
+func (n *realNode) allProcs() []*process {
+	procs := slices.Clone(n.procs)
+	for _, a := range n.agents {
+		procs = append(procs, a.procs...)
+	}
+	return procs
+}
+
 func (n *realNode) exited() error {
-	for _, p := range n.procs {
+	for _, p := range n.allProcs() {
 		select {
 		case <-p.done:
 			return fmt.Errorf("%s exited: %v; last log lines:\n%s", p.name, p.err, p.tail(20))

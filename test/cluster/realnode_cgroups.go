@@ -41,22 +41,31 @@ func cgroupHierarchies() []string {
 	return dirs
 }
 
-// createCgroupRoot creates the kubelet's cgroup root in every v1 hierarchy
-// (the kubelet requires it to exist). A new cpuset cgroup starts with no
-// CPUs or memory nodes: it gets its parent's.
-func createCgroupRoot() error {
+// createCgroupRoot creates the node's cgroup tree in every v1 hierarchy,
+// with each agent's kubelet cgroup root in it (the kubelet requires it to
+// exist). A new cpuset cgroup starts with no CPUs or memory nodes: it gets
+// its parent's.
+func createCgroupRoot(agents []*agent) error {
 	for _, h := range cgroupHierarchies() {
 		if _, err := os.Stat(filepath.Join(h, "cgroup.controllers")); err == nil {
 			continue // the v2 tree: runc creates what it needs there
 		}
-		dir := filepath.Join(h, realNodeCgroup)
-		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
-			return fmt.Errorf("create cgroup %s: %w", dir, err)
+		dirs := []string{realNodeCgroup}
+		for _, a := range agents {
+			if a.cgroup != realNodeCgroup {
+				dirs = append(dirs, a.cgroup)
+			}
 		}
-		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-			if v, err := os.ReadFile(filepath.Join(h, f)); err == nil {
-				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
-					return fmt.Errorf("set %s of %s: %w", f, dir, err)
+		for _, d := range dirs {
+			dir := filepath.Join(h, d)
+			if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+				return fmt.Errorf("create cgroup %s: %w", dir, err)
+			}
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				if v, err := os.ReadFile(filepath.Join(filepath.Dir(dir), f)); err == nil {
+					if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
+						return fmt.Errorf("set %s of %s: %w", f, dir, err)
+					}
 				}
 			}
 		}
@@ -64,13 +73,14 @@ func createCgroupRoot() error {
 	return nil
 }
 
-// killCgroupProcesses kills every process in the node's cgroup tree: the
-// pods' processes that outlived their runtime.
-func killCgroupProcesses() {
+// killCgroupProcesses kills every process in the cgroup tree root (the
+// node's, or one agent's in it): the pods' processes that outlived their
+// runtime.
+func killCgroupProcesses(root string) {
 	for attempt := 0; attempt < 20; attempt++ {
 		found := false
 		for _, h := range cgroupHierarchies() {
-			_ = filepath.WalkDir(filepath.Join(h, realNodeCgroup), func(path string, d os.DirEntry, err error) error {
+			_ = filepath.WalkDir(filepath.Join(h, root), func(path string, d os.DirEntry, err error) error {
 				if err != nil || !d.IsDir() {
 					return nil
 				}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -19,34 +20,34 @@ import (
 // startContainerd writes containerd's registry mirrors, its CNI network and
 // its configuration, starts it, and waits for its CRI to report the runtime
 // and the network ready.
-func (n *realNode) startContainerd(ctx context.Context, registry string) error {
-	certs, err := n.writeRegistryMirrors(registry)
+func (n *realNode) startContainerd(ctx context.Context, a *agent) error {
+	certs, err := writeRegistryMirrors(a, n.registry)
 	if err != nil {
 		return err
 	}
-	cniConf, err := n.writeCNIConfig()
+	cniConf, err := writeCNIConfig(a)
 	if err != nil {
 		return err
 	}
-	config, err := n.writeContainerdConfig(certs, cniConf)
+	config, err := n.writeContainerdConfig(a, certs, cniConf)
 	if err != nil {
 		return err
 	}
 	// containerd finds its shim on PATH.
 	env := append(os.Environ(), "PATH="+n.binDir+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-	if err := n.run("containerd", env, "--config="+config); err != nil {
+	if err := n.runOn(a, "containerd", env, "--config="+config); err != nil {
 		return err
 	}
-	return n.poll(ctx, 60*time.Second, "containerd's CRI", func() error {
-		return criReady(ctx)
+	return n.poll(ctx, 60*time.Second, "containerd's CRI on "+a.name, func() error {
+		return criReady(ctx, a.socket())
 	})
 }
 
 // writeRegistryMirrors writes containerd's registry configuration (one
 // hosts.toml per registry, each naming the local registry) and returns its
 // folder.
-func (n *realNode) writeRegistryMirrors(registry string) (string, error) {
-	certs := filepath.Join(n.dir, "containerd", "certs.d")
+func writeRegistryMirrors(a *agent, registry string) (string, error) {
+	certs := filepath.Join(a.dir, "containerd", "certs.d")
 	// Every registry is served by the local one: the samples' (docker.io),
 	// the sandbox image's (registry.k8s.io), quay.io, and through _default
 	// any other, so that a pull never leaves the machine; an image the
@@ -65,13 +66,23 @@ func (n *realNode) writeRegistryMirrors(registry string) (string, error) {
 
 // writeCNIConfig writes the pods' network configuration (the bridge
 // plugin on the node's subnet) and returns its folder.
-func (n *realNode) writeCNIConfig() (string, error) {
-	cniConf := filepath.Join(n.dir, "cni", "net.d")
+func writeCNIConfig(a *agent) (string, error) {
+	cniConf := filepath.Join(a.dir, "cni", "net.d")
 	if err := os.MkdirAll(cniConf, 0o755); err != nil {
 		return "", err
 	}
 	// Pods route their subnet on the bridge and the Services' cluster IPs
-	// through the node, where kube-proxy translates them; nothing else.
+	// through the node, where kube-proxy translates them; among several
+	// nodes, the other nodes' pods and the nodes' network (the host among
+	// them) through the node too; nothing else.
+	routes := []string{serviceCIDR}
+	if a.netns != "" {
+		routes = append(routes, clusterPodCIDR, nodeNetwork)
+	}
+	var dsts []string
+	for _, r := range routes {
+		dsts = append(dsts, fmt.Sprintf(`{"dst": %q}`, r))
+	}
 	conflist := fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": %q,
@@ -84,12 +95,12 @@ func (n *realNode) writeCNIConfig() (string, error) {
     "ipam": {
       "type": "host-local",
       "ranges": [[{"subnet": %q, "gateway": %q}]],
-      "routes": [{"dst": %q}],
+      "routes": [%s],
       "dataDir": %q
     }
   }]
 }
-`, cniNetworkName, bridgeName, podSubnet, bridgeIP, serviceCIDR, filepath.Join(n.dir, "cni", "ipam"))
+`, cniNetworkName, bridgeName, a.podSubnet, a.podGateway, strings.Join(dsts, ", "), filepath.Join(a.dir, "cni", "ipam"))
 	if err := os.WriteFile(filepath.Join(cniConf, "10-app-operator.conflist"), []byte(conflist), 0o644); err != nil {
 		return "", err
 	}
@@ -98,9 +109,9 @@ func (n *realNode) writeCNIConfig() (string, error) {
 
 // writeContainerdConfig writes containerd's configuration, with its
 // volatile state under the short path, and returns its path.
-func (n *realNode) writeContainerdConfig(certs, cniConf string) (string, error) {
-	root := filepath.Join(n.dir, "containerd", "root")
-	config := filepath.Join(n.dir, "containerd.toml")
+func (n *realNode) writeContainerdConfig(a *agent, certs, cniConf string) (string, error) {
+	root := filepath.Join(a.dir, "containerd", "root")
+	config := filepath.Join(a.dir, "containerd.toml")
 	toml := fmt.Sprintf(`version = 4
 root = %q
 state = %q
@@ -153,18 +164,19 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
         BinaryName = %q
         Root = %q
         SystemdCgroup = false
-`, root, filepath.Join(realNodeState, "containerd"), realNodeSocket, realNodeSocket+".ttrpc", filepath.Join(realNodeState, "s"),
+`, root, filepath.Join(a.state, "containerd"), a.socket(), a.socket()+".ttrpc", filepath.Join(a.state, "s"),
 		filepath.Join(root, "opt"), certs, cniPluginDir, cniConf,
-		filepath.Join(n.binDir, "runc"), filepath.Join(realNodeState, "runc"))
+		filepath.Join(n.binDir, "runc"), filepath.Join(a.state, "runc"))
 	if err := os.WriteFile(config, []byte(toml), 0o644); err != nil {
 		return "", err
 	}
 	return config, nil
 }
 
-// criReady asks containerd whether its runtime and network are ready.
-func criReady(ctx context.Context) error {
-	conn, err := grpc.NewClient("unix://"+realNodeSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// criReady asks the containerd at socket whether its runtime and network
+// are ready.
+func criReady(ctx context.Context, socket string) error {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}

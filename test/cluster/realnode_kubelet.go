@@ -16,8 +16,8 @@ import (
 // The real node's agents: the kubelet and kube-proxy, and the wait for the
 // node to turn Ready.
 
-func (n *realNode) startKubelet(kubeconfig, caCert string, ports realNodePorts) error {
-	config := filepath.Join(n.dir, "kubelet.yaml")
+func (n *realNode) startKubelet(a *agent, kubeconfig, caCert string, ports realNodePorts) error {
+	config := filepath.Join(a.dir, "kubelet.yaml")
 	yaml := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %s
@@ -63,26 +63,37 @@ evictionHard:
   imagefs.inodesFree: 1%%
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-`, bridgeIP, ports.kubelet, ports.kubeletHealthz, caCert, realNodeSocket, realNodeCgroup,
-		filepath.Join(n.dir, "pod-logs"), filepath.Join(n.dir, "volume-plugins"), DNSAddress, ClusterDomain)
+`, a.ip, ports.kubelet, ports.kubeletHealthz, caCert, a.socket(), a.cgroup,
+		filepath.Join(a.dir, "pod-logs"), filepath.Join(a.dir, "volume-plugins"), n.hostIP, ClusterDomain)
 	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		return err
 	}
-	return n.run("kubelet", nil,
+	return n.runOn(a, "kubelet", nil,
 		"--config="+config,
 		"--kubeconfig="+kubeconfig,
-		"--root-dir="+filepath.Join(n.dir, "kubelet"),
-		"--cert-dir="+filepath.Join(n.dir, "kubelet-pki"),
-		"--hostname-override="+RealNodeName,
-		// A loopback node IP is refused: the node is reached at the bridge's
-		// own address.
-		"--node-ip="+bridgeIP,
+		"--root-dir="+filepath.Join(a.dir, "kubelet"),
+		"--cert-dir="+filepath.Join(a.dir, "kubelet-pki"),
+		"--hostname-override="+a.name,
+		// A loopback node IP is refused: the one node is reached at its
+		// pods' bridge's address, each of several at its own.
+		"--node-ip="+a.ip,
 		"--v=1",
 	)
 }
 
-func (n *realNode) startKubeProxy(kubeconfig string, ports realNodePorts) error {
-	config := filepath.Join(n.dir, "kube-proxy.yaml")
+// startKubeProxy starts kube-proxy for agent a, on its network; with a
+// nil a, on the host's network among several nodes, so that clients on the
+// host reach Services as the nodes' pods do. That one has no Node of its
+// own: it names the first node's, which it reads an address from.
+func (n *realNode) startKubeProxy(a *agent, kubeconfig string, ports realNodePorts) error {
+	dir, name, cidr := n.dir, n.agents[0].name, clusterPodCIDR
+	if a != nil {
+		dir, name, cidr = a.dir, a.name, a.podSubnet
+		if len(n.agents) > 1 {
+			cidr = clusterPodCIDR
+		}
+	}
+	config := filepath.Join(dir, "kube-proxy.yaml")
 	yaml := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
@@ -100,22 +111,25 @@ conntrack:
   min: 0
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
-`, kubeconfig, RealNodeName, ports.proxyHealthz, ports.proxyMetrics, podSubnet)
+`, kubeconfig, name, ports.proxyHealthz, ports.proxyMetrics, cidr)
 	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		return err
 	}
-	return n.run("kube-proxy", nil, "--config="+config, "--v=1")
+	if a == nil {
+		return n.run("kube-proxy", "--config="+config, "--v=1")
+	}
+	return n.runOn(a, "kube-proxy", nil, "--config="+config, "--v=1")
 }
 
-// waitRealNodeReady waits until the node is Ready and the default
+// waitRealNodeReady waits until node name is Ready and the default
 // ServiceAccount exists (pods are rejected until it does).
-func (c *Cluster) waitRealNodeReady(ctx context.Context) error {
+func (c *Cluster) waitRealNodeReady(ctx context.Context, name string) error {
 	cs, err := kubernetes.NewForConfig(c.Config())
 	if err != nil {
 		return err
 	}
-	return c.node.poll(ctx, 2*time.Minute, "node "+RealNodeName, func() error {
-		node, err := cs.CoreV1().Nodes().Get(ctx, RealNodeName, metav1.GetOptions{})
+	return c.node.poll(ctx, 2*time.Minute, "node "+name, func() error {
+		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

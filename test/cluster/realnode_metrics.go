@@ -31,9 +31,9 @@ const metricsServerName, metricsServerNamespace = "metrics-server", metav1.Names
 // serving certificate is self-signed, and so is metrics-server's.
 func (c *Cluster) startMetricsServer(ctx context.Context, kubeconfig, caCert string, port int) error {
 	n := c.node
-	if err := n.run("metrics-server", nil,
+	if err := n.run("metrics-server",
 		"--secure-port="+strconv.Itoa(port),
-		"--bind-address="+bridgeIP,
+		"--bind-address="+n.hostIP,
 		"--cert-dir="+filepath.Join(n.dir, "metrics-server-certs"),
 		"--kubeconfig="+kubeconfig,
 		"--authentication-kubeconfig="+kubeconfig,
@@ -78,7 +78,7 @@ func (c *Cluster) createMetricsService(ctx context.Context, port int) error {
 			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "app-operator-local-cluster"},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{bridgeIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{c.node.hostIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 	}
 	if _, err := cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {

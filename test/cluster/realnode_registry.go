@@ -33,7 +33,7 @@ http:
 `, filepath.Join(n.dir, "registry"), addr)), 0o644); err != nil {
 		return err
 	}
-	if err := n.run("registry", nil, "serve", config); err != nil {
+	if err := n.run("registry", "serve", config); err != nil {
 		return err
 	}
 	return n.poll(ctx, 30*time.Second, "registry at "+addr, func() error {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,32 +16,42 @@ import (
 // The real node's start: the steps that bring it up on top of the running
 // control plane, in order.
 
-// startRealNode starts the node on top of the running control plane and
-// returns once the node is Ready. On failure the caller's Stop undoes what
-// was done: c.node is set as soon as the machine-wide lock is held.
-func (c *Cluster) startRealNode(ctx context.Context, binDir string, ports realNodePorts, tokens realNodeTokens, keys *pki, progress io.Writer) error {
+// startRealNode starts the nodes on top of the running control plane and
+// returns once every node is Ready. On failure the caller's Stop undoes
+// what was done: c.node is set as soon as the machine-wide lock is held.
+func (c *Cluster) startRealNode(ctx context.Context, binDir string, nodes int, ports realNodePorts, tokens realNodeTokens, keys *pki, progress io.Writer) error {
 	lock, err := lockRealNode(ctx, progress)
 	if err != nil {
 		return err
 	}
-	n := &realNode{binDir: binDir, dir: filepath.Join(c.Dir, "realnode"), lock: lock}
+	dir := filepath.Join(c.Dir, "realnode")
+	n := &realNode{binDir: binDir, dir: dir, lock: lock, agents: newAgents(nodes, dir), hostIP: bridgeIP, ports: ports, caCert: keys.caCert}
+	if len(n.agents) > 1 {
+		n.hostIP = nodeBridgeIP
+	}
 	c.node = n
 
 	cleanupPreviousRealNode(progress)
 	if err := n.recordHost(); err != nil {
 		return err
 	}
-	if err := createCgroupRoot(); err != nil {
+	if err := createCgroupRoot(n.agents); err != nil {
 		return err
 	}
-	if err := createBridge(); err != nil {
+	if len(n.agents) > 1 {
+		fmt.Fprintf(progress, "Creating the network of %d nodes (bridge %s at %s)\n", len(n.agents), nodeBridgeName, nodeBridgeIP)
+		err = createNodeNetwork(n.agents)
+	} else {
+		err = createBridge()
+	}
+	if err != nil {
 		return err
 	}
 	if err := n.startImageRegistry(ctx, ports.registry, progress); err != nil {
 		return err
 	}
 
-	fmt.Fprintf(progress, "Starting the cluster DNS (CoreDNS) on %s:53\n", DNSAddress)
+	fmt.Fprintf(progress, "Starting the cluster DNS (CoreDNS) on %s:53\n", n.hostIP)
 	if err := c.startDNS(ctx, tokens.dns, ports.dnsReady); err != nil {
 		return err
 	}
@@ -48,9 +60,11 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, ports realNo
 		return err
 	}
 
-	fmt.Fprintln(progress, "Starting containerd")
-	if err := n.startContainerd(ctx, n.registry); err != nil {
-		return err
+	for _, a := range n.agents {
+		fmt.Fprintln(progress, "Starting containerd on", a.name)
+		if err := n.startContainerd(ctx, a); err != nil {
+			return err
+		}
 	}
 
 	if err := c.startNodeAgents(ctx, ports, tokens, keys, progress); err != nil {
@@ -58,11 +72,11 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, ports realNo
 	}
 
 	fmt.Fprintf(progress, "Starting the volume provisioner of the StorageClasses %s (default) and %s\n", StorageClassStandard, StorageClassGP2)
-	if n.stopStorage, err = c.startStorage(ctx, filepath.Join(n.dir, "volumes")); err != nil {
+	if n.stopStorage, err = c.startStorage(ctx, n.agents); err != nil {
 		return err
 	}
 
-	fmt.Fprintf(progress, "Starting metrics-server on %s:%d\n", bridgeIP, ports.metricsServer)
+	fmt.Fprintf(progress, "Starting metrics-server on %s:%d\n", n.hostIP, ports.metricsServer)
 	msConfig := filepath.Join(n.dir, "metrics-server.kubeconfig")
 	if err := c.writeKubeconfig(msConfig, "metrics-server", tokens.metricsServer); err != nil {
 		return err
@@ -95,7 +109,12 @@ func (n *realNode) recordHost() error {
 			n.rec.Sysctls[s] = strings.TrimSpace(string(v))
 		}
 	}
-	for _, d := range []string{realNodeState, n.dir} {
+	dirs := make([]string, 0, 2+2*len(n.agents))
+	dirs = append(dirs, realNodeState, n.dir)
+	for _, a := range n.agents {
+		dirs = append(dirs, a.state, filepath.Join(a.dir, "logs"))
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -108,12 +127,16 @@ func (n *realNode) recordHost() error {
 	return nil
 }
 
-// startImageRegistry starts the node's image registry on the loopback port
-// and pushes to it the images `make realnode` saved, which containerd then
-// pulls.
+// startImageRegistry starts the nodes' image registry and pushes to it the
+// images `make realnode` saved, which containerd then pulls: on the
+// loopback port for the one node, at the host's address for several.
 func (n *realNode) startImageRegistry(ctx context.Context, port int, progress io.Writer) error {
-	fmt.Fprintf(progress, "Starting the image registry on 127.0.0.1:%d\n", port)
-	registry := "127.0.0.1:" + strconv.Itoa(port)
+	host := "127.0.0.1"
+	if len(n.agents) > 1 {
+		host = n.hostIP
+	}
+	registry := net.JoinHostPort(host, strconv.Itoa(port))
+	fmt.Fprintln(progress, "Starting the image registry on", registry)
 	if err := n.startRegistry(ctx, registry); err != nil {
 		return err
 	}
@@ -124,24 +147,63 @@ func (n *realNode) startImageRegistry(ctx context.Context, port int, progress io
 	return nil
 }
 
-// startNodeAgents starts the kubelet and kube-proxy, each with a kubeconfig
-// of its own identity, and waits for the node to turn Ready.
+// startNodeAgents starts each node's kubelet and kube-proxy, each with a
+// kubeconfig of its own identity (and, among several nodes, a kube-proxy
+// on the host), and waits for every node to turn Ready.
 func (c *Cluster) startNodeAgents(ctx context.Context, ports realNodePorts, tokens realNodeTokens, keys *pki, progress io.Writer) error {
 	n := c.node
-	fmt.Fprintf(progress, "Starting the kubelet (node %s, port %d) and kube-proxy\n", RealNodeName, ports.kubelet)
-	kubeletConfig := filepath.Join(n.dir, "kubelet.kubeconfig")
+	// The nodes in network namespaces of their own reach the API server
+	// at the host's address on the nodes' bridge.
+	server := c.host
+	if len(n.agents) > 1 {
+		u, err := url.Parse(c.host)
+		if err != nil {
+			return err
+		}
+		server = "https://" + net.JoinHostPort(n.hostIP, u.Port())
+	}
 	proxyConfig := filepath.Join(n.dir, "kube-proxy.kubeconfig")
-	if err := c.writeKubeconfig(kubeletConfig, "system:node:"+RealNodeName, tokens.kubelet); err != nil {
-		return err
+	for i, a := range n.agents {
+		fmt.Fprintf(progress, "Starting the kubelet (node %s at %s, port %d) and kube-proxy\n", a.name, a.ip, ports.kubelet)
+		kubeletConfig := a.kubeconfig("kubelet")
+		if err := c.writeKubeconfigFor(server, kubeletConfig, "system:node:"+a.name, tokens.kubelets[i]); err != nil {
+			return err
+		}
+		agentProxyConfig := a.kubeconfig("kube-proxy")
+		if err := c.writeKubeconfigFor(server, agentProxyConfig, "system:kube-proxy", tokens.proxy); err != nil {
+			return err
+		}
+		if err := n.startKubelet(a, kubeletConfig, keys.caCert, ports); err != nil {
+			return err
+		}
+		if err := n.startKubeProxy(a, agentProxyConfig, ports); err != nil {
+			return err
+		}
 	}
-	if err := c.writeKubeconfig(proxyConfig, "system:kube-proxy", tokens.proxy); err != nil {
-		return err
+	for _, a := range n.agents {
+		if err := c.waitRealNodeReady(ctx, a.name); err != nil {
+			return err
+		}
 	}
-	if err := n.startKubelet(kubeletConfig, keys.caCert, ports); err != nil {
-		return err
+	if len(n.agents) > 1 {
+		fmt.Fprintln(progress, "Starting kube-proxy on the host")
+		if err := c.writeKubeconfig(proxyConfig, "system:kube-proxy", tokens.proxy); err != nil {
+			return err
+		}
+		return n.startKubeProxy(nil, proxyConfig, ports)
 	}
-	if err := n.startKubeProxy(proxyConfig, ports); err != nil {
-		return err
+	return nil
+}
+
+// NodeNames are the names of the RealPods profile's nodes, in order; nil
+// for the other profiles.
+func (c *Cluster) NodeNames() []string {
+	if c.node == nil {
+		return nil
 	}
-	return c.waitRealNodeReady(ctx)
+	names := make([]string, len(c.node.agents))
+	for i, a := range c.node.agents {
+		names[i] = a.name
+	}
+	return names
 }

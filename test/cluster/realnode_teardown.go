@@ -22,11 +22,11 @@ import (
 // The real node's teardown: stopping its processes and pods, and removing from
 // the host what it added, after a clean stop or a killed run.
 
-// stop stops the node and removes from the host everything it added: the
-// pods (through the runtime, so that their networks are torn down), the
-// processes, the iptables chains of kube-proxy and the kubelet, the bridge,
-// the mounts, the cgroups and the changed kernel settings. The run folder
-// keeps the logs.
+// stop stops the nodes and removes from the host everything they added:
+// the pods (through the runtime, so that their networks are torn down),
+// the processes, the iptables chains of kube-proxy and the kubelet, the
+// bridges and the nodes' network namespaces, the mounts, the cgroups and
+// the changed kernel settings. The run folder keeps the logs.
 func (n *realNode) stop() error {
 	var errs []error
 	if n.stopStorage != nil {
@@ -34,7 +34,7 @@ func (n *realNode) stop() error {
 		n.stopStorage = nil
 	}
 	stopNamed := func(name string) {
-		for _, p := range n.procs {
+		for _, p := range n.allProcs() {
 			if p.name == name {
 				if err := p.stop(10 * time.Second); err != nil {
 					errs = append(errs, err)
@@ -50,8 +50,10 @@ func (n *realNode) stop() error {
 		stopNamed("kube-proxy")
 		proxyDone <- kubeProxyCleanup(n.binDir)
 	}()
-	if err := removeSandboxes(); err != nil {
-		errs = append(errs, err)
+	for _, a := range n.agents {
+		if err := removeSandboxes(a.socket()); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	proxyErr := <-proxyDone
 	errs = append(errs, proxyErr)
@@ -60,6 +62,9 @@ func (n *realNode) stop() error {
 	stopNamed("containerd")
 	stopNamed("registry")
 	n.procs = nil
+	for _, a := range n.agents {
+		a.procs = nil
+	}
 	if n.rec.Dir != "" {
 		errs = append(errs, cleanupRealNode(n.rec, proxyErr == nil))
 	}
@@ -70,13 +75,14 @@ func (n *realNode) stop() error {
 	return errors.Join(errs...)
 }
 
-// removeSandboxes stops and removes every pod sandbox through containerd's
-// CRI, which kills the containers and deletes their networks.
-func removeSandboxes() error {
-	if _, err := os.Stat(realNodeSocket); err != nil {
+// removeSandboxes stops and removes every pod sandbox through the CRI of
+// the containerd at socket, which kills the containers and deletes their
+// networks.
+func removeSandboxes(socket string) error {
+	if _, err := os.Stat(socket); err != nil {
 		return nil
 	}
-	conn, err := grpc.NewClient("unix://"+realNodeSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
@@ -106,13 +112,14 @@ func removeSandboxes() error {
 	return errors.Join(errs...)
 }
 
-// cleanupRealNode removes what a real node added to the host, whether it
-// stopped cleanly or was killed. It touches only what the node created: the
-// processes in its own cgroup tree, the shims of its own containerd, mounts
-// under its own folders, its iptables chains, its bridge.
+// cleanupRealNode removes what the real nodes added to the host, whether
+// they stopped cleanly or were killed. It touches only what they created:
+// the processes in their own cgroup tree, the shims of their own
+// containerds, mounts under their own folders, their iptables chains,
+// their bridges and network namespaces.
 func cleanupRealNode(rec realNodeRecordData, proxyCleaned bool) error {
 	var errs []error
-	killCgroupProcesses()
+	killCgroupProcesses(realNodeCgroup)
 	killShims()
 	for _, dir := range []string{realNodeState, rec.Dir} {
 		errs = append(errs, unmountUnder(dir))
@@ -121,7 +128,7 @@ func cleanupRealNode(rec realNodeRecordData, proxyCleaned bool) error {
 		errs = append(errs, kubeProxyCleanup(rec.BinDir))
 	}
 	errs = append(errs, removeKubeletChains())
-	errs = append(errs, deleteBridge())
+	errs = append(errs, deleteBridge(), deleteNodeNetwork())
 	errs = append(errs, removeCgroupRoot())
 	for key, value := range rec.Sysctls {
 		path := filepath.Join("/proc/sys", key)
@@ -152,9 +159,17 @@ func kubeProxyCleanup(binDir string) error {
 	return nil
 }
 
-// killShims kills the runc shims of this node's containerd (found by the
-// containerd address on their command line).
+// killShims kills the runc shims of the nodes' containerds (found by a
+// containerd address under the nodes' state folder on their command line).
 func killShims() {
+	for _, pid := range shimPids(func(arg string) bool { return strings.HasPrefix(arg, realNodeState+"/") }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// shimPids are the runc shims with an argument that match accepts.
+func shimPids(match func(arg string) bool) []int {
+	var pids []int
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		data, err := os.ReadFile(p)
@@ -162,16 +177,14 @@ func killShims() {
 			continue
 		}
 		args := strings.Split(string(data), "\x00")
-		if len(args) == 0 || filepath.Base(args[0]) != shimBinary {
-			continue
-		}
-		if !slices.Contains(args, realNodeSocket) {
+		if len(args) == 0 || filepath.Base(args[0]) != shimBinary || !slices.ContainsFunc(args, match) {
 			continue
 		}
 		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			pids = append(pids, pid)
 		}
 	}
+	return pids
 }
 
 // unmountUnder detaches every mount point at or under dir, deepest first.

@@ -16,12 +16,16 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The real node's storage: StorageClasses whose volumes are folders of the
+// The real nodes' storage: StorageClasses whose volumes are folders of a
 // node (hostPath PersistentVolumes), made by a small provisioner that runs
-// in the process that owns the cluster. It gives every pending claim of
-// its classes a volume of its own under the cluster's run folder
-// (realnode/volumes/pvc-<uid>), pinned to the one real node, and deletes
-// a released volume with its folder. Sizes are recorded, not enforced.
+// in the process that owns the cluster. As local storage does in real
+// clusters, a claim of its classes waits for its first pod
+// (WaitForFirstConsumer): once the scheduler has picked the pod's node, the
+// provisioner gives the claim a volume of its own in that node's folder
+// (realnode/volumes/pvc-<uid> for the one node,
+// realnode/nodes/<node>/volumes/pvc-<uid> for each of several), pinned to
+// that node, and deletes a released volume with its folder. Sizes are
+// recorded, not enforced.
 const (
 	// HostPathProvisioner is the provisioner name of the classes.
 	HostPathProvisioner = "app-operator.local/hostpath"
@@ -34,16 +38,20 @@ const (
 	provisionInterval = 500 * time.Millisecond
 )
 
+// selectedNode is the annotation by which the scheduler names the node of
+// a claim's first pod.
+const selectedNode = "volume.kubernetes.io/selected-node"
+
 // hostPathProvisioner provisions and deletes the hostPath volumes.
 type hostPathProvisioner struct {
-	cs   kubernetes.Interface
-	dir  string // where the volumes' folders are
-	node string
+	cs kubernetes.Interface
+	// dirs are where each node's volumes' folders are, by node name.
+	dirs map[string]string
 }
 
 // startStorage creates the StorageClasses and starts the provisioner; the
 // returned function stops it.
-func (c *Cluster) startStorage(ctx context.Context, dir string) (func(), error) {
+func (c *Cluster) startStorage(ctx context.Context, agents []*agent) (func(), error) {
 	cs, err := kubernetes.NewForConfig(c.Config())
 	if err != nil {
 		return nil, err
@@ -53,7 +61,7 @@ func (c *Cluster) startStorage(ctx context.Context, dir string) (func(), error) 
 			ObjectMeta:        metav1.ObjectMeta{Name: name},
 			Provisioner:       HostPathProvisioner,
 			ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
-			VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+			VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
 		}
 		if name == StorageClassStandard {
 			sc.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
@@ -62,10 +70,13 @@ func (c *Cluster) startStorage(ctx context.Context, dir string) (func(), error) 
 			return nil, fmt.Errorf("create StorageClass %s: %w", name, err)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	p := &hostPathProvisioner{cs: cs, dirs: map[string]string{}}
+	for _, a := range agents {
+		p.dirs[a.name] = filepath.Join(a.dir, "volumes")
+		if err := os.MkdirAll(p.dirs[a.name], 0o755); err != nil {
+			return nil, err
+		}
 	}
-	p := &hostPathProvisioner{cs: cs, dir: dir, node: RealNodeName}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -91,7 +102,8 @@ func ours(class *string) bool {
 	return class != nil && (*class == StorageClassStandard || *class == StorageClassGP2)
 }
 
-// provision makes a volume for every pending claim of the classes.
+// provision makes a volume for every pending claim of the classes whose
+// node the scheduler has picked.
 func (p *hostPathProvisioner) provision(ctx context.Context) error {
 	claims, err := p.cs.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -99,7 +111,8 @@ func (p *hostPathProvisioner) provision(ctx context.Context) error {
 	}
 	var errs []error
 	for _, claim := range claims.Items {
-		if claim.Spec.VolumeName != "" || claim.Status.Phase != corev1.ClaimPending || !ours(claim.Spec.StorageClassName) || claim.DeletionTimestamp != nil {
+		if claim.Spec.VolumeName != "" || claim.Status.Phase != corev1.ClaimPending || !ours(claim.Spec.StorageClassName) || claim.DeletionTimestamp != nil ||
+			p.dirs[claim.Annotations[selectedNode]] == "" {
 			continue
 		}
 		errs = append(errs, p.provisionClaim(ctx, &claim))
@@ -109,7 +122,8 @@ func (p *hostPathProvisioner) provision(ctx context.Context) error {
 
 func (p *hostPathProvisioner) provisionClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
 	name := "pvc-" + string(claim.UID)
-	path := filepath.Join(p.dir, name)
+	node := claim.Annotations[selectedNode]
+	path := filepath.Join(p.dirs[node], name)
 	if err := os.MkdirAll(path, 0o777); err != nil {
 		return err
 	}
@@ -137,7 +151,7 @@ func (p *hostPathProvisioner) provisionClaim(ctx context.Context, claim *corev1.
 				HostPath: &corev1.HostPathVolumeSource{Path: path, Type: ptr.To(corev1.HostPathDirectory)},
 			},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{p.node}}},
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
 			}}}},
 		},
 	}
@@ -160,7 +174,10 @@ func (p *hostPathProvisioner) reclaim(ctx context.Context) error {
 			pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || pv.Spec.HostPath == nil {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(p.dir, pv.Name)); err != nil {
+		if !p.holds(pv.Spec.HostPath.Path) {
+			continue
+		}
+		if err := os.RemoveAll(pv.Spec.HostPath.Path); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -169,4 +186,15 @@ func (p *hostPathProvisioner) reclaim(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// holds reports whether path is a volume's folder in one of the nodes'
+// folders: the provisioner deletes nothing else.
+func (p *hostPathProvisioner) holds(path string) bool {
+	for _, dir := range p.dirs {
+		if filepath.Dir(path) == dir {
+			return true
+		}
+	}
+	return false
 }

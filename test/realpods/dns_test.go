@@ -59,7 +59,7 @@ func TestClusterDNSNamesServicesAndPods(t *testing.T) {
 
 	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
-		return d.DialContext(ctx, network, net.JoinHostPort(cluster.DNSAddress, "53"))
+		return d.DialContext(ctx, network, net.JoinHostPort(testCluster.DNSAddress(), "53"))
 	}}
 	name := fmt.Sprintf("member-0.peers.%s.svc.%s", ns, cluster.ClusterDomain)
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
@@ -93,8 +93,8 @@ func TestClusterDNSNamesServicesAndPods(t *testing.T) {
 			found = append(found, string(data))
 		}
 	}
-	if len(found) != 1 || !strings.Contains(found[0], "nameserver "+cluster.DNSAddress) {
+	if len(found) != 1 || !strings.Contains(found[0], "nameserver "+testCluster.DNSAddress()) {
 		t.Errorf("resolv.conf of the pod in %s (among %d sandboxes): %q, want one with %q and nameserver %s",
-			ns, len(confs), found, search, cluster.DNSAddress)
+			ns, len(confs), found, search, testCluster.DNSAddress())
 	}
 }

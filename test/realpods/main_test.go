@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -45,16 +46,54 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return cluster.RunTests(cluster.Options{
+	nodes, err := nodesWanted()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts := cluster.Options{
 		Profile:  cluster.RealPods,
 		Progress: os.Stderr,
 		CRDDir:   filepath.Join(root, "config", "crd", "bases"),
-	}, func(c *cluster.Cluster) int {
+		Nodes:    nodes,
+	}
+	if nodes > 1 {
+		// A node that stops renewing its lease is NotReady after 40 s,
+		// as in a cluster tuned for failover, rather than after 2 min.
+		opts.ControllerManagerArgs = []string{"--node-monitor-grace-period=40s"}
+	}
+	return cluster.RunTests(opts, func(c *cluster.Cluster) int {
 		testCluster = c
 		code := m.Run()
 		printFaultMatrix()
 		return code
 	})
+}
+
+// NodesEnv sets how many real nodes the tests run on: one by default; the
+// tests of several nodes (TestNodes...) run when it is 3 or more, and skip
+// otherwise.
+const NodesEnv = "APP_OPERATOR_NODES"
+
+func nodesWanted() (int, error) {
+	v := os.Getenv(NodesEnv)
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: want a number of nodes, 1 or more", NodesEnv, v)
+	}
+	return n, nil
+}
+
+// needNodes skips the test unless the cluster has at least n nodes.
+func needNodes(t *testing.T, n int) {
+	t.Helper()
+	needCluster(t)
+	if got := len(testCluster.NodeNames()); got < n {
+		t.Skipf("needs %d real nodes, the cluster has %d (%s=%d runs it)", n, got, NodesEnv, n)
+	}
 }
 
 // needCluster skips the test where the profile cannot run.
