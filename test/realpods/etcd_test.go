@@ -53,6 +53,12 @@ func startEtcdSample(t *testing.T, name, version string) (client.Client, *etcdv1
 	t.Helper()
 	needCluster(t)
 	t.Parallel()
+	return runEtcdSample(t, name, version)
+}
+
+// runEtcdSample is startEtcdSample for a test that runs alone.
+func runEtcdSample(t *testing.T, name, version string) (client.Client, *etcdv1beta2.EtcdCluster) {
+	t.Helper()
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})

@@ -41,6 +41,12 @@ type etcdCell struct {
 func startEtcdCell(t *testing.T, name, version string) *etcdCell {
 	t.Helper()
 	c, e := startEtcdSample(t, name, version)
+	return watchEtcdCell(t, c, e)
+}
+
+// watchEtcdCell starts the clients and the watch of the Ready cluster e.
+func watchEtcdCell(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *etcdCell {
+	t.Helper()
 	cell := &etcdCell{c: c, e: e}
 	cell.h = startEtcdHistory(t, clientServiceURL(t, c, e), 2)
 	cell.leader = watchLeader(t, c, e)
@@ -174,6 +180,72 @@ func waitLearnerServing(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluste
 	}
 }
 
+// waitJoiningPodRunning waits, while e grows from three members to four,
+// until the fourth member's pod runs its etcd container, and returns it.
+func waitJoiningPodRunning(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{}
+	key := client.ObjectKey{Namespace: e.Namespace, Name: etcdcluster.MemberName(e.Name, 3)}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if err := c.Get(context.Background(), key, pod); err == nil {
+			for _, cs := range pod.Status.ContainerStatuses {
+				if cs.Name == etcdcluster.ContainerName && cs.State.Running != nil {
+					return pod
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s did not run its etcd within 3 min", key.Name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// joiningMember returns the ID of the member of pod name, as the other
+// members list it, and fails the test unless it is a learner or has not
+// started: a voting member frozen is another fault than this cell's.
+func joiningMember(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, name string) uint64 {
+	t.Helper()
+	var others []string
+	for _, url := range etcdEndpoints(context.Background(), c, e) {
+		if !strings.Contains(url, podIPOf(t, c, e.Namespace, name)+":") {
+			others = append(others, url)
+		}
+	}
+	cli, err := etcdClient(others)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Members {
+		if slices.ContainsFunc(m.PeerURLs, func(u string) bool { return strings.Contains(u, "//"+name+".") }) {
+			if !m.IsLearner && m.Name != "" {
+				t.Fatalf("member %s (%x) was promoted before its pod was frozen", name, m.ID)
+			}
+			return m.ID
+		}
+	}
+	t.Fatalf("no member of pod %s in %+v", name, list.Members)
+	return 0
+}
+
+// podIPOf returns the IP of pod namespace/name.
+func podIPOf(t *testing.T, c client.Client, namespace, name string) string {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod.Status.PodIP
+}
+
 // checkAllVoting checks that e's status lists size members, every one
 // started (named), voting and healthy.
 func checkAllVoting(t *testing.T, e *etcdv1beta2.EtcdCluster, size int) {
@@ -230,11 +302,14 @@ func TestEtcdFaultLearnerThatNeverComesBackDoesNotBlockTheScale(t *testing.T) {
 	c, e := cell.c, cell.e
 	members := watchEtcd(t, c, e)
 	setEtcdSpec(t, c, e, func(s *etcdv1beta2.EtcdClusterSpec) { s.Size = 4 })
-	learner, pod := waitLearnerServing(t, c, e)
+	// Frozen as soon as its etcd runs: a learner that has caught up can be
+	// promoted within a pass, before a freeze that waited for it to answer.
+	pod := waitJoiningPodRunning(t, c, e)
 	claim := etcdClaimUIDs(t, c, e)[etcdcluster.ClaimName(pod.Name)]
 	freezePod(t, c, e.Namespace, pod.Name)
 	start := time.Now()
-	t.Logf("pod %s frozen while member %x was a learner", pod.Name, learner)
+	learner := joiningMember(t, c, e, pod.Name)
+	t.Logf("pod %s frozen while member %x was a learner or not started", pod.Name, learner)
 	waitEtcdReady(t, c, e, 4, etcdVersion, etcdcluster.JoinTimeout+6*time.Minute)
 	toReady := time.Since(start)
 	members.Stop()
