@@ -410,3 +410,68 @@ func TestRedisRollingUpdateHandsThePrimaryOverBeforeItsPodGoes(t *testing.T) {
 		t.Errorf("primary %s, labels r-0 %s, r-1 %s; want r-1, replica, primary", f.obj.Status.Primary, f.roleLabel(0), f.roleLabel(1))
 	}
 }
+
+// statusRecorder records every RedisEnterpriseCluster status its client
+// writes.
+type statusRecorder struct {
+	client.Client
+	written *[]redisv1alpha1.RedisEnterpriseClusterStatus
+}
+
+func (c statusRecorder) Status() client.SubResourceWriter {
+	return recordedStatusWriter{SubResourceWriter: c.Client.Status(), written: c.written}
+}
+
+type recordedStatusWriter struct {
+	client.SubResourceWriter
+	written *[]redisv1alpha1.RedisEnterpriseClusterStatus
+}
+
+func (w recordedStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	err := w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+	if o, ok := obj.(*redisv1alpha1.RedisEnterpriseCluster); ok && err == nil {
+		*w.written = append(*w.written, *o.Status.DeepCopy())
+	}
+	return err
+}
+
+// A status left Running from before (the operator was away while the
+// primary restarted): the pass that fails over never writes a status that
+// says Ready beside a primary its nodes do not show as the healthy
+// primary, not even the claim it writes before the step.
+func TestRedisStatusNeverSaysReadyBesideAPrimaryItsNodesDoNotShow(t *testing.T) {
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+		0: replicaOf("127.0.0.1", 0, false), 1: replicaOf(r0Host, 90, false), 2: replicaOf(r0Host, 95, false),
+	})
+	f.obj.Status.State = redisv1alpha1.StateRunning
+	f.obj.Status.Nodes = []redisv1alpha1.NodeStatus{
+		{Name: "r-0", Role: redisv1alpha1.RolePrimary, Healthy: true},
+		{Name: "r-1", Role: redisv1alpha1.RoleReplica, Healthy: true},
+		{Name: "r-2", Role: redisv1alpha1.RoleReplica, Healthy: true},
+	}
+	meta.SetStatusCondition(&f.obj.Status.Conditions, metav1.Condition{Type: conditions.Ready, Status: metav1.ConditionTrue, Reason: conditions.ReasonAvailable, Message: "before"})
+	if err := k8s.Status().Update(context.Background(), f.obj); err != nil {
+		t.Fatal(err)
+	}
+	var written []redisv1alpha1.RedisEnterpriseClusterStatus
+	r := controller.NewRedisReconciler(statusRecorder{Client: k8s, written: &written}, f.redis, f.clock, failoverWindow)
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.obj)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(written) == 0 {
+		t.Fatal("no status written")
+	}
+	for i, st := range written {
+		if !meta.IsStatusConditionTrue(st.Conditions, conditions.Ready) {
+			continue
+		}
+		if !slices.ContainsFunc(st.Nodes, func(n redisv1alpha1.NodeStatus) bool {
+			return n.Name == st.Primary && n.Role == redisv1alpha1.RolePrimary && n.Healthy
+		}) {
+			t.Errorf("status write %d says Ready with primary %s beside nodes %+v", i, st.Primary, st.Nodes)
+		}
+	}
+	if last := written[len(written)-1]; last.Primary != "r-2" {
+		t.Errorf("primary %s after the pass, want r-2", last.Primary)
+	}
+}

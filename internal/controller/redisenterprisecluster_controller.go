@@ -294,7 +294,7 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	}
 	if d.Action != rec.None && d.Action != rec.Record {
 		previous := o.Status.Primary
-		if err := x.claim(ctx, o, cmp.Or(d.Primary, previous)); err != nil {
+		if err := x.claim(ctx, o, cmp.Or(d.Primary, previous), "Taking the step: "+d.Reason); err != nil {
 			return Step{}, fmt.Errorf("claim the step %s %s: %w", d.Action, d.Target, err)
 		}
 		if err := x.take(ctx, o, previous, d, nodes, redis); err != nil {
@@ -303,7 +303,7 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 				// The status must not name a primary the step did not
 				// make; a node made a primary before the error is found
 				// by the next pass's look.
-				if undo := x.claim(ctx, o, previous); undo != nil {
+				if undo := x.claim(ctx, o, previous, "The step failed: "+err.Error()); undo != nil {
 					err = errors.Join(err, fmt.Errorf("restore the recorded primary %s: %w", previous, undo))
 				}
 			}
@@ -330,15 +330,22 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 // leader election, or a pass from a cache that is behind), only the first
 // to claim acts: the other is refused (409 Conflict) and decides again
 // from what the first wrote. A claim that changes nothing writes nothing,
-// but is still refused when the version is not the latest.
-func (x *redisConnector) claim(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, primary string) error {
+// but is still refused when the version is not the latest. A claim that
+// changes the primary also says, in the conditions, that the cluster is
+// changing (why: message): the status never says Running, Ready, beside a
+// primary that the nodes' roles it lists do not show yet.
+func (x *redisConnector) claim(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, primary, message string) error {
 	claimed := o.DeepCopy()
 	claimed.Status.Primary = primary
+	if primary != o.Status.Primary {
+		claimed.Status.State = redisv1alpha1.StateInitializing
+		status.RedisEnterpriseCluster(&claimed.Status, o.Generation, "", message, "", nil, metav1.NewTime(x.clock.Now()))
+	}
 	if err := x.client.Status().Patch(ctx, claimed, client.MergeFromWithOptions(o, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
 	o.ResourceVersion = claimed.ResourceVersion
-	o.Status.Primary = claimed.Status.Primary
+	o.Status = claimed.Status
 	return nil
 }
 
