@@ -39,7 +39,8 @@ import (
 // An upgrade sets the image of one member's pod at a time; the pod of a
 // member that joins late is deleted, to start again at once.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch;delete
-// The claims tell a member's data (read only: the StatefulSet makes them).
+// The claims tell a member's data (the StatefulSet makes them; see
+// strandedvolume.go for the one the operator deletes).
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch
 
 // Timeouts of the calls to etcd: a pass never waits long on a member that
@@ -123,14 +124,16 @@ type etcdLook struct {
 // etcdOps looks at an EtcdCluster's members and performs its steps.
 type etcdOps struct {
 	client client.Client
-	dial   etcd.Dialer
-	clock  interface{ Now() time.Time }
+	// api reads without the cache what the operator does not watch.
+	api   client.Reader
+	dial  etcd.Dialer
+	clock interface{ Now() time.Time }
 }
 
-// with returns the ops of one pass, with its client.
-func (e *etcdOps) with(c client.Client) *etcdOps {
+// with returns the ops of one pass, with its clients.
+func (e *etcdOps) with(c clients) *etcdOps {
 	pass := *e
-	pass.client = c
+	pass.client, pass.api = c.Client, c.api
 	return &pass
 }
 
@@ -229,6 +232,11 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd
 		}
 		pod := etcdcluster.PodOf(&p, obs.Claims[etcdcluster.ClaimName(p.Name)])
 		pod.Created = p.CreationTimestamp.Time
+		_, why, err := strandedClaim(ctx, e.api, &p)
+		if err != nil {
+			return obs, nil, 0, err
+		}
+		pod.Stranded = why
 		obs.Pods[p.Name] = pod
 		if p.Status.PodIP != "" {
 			urls[p.Name] = "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort))
@@ -411,14 +419,21 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 	case etcdcluster.Upgrade:
 		return nil, "", e.setImage(ctx, o.Namespace, a.Member, a.Image)
 	case etcdcluster.RestartPod:
-		uid := types.UID(a.PodUID)
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: a.Member}}
-		if err := e.client.Delete(ctx, p, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			return nil, "", fmt.Errorf("delete pod %s: %w", a.Member, err)
-		}
-		return nil, "", nil
+		return nil, "", e.deletePod(ctx, o.Namespace, a.Member, a.PodUID)
+	case etcdcluster.ReplaceVolume:
+		return nil, "", deleteStranded(ctx, e.client, o.Namespace, etcdcluster.ClaimName(a.Member), a.ClaimUID, a.Member, a.PodUID)
 	}
 	return changeMembership(ctx, e.dial, obs, urls, a)
+}
+
+// deletePod deletes the pod name of uid, if it is still that pod.
+func (e *etcdOps) deletePod(ctx context.Context, namespace, name, uid string) error {
+	podUID := types.UID(uid)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := e.client.Delete(ctx, p, client.Preconditions{UID: &podUID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete pod %s: %w", name, err)
+	}
+	return nil
 }
 
 // changeMembership makes the membership change a, through the members

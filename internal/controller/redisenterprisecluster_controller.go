@@ -246,6 +246,9 @@ func newPassword() (string, error) {
 type redisNode struct {
 	plan rec.Node
 	pod  *corev1.Pod
+	// stranded is the pod's claim whose volume is stranded on a node
+	// that is gone or cordoned (plan.Stranded says which).
+	stranded *corev1.PersistentVolumeClaim
 }
 
 // addr is the address of the node's Redis port ("" when its pod has no
@@ -410,6 +413,11 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 		}
 		n.pod = pod
 		n.plan.RoleLabel = pod.Labels[rec.RoleLabel]
+		claim, why, err := strandedClaim(ctx, x.apiReader, pod)
+		if err != nil {
+			return nil, err
+		}
+		n.stranded, n.plan.Stranded = claim, why
 		n.plan.Current = sts.Status.UpdateRevision == "" || pod.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision
 		switch {
 		case !pod.DeletionTimestamp.IsZero() || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
@@ -529,6 +537,9 @@ func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	case rec.DeletePod:
 		pod := node(d.Target).pod
 		return client.IgnoreNotFound(x.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
+	case rec.ReplaceVolume:
+		n := node(d.Target)
+		return deleteStranded(ctx, x.client, o.Namespace, n.stranded.Name, string(n.stranded.UID), n.pod.Name, string(n.pod.UID))
 	case rec.Handover:
 		if err := handover(ctx, redis, node(recorded).addr(), node(d.Target).addr(), host); err != nil {
 			return err

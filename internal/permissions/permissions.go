@@ -155,7 +155,8 @@ type need struct {
 
 // clusterScoped are the cluster-scoped resources the rules name, by group:
 // a namespace's Role cannot grant them, so they are checked cluster-wide.
-var clusterScoped = map[string][]string{"scheduling.k8s.io": {"priorityclasses"}}
+// The Helm chart's split of the rules names the same resources.
+var clusterScoped = map[string][]string{"": {"nodes", "persistentvolumes"}, "scheduling.k8s.io": {"priorityclasses"}}
 
 func (n need) clusterScoped() bool { return slices.Contains(clusterScoped[n.group], n.resource) }
 

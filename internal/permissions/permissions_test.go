@@ -3,6 +3,8 @@ package permissions
 import (
 	"slices"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // TestRequiredIsLeastPrivilege holds the generated role to the rules every
@@ -32,6 +34,28 @@ func TestRequiredIsLeastPrivilege(t *testing.T) {
 		for _, v := range []string{"escalate", "bind", "impersonate"} {
 			if slices.Contains(r.Verbs, v) {
 				t.Errorf("rule %+v grants %s", r, v)
+			}
+		}
+	}
+}
+
+// TestRulesNameResourcesOfOneScope: the Helm chart splits the rules into a
+// Role per watched namespace and a ClusterRole by a rule's first resource,
+// which holds only if no rule mixes namespaced and cluster-scoped
+// resources. The nodes and volumes are only ever read.
+func TestRulesNameResourcesOfOneScope(t *testing.T) {
+	rules, err := Required()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		needs := expand([]rbacv1.PolicyRule{r})
+		for _, n := range needs {
+			if n.clusterScoped() != needs[0].clusterScoped() {
+				t.Errorf("rule %+v names namespaced and cluster-scoped resources", r)
+			}
+			if (n.resource == "nodes" || n.resource == "persistentvolumes") && n.verb != "get" {
+				t.Errorf("rule %+v grants %s on %s, want get only", r, n.verb, n.resource)
 			}
 		}
 	}

@@ -32,26 +32,28 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 The manager's rules split by the scope of their resources, for installs
 that grant the namespaced ones through a Role in each watched namespace: a
 Role cannot grant a cluster-scoped resource (the PriorityClass of the
-MicroServiceDeploy pods).
+MicroServiceDeploy pods; the Nodes and PersistentVolumes a stateful
+member's volume stranded on a node is read from). A rule names resources of
+one scope only (internal/permissions checks it).
 */}}
-{{- define "app-operator.clusterScopedGroups" -}}
-{{- list "scheduling.k8s.io" | toJson -}}
+{{- define "app-operator.clusterScopedResources" -}}
+{{- list "nodes" "persistentvolumes" "priorityclasses" | toJson -}}
 {{- end -}}
 
 {{- define "app-operator.namespacedManagerRules" -}}
-{{- $cluster := include "app-operator.clusterScopedGroups" . | fromJsonArray }}
+{{- $cluster := include "app-operator.clusterScopedResources" . | fromJsonArray }}
 {{- $out := list }}
 {{- range (.Files.Get "files/role.yaml" | fromYaml).rules }}
-{{- if not (has (first .apiGroups) $cluster) }}{{ $out = append $out . }}{{ end }}
+{{- if not (has (first .resources) $cluster) }}{{ $out = append $out . }}{{ end }}
 {{- end }}
 {{- toYaml $out }}
 {{- end -}}
 
 {{- define "app-operator.clusterScopedManagerRules" -}}
-{{- $cluster := include "app-operator.clusterScopedGroups" . | fromJsonArray }}
+{{- $cluster := include "app-operator.clusterScopedResources" . | fromJsonArray }}
 {{- $out := list }}
 {{- range (.Files.Get "files/role.yaml" | fromYaml).rules }}
-{{- if has (first .apiGroups) $cluster }}{{ $out = append $out . }}{{ end }}
+{{- if has (first .resources) $cluster }}{{ $out = append $out . }}{{ end }}
 {{- end }}
 {{- toYaml $out }}
 {{- end -}}

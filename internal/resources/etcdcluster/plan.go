@@ -48,6 +48,9 @@ type Pod struct {
 	Ready bool
 	// Created is when the pod was created.
 	Created time.Time
+	// Stranded, when set, says why the pod cannot be scheduled again: its
+	// volume is local to a node that is gone or cordoned.
+	Stranded string
 }
 
 // Observed is everything the planner decides from.
@@ -109,6 +112,11 @@ const (
 	// data was lost) and waits out the kubelet's back-off; a new pod joins
 	// at once, on the same claim.
 	RestartPod ActionKind = "RestartPod"
+	// ReplaceVolume deletes the claim and the pod of a member whose volume
+	// is local to a node that is gone or cordoned: the StatefulSet makes
+	// both again, the claim on a node that takes pods, and the member,
+	// back without its data, is replaced.
+	ReplaceVolume ActionKind = "ReplaceVolume"
 )
 
 // Reasons the planner gives, for the conditions.
@@ -140,8 +148,10 @@ type Action struct {
 	// Member names the member the action is about (the one added,
 	// promoted, removed, upgraded or whose pod restarts).
 	Member string
-	// PodUID is the uid of the pod RestartPod deletes.
+	// PodUID is the uid of the pod RestartPod or ReplaceVolume deletes.
 	PodUID string
+	// ClaimUID is the uid of the claim ReplaceVolume deletes.
+	ClaimUID string
 	// ID is that member's ID (for Promote, Remove, Upgrade); for
 	// MoveLeader, the ID of the member that takes the leadership.
 	ID uint64
@@ -241,6 +251,17 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		if r := recorded[m.ID]; !m.Healthy && ok && r.ClaimUID != "" && pod.ClaimUID != "" && r.ClaimUID != pod.ClaimUID {
 			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: ReasonReplacing,
 				Message: fmt.Sprintf("Removing member %s: its pod runs on a new claim, without the member's data; it is added back as a new member", m.Name)}
+		}
+	}
+	// A member whose pod cannot be scheduled because its volume is local
+	// to a node that is gone or cordoned: its data is out of reach.
+	// Deleting its claim and pod lets the StatefulSet make both again on a
+	// node that takes pods, where the member, on an empty claim, is
+	// replaced (above). The quorum holds without it (checked above).
+	for _, m := range members {
+		if pod, ok := o.Pods[m.Name]; ok && !m.Healthy && pod.Stranded != "" && pod.ClaimUID != "" {
+			return Decision{Action: Action{Kind: ReplaceVolume, Member: m.Name, PodUID: pod.UID, ClaimUID: pod.ClaimUID}, Reason: ReasonReplacing,
+				Message: fmt.Sprintf("Replacing the volume of member %s: %s; the member is added back as a new member on another node", m.Name, pod.Stranded)}
 		}
 	}
 	if len(down) > 0 {

@@ -59,6 +59,9 @@ type Node struct {
 	// Keys is the number of keys the node holds: the tie-break between
 	// nodes whose offsets say nothing (every node restarted).
 	Keys int64
+	// Stranded, when set, says why the node's pod cannot be scheduled
+	// again: its volume is local to a node that is gone or cordoned.
+	Stranded string
 }
 
 // Action is the kind of step the planner chooses.
@@ -91,6 +94,11 @@ const (
 	Handover Action = "Handover"
 	// KillScript sends SCRIPT KILL to Target, a busy primary.
 	KillScript Action = "KillScript"
+	// ReplaceVolume deletes the claim and the pod of Target, a replica
+	// whose volume is local to a node that is gone or cordoned: the
+	// StatefulSet makes both again on a node that takes pods, where the
+	// replica syncs from the primary anew.
+	ReplaceVolume Action = "ReplaceVolume"
 )
 
 // Decision is the one next step, and what the cluster's state is.
@@ -153,7 +161,9 @@ type Observation struct {
 // other node answers, so that the node furthest along, which holds every
 // write any replica acknowledged, is known. A failover fences the old
 // primary before it promotes. With a healthy primary, fence every other
-// node that claims to be a primary or follows another; label the pods;
+// node that claims to be a primary or follows another; give a replica
+// whose volume is stranded on a node that is gone or cordoned a new one;
+// label the pods;
 // then roll the pods that run an old template, replicas first, each only
 // while every node is healthy, and the primary last after a handover to a
 // synced replica. A primary beyond the nodes wanted (a scale-in below its
@@ -213,6 +223,13 @@ func plan(in Observation) Decision {
 		if len(stale) > 0 {
 			d.Reason = fmt.Sprintf("fenced %v, claiming to be primaries, and pointed %v at the primary %s", stale, d.Repoint, recorded)
 		}
+		return d
+	}
+	// A replica whose pod cannot come back where its data is. A primary
+	// never is: the failover above comes first, from a replica in sync.
+	if n, ok := strandedReplica(nodes, recorded); ok {
+		d.Action, d.Target = ReplaceVolume, n.Name
+		d.Reason = fmt.Sprintf("gave the replica %s a new volume, as %s", n.Name, n.Stranded)
 		return d
 	}
 	if labels := wrongLabels(nodes, recorded); len(labels) > 0 {
@@ -289,6 +306,17 @@ func plan(in Observation) Decision {
 	d.Repoint = others(answering, recorded, target.Name)
 	d.Reason = fmt.Sprintf("handed the primary over from %s to %s, to replace %s", recorded, target.Name, recorded)
 	return d
+}
+
+// strandedReplica returns the first node but the primary recorded whose
+// volume is stranded on a node that is gone or cordoned.
+func strandedReplica(nodes []Node, recorded string) (Node, bool) {
+	for _, n := range nodes {
+		if n.Name != recorded && n.Stranded != "" {
+			return n, true
+		}
+	}
+	return Node{}, false
 }
 
 // InSync reports whether a replica is in sync with its primary, both ways:

@@ -180,6 +180,19 @@ func TestPlan(t *testing.T) {
 			want:     Decision{Action: Label, Labels: map[string]string{p1: redisv1alpha1.RolePrimary}, Primary: p1, State: redisv1alpha1.StateInitializing},
 		},
 		{
+			name:     "should give a replica stranded on a node that is gone a new volume",
+			recorded: p1,
+			nodes:    []Node{{Name: p0, Pod: PodNotReady, Stranded: "its volume is local to node n0, which is gone"}, primaryNode(p1, 100), replicaNode(p2, p1, 100)},
+			want:     Decision{Action: ReplaceVolume, Target: p0, Primary: p1, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should fail over from a primary stranded on a node that is gone, never replace its volume",
+			recorded: p0,
+			nodes:    []Node{{Name: p0, Pod: PodNotReady, Stranded: "its volume is local to node n0, which is gone"}, orphanNode(p1, p0, 100), orphanNode(p2, p0, 90)},
+			downFor:  window,
+			want:     Decision{Action: Failover, Target: p1, Primary: p1, Fence: p0, Repoint: []string{p2}, State: redisv1alpha1.StateInitializing},
+		},
+		{
 			name:     "should wait for a missing node",
 			recorded: p0,
 			nodes:    []Node{primaryNode(p0, 100), replicaNode(p1, p0, 100), {Name: p2, Pod: PodMissing}},
