@@ -15,6 +15,7 @@ import (
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
+	"github.com/app-operator/app-operator/api/placement"
 	"github.com/app-operator/app-operator/api/podsecurity"
 	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 )
@@ -46,6 +47,7 @@ func Funcs() []any {
 		fillProfile, fillServiceType, fillProtocol,
 		fillAppServiceSpec, fillServicePort, fillMyWebSpec, fillMicroServiceDeploySpec, fillEtcdClusterSpec,
 		fillRedisEnterpriseClusterSpec, fillRedisNodeResources, optional[redislabsv1alpha1.NodeResources], fillPullPolicy,
+		fillLabelValue, fillToleration, fillSpread, optional[placement.Spread],
 	}
 }
 
@@ -430,5 +432,57 @@ func fillMicroServiceDeploySpec(s *customv1.MicroServiceDeploySpec, c randfill.C
 			rr.Requests = corev1.ResourceList{}
 		}
 		rr.Requests[corev1.ResourceCPU] = quantityOf(corev1.ResourceCPU, c)
+	}
+}
+
+// fillLabelValue fills a node label value: mostly a DNS label, sometimes
+// empty, and one time in 32 any string (the schema refuses most).
+func fillLabelValue(v *placement.LabelValue, c randfill.Continue) {
+	switch c.Intn(32) {
+	case 0:
+		var s string
+		fillString(&s, c)
+		*v = placement.LabelValue(s)
+	case 1, 2:
+		*v = ""
+	default:
+		*v = placement.LabelValue(label(c, 20))
+	}
+}
+
+// fillToleration fills a toleration of any key, operator, value and
+// effect, and, seven times in eight, follows the schema's rules across its
+// fields: an empty key and a value only with the operators that admit
+// them, tolerationSeconds only with the effect NoExecute.
+func fillToleration(t *placement.Toleration, c randfill.Continue) {
+	c.FillNoCustom(t)
+	if c.Intn(4) == 0 {
+		t.Key = pick(c, "", "node.kubernetes.io/unreachable", "example.com/dedicated")
+	}
+	t.Operator = enum(c, "", corev1.TolerationOpExists, corev1.TolerationOpEqual)
+	t.Effect = enum(c, "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute)
+	if c.Intn(8) == 0 {
+		return
+	}
+	if t.Key == "" {
+		t.Operator = corev1.TolerationOpExists
+	}
+	if t.Operator == corev1.TolerationOpExists {
+		t.Value = ""
+	}
+	if t.Effect != corev1.TaintEffectNoExecute {
+		t.TolerationSeconds = nil
+	}
+}
+
+// fillSpread fills a spread: the default key, a well-known one or a label
+// key, and one time in 32 any string (the schema refuses most).
+func fillSpread(s *placement.Spread, c randfill.Continue) {
+	c.FillNoCustom(s)
+	switch c.Intn(32) {
+	case 0:
+		fillString(&s.TopologyKey, c)
+	default:
+		s.TopologyKey = pick(c, "", corev1.LabelHostname, corev1.LabelTopologyZone, "example.com/"+label(c, 20), label(c, 20))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/app-operator/app-operator/api/placement"
 	"github.com/app-operator/app-operator/api/podsecurity"
 )
 
@@ -74,6 +75,10 @@ type AppServiceSpec struct {
 	// Pod security: the profile (Baseline or Restricted) and optional
 	// security contexts that replace the profile's.
 	podsecurity.Settings `json:",inline"`
+
+	// Placement: the node selector and tolerations of the pods, and how
+	// they spread over the nodes.
+	placement.Placement `json:",inline"`
 }
 
 // ServicePort is one port of the Service, written as a core/v1 ServicePort.

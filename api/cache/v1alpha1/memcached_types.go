@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/app-operator/app-operator/api/placement"
 	"github.com/app-operator/app-operator/api/podsecurity"
 )
 
@@ -53,6 +54,10 @@ type MemcachedSpec struct {
 	// Pod security: the profile (Baseline or Restricted) and optional
 	// security contexts that replace the profile's.
 	podsecurity.Settings `json:",inline"`
+
+	// Placement: the node selector and tolerations of the pods, and how
+	// they spread over the nodes.
+	placement.Placement `json:",inline"`
 }
 
 // MemcachedStatus is the observed state.

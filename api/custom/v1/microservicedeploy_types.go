@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/app-operator/app-operator/api/placement"
 	"github.com/app-operator/app-operator/api/podsecurity"
 )
 
@@ -142,6 +143,10 @@ type MicroServiceDeploySpec struct {
 	// Pod security: the profile (Baseline or Restricted) and optional
 	// security contexts that replace the profile's.
 	podsecurity.Settings `json:",inline"`
+
+	// Placement: the node selector and tolerations of the pods, and how
+	// they spread over the nodes.
+	placement.Placement `json:",inline"`
 }
 
 // ResourceRequirements are the limits and requests of the container, for

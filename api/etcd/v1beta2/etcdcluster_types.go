@@ -2,6 +2,8 @@ package v1beta2
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/app-operator/app-operator/api/placement"
 )
 
 const (
@@ -43,6 +45,29 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]+([._/:-][a-z0-9]+)*$`
 	Repository string `json:"repository,omitempty"`
+
+	// Pod is the policy of the member pods: where they may run and how
+	// they spread over the nodes (by default each on a node of its own,
+	// as a preference).
+	// +optional
+	Pod *PodPolicy `json:"pod,omitempty"`
+}
+
+// PodPolicy is the policy of the member pods, at the place of the etcd
+// operator's own: spec.pod.nodeSelector, spec.pod.tolerations and
+// spec.pod.spread.
+type PodPolicy struct {
+	// Placement: the node selector and tolerations of the member pods,
+	// and how they spread over the nodes.
+	placement.Placement `json:",inline"`
+}
+
+// Placement is spec.pod's placement, empty when spec.pod is left out.
+func (s *EtcdClusterSpec) Placement() placement.Placement {
+	if s.Pod == nil {
+		return placement.Placement{}
+	}
+	return s.Pod.Placement
 }
 
 // EtcdMember is one member of the cluster, as etcd's own API reports it.

@@ -3,6 +3,7 @@ package v1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/app-operator/app-operator/api/placement"
 	"github.com/app-operator/app-operator/api/podsecurity"
 )
 
@@ -45,6 +46,10 @@ type MyWebSpec struct {
 	// security contexts that replace the profile's. The official nginx
 	// images run as root and need Baseline.
 	podsecurity.Settings `json:",inline"`
+
+	// Placement: the node selector and tolerations of the pods, and how
+	// they spread over the nodes.
+	placement.Placement `json:",inline"`
 }
 
 // MyWebStatus is the observed state.

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/app-operator/app-operator/api/placement"
 )
 
 // The defaults of the optional fields. The CRD carries the same values (see
@@ -72,6 +74,11 @@ type RedisEnterpriseClusterSpec struct {
 	// nodes: the replicas first, the primary last, after it hands over.
 	// +optional
 	RedisEnterpriseImageSpec *ImageSpec `json:"redisEnterpriseImageSpec,omitempty"`
+
+	// Placement: the node selector and tolerations of the Redis pods, and
+	// how they spread over the nodes (by default each on a node of its
+	// own, as a preference).
+	placement.Placement `json:",inline"`
 }
 
 // PersistentSpec selects the nodes' storage.

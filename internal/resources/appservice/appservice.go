@@ -73,10 +73,15 @@ func deployment(owner resources.Owner, spec *appv1.AppServiceSpec, defaults reso
 		container.WithResources(resources.Convert[corev1ac.ResourceRequirementsApplyConfiguration](spec.Resources))
 	}
 
+	podSpec := corev1ac.PodSpec().
+		WithSecurityContext(podSecurity).
+		WithContainers(container).
+		WithTopologySpreadConstraints(resources.DeploymentSpread(spec.Spread, selector))
+	resources.Place(podSpec, spec.Placement)
 	template := corev1ac.PodTemplateSpec().
 		// User labels first: the selector labels must win.
 		WithLabels(resources.Merge(spec.PodLabels, labels)).
-		WithSpec(corev1ac.PodSpec().WithSecurityContext(podSecurity).WithContainers(container))
+		WithSpec(podSpec)
 	if len(spec.PodAnnotations) > 0 {
 		template.WithAnnotations(spec.PodAnnotations)
 	}

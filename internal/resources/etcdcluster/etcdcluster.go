@@ -373,12 +373,12 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 			WithRunAsNonRoot(true).
 			WithRunAsUser(userID).WithRunAsGroup(userID).WithFSGroup(userID).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-		WithVolumes(corev1ac.Volume().WithName(configVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name)))).
-		WithTopologySpreadConstraints(corev1ac.TopologySpreadConstraint().
-			WithMaxSkew(1).
-			WithTopologyKey("kubernetes.io/hostname").
-			WithWhenUnsatisfiable(corev1.ScheduleAnyway).
-			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selector)))
+		WithVolumes(corev1ac.Volume().WithName(configVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
+	// One member per node as far as the nodes allow (spec.pod.spread):
+	// a node lost takes as few members as it can.
+	place := spec.Placement()
+	resources.SpreadMembers(podSpec, place.Spread, selector)
+	resources.Place(podSpec, place)
 
 	return appsv1ac.StatefulSet(owner.Name, owner.Namespace).
 		WithLabels(labels).

@@ -31,8 +31,6 @@ const (
 	Port     = 11211
 	// userID is the memcache user and group of the official image.
 	userID = 11211
-	// hostnameKey spreads the pods across nodes.
-	hostnameKey = "kubernetes.io/hostname"
 )
 
 // Children are the objects a Memcached owns.
@@ -143,19 +141,23 @@ func deployment(owner resources.Owner, spec *cachev1alpha1.MemcachedSpec, defaul
 		container.WithResources(resources.Convert[corev1ac.ResourceRequirementsApplyConfiguration](res))
 	}
 
+	// Spread the servers across nodes, so that losing a node loses as
+	// little of the cache as it can. As a preference the constraint keeps
+	// the form it had before spec.spread existed (no matchLabelKeys), so
+	// that the servers of an existing Memcached are not restarted, their
+	// caches emptied, by an upgrade of the operator: a preference never
+	// holds back the pods of a rolling update anyway.
+	spread := resources.DeploymentSpread(spec.Spread, selector)
+	if !spec.Spread.IsRequired() {
+		spread.MatchLabelKeys = nil
+	}
 	podSpec := corev1ac.PodSpec().
 		WithContainers(container).
 		// memcached never talks to the API server.
 		WithAutomountServiceAccountToken(false).
 		WithSecurityContext(podSecurity).
-		// Spread the servers across nodes, so that losing a node loses as
-		// little of the cache as it can; a preference, never a reason to
-		// leave a pod pending.
-		WithTopologySpreadConstraints(corev1ac.TopologySpreadConstraint().
-			WithMaxSkew(1).
-			WithTopologyKey(hostnameKey).
-			WithWhenUnsatisfiable(corev1.ScheduleAnyway).
-			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selector)))
+		WithTopologySpreadConstraints(spread)
+	resources.Place(podSpec, spec.Placement)
 
 	return appsv1ac.Deployment(owner.Name, owner.Namespace).
 		WithLabels(labels).

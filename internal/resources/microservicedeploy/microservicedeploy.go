@@ -310,7 +310,9 @@ func deployment(owner resources.Owner, spec *customv1.MicroServiceDeploySpec, de
 		WithPriorityClassName(PriorityClassName).
 		WithSecurityContext(podSecurity).
 		WithContainers(container).
-		WithVolumes(volumes...)
+		WithVolumes(volumes...).
+		WithTopologySpreadConstraints(resources.DeploymentSpread(spec.Spread, selector))
+	resources.Place(podSpec, spec.Placement)
 
 	surge := intstr.FromString(fmt.Sprintf("%d%%", MaxSurgePercent))
 	d := appsv1ac.Deployment(owner.Name, owner.Namespace).

@@ -97,6 +97,13 @@ func deployment(owner resources.Owner, spec *operatorv1.MyWebSpec, defaults reso
 		WithName(owner.Name).
 		WithItems(corev1ac.KeyToPath().WithKey(PageKey).WithPath(PageKey)))
 
+	podSpec := corev1ac.PodSpec().
+		WithSecurityContext(podSecurity).
+		WithContainers(container).
+		WithVolumes(page).
+		WithTopologySpreadConstraints(resources.DeploymentSpread(spec.Spread, selector))
+	resources.Place(podSpec, spec.Placement)
+
 	return appsv1ac.Deployment(owner.Name, owner.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(owner.Reference()).
@@ -106,7 +113,7 @@ func deployment(owner resources.Owner, spec *operatorv1.MyWebSpec, defaults reso
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(labels).
 				WithAnnotations(map[string]string{PageHashAnnotation: PageHash(spec.PageContentHtml)}).
-				WithSpec(corev1ac.PodSpec().WithSecurityContext(podSecurity).WithContainers(container).WithVolumes(page))))
+				WithSpec(podSpec)))
 }
 
 func service(owner resources.Owner, spec *operatorv1.MyWebSpec, selector, labels map[string]string) *corev1ac.ServiceApplyConfiguration {

@@ -399,6 +399,10 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(corev1ac.Volume().WithName(configVolume).
 			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
+	// One node per Kubernetes node as far as the nodes allow
+	// (spec.spread): a node lost takes the primary or a replica, not both.
+	resources.SpreadMembers(podSpec, spec.Spread, selector)
+	resources.Place(podSpec, spec.Placement)
 	stsSpec := appsv1ac.StatefulSetSpec().
 		WithReplicas(int32(members)).
 		WithServiceName(NodesServiceName(owner.Name)).
