@@ -272,11 +272,7 @@ func waitReadyUnstructured(t *testing.T, c client.Client, u *unstructured.Unstru
 
 func kubectl(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(testCluster.BinDir(), "kubectl"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+testCluster.Kubeconfig)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	testenv.Kubectl(t, testCluster.BinDir(), testCluster.Kubeconfig, args...)
 }
 
 // buildManager builds the manager binary the way `make build` does.

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -156,17 +153,7 @@ func TestNodesEtcdNodeLostKeepsTheQuorumAndReplacesTheMemberOnceTheNodeIsGone(t 
 	ctx := context.Background()
 
 	start := time.Now()
-	if err := testCluster.StopNode(node); err != nil {
-		t.Fatal(err)
-	}
-	back := false
-	t.Cleanup(func() {
-		if !back {
-			if err := testCluster.StartNode(ctx, node); err != nil {
-				t.Errorf("start node %s again: %v", node, err)
-			}
-		}
-	})
+	startAgain := stopNode(t, node)
 	waitNodeReady(t, c, node, false, 3*time.Minute)
 	notReady := time.Since(start)
 	cond := waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
@@ -202,16 +189,24 @@ func TestNodesEtcdNodeLostKeepsTheQuorumAndReplacesTheMemberOnceTheNodeIsGone(t 
 	}
 
 	// The old machine back: it brings back no old member.
-	if err := testCluster.StartNode(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	back = true
+	startAgain()
 	holdMembers(t, c, e, after, 20*time.Second, func(ready *metav1.Condition) bool {
 		return ready != nil && ready.Status == metav1.ConditionTrue
 	})
 	t.Logf("leader %s's node %s stopped: NotReady after %s; Node deleted: %s replaced (ID %s -> %s) on node %s, Ready %s after",
 		victim, node, notReady.Round(time.Second), victim, ids[victim], after[victim], pods[victim], toReady.Round(time.Second))
 	cell.finish(t, "a member's node lost, then deleted", toReady)
+}
+
+// startNodesRedisCell starts, on three nodes, a cell's operator and a
+// running cluster called name with persistence on.
+func startNodesRedisCell(t *testing.T, name string) (client.Client, *redisCluster) {
+	t.Helper()
+	needNodes(t, 3)
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
+	return c, newRedisCell(t, c, ns, name, true, 3)
 }
 
 // podNodeOf returns the node of pod namespace/name ("" while it is not
@@ -232,11 +227,8 @@ func podNodeOf(t *testing.T, c client.Client, namespace, name string) (node stri
 // its volume was: it gets a new volume on another node and syncs as a
 // replica. The old node, started again, brings back no old primary.
 func TestNodesRedisPrimaryNodeLostFailsOverAndTheNodeIsReplacedOnceGone(t *testing.T) {
-	needNodes(t, 3)
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
-	r := newRedisCell(t, c, ns, "nodelost", true, 3)
+	c, r := startNodesRedisCell(t, "nodelost")
+	ns := r.rec.Namespace
 	primary := r.rec.Status.Primary
 	placed := map[string]string{}
 	for _, n := range r.rec.Status.Nodes {
@@ -252,17 +244,7 @@ func TestNodesRedisPrimaryNodeLostFailsOverAndTheNodeIsReplacedOnceGone(t *testi
 	w := r.startWriter("nodelost")
 	waitWrites(t, w, 200)
 	start := time.Now()
-	if err := testCluster.StopNode(node); err != nil {
-		t.Fatal(err)
-	}
-	back := false
-	t.Cleanup(func() {
-		if !back {
-			if err := testCluster.StartNode(ctx, node); err != nil {
-				t.Errorf("start node %s again: %v", node, err)
-			}
-		}
-	})
+	startAgain := stopNode(t, node)
 	var newPrimary string
 	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
 		r.refresh()
@@ -296,10 +278,7 @@ func TestNodesRedisPrimaryNodeLostFailsOverAndTheNodeIsReplacedOnceGone(t *testi
 	}
 
 	// The old machine back: it brings back no old primary.
-	if err := testCluster.StartNode(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	back = true
+	startAgain()
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
 		r.refresh()
 		if r.rec.Status.Primary != newPrimary || r.rec.Status.State != redisv1alpha1.StateRunning {
@@ -314,11 +293,7 @@ func TestNodesRedisPrimaryNodeLostFailsOverAndTheNodeIsReplacedOnceGone(t *testi
 // kubectl runs the cluster's kubectl with args, as the cluster's admin.
 func kubectl(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(testCluster.BinDir(), "kubectl"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+testCluster.Kubeconfig)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	testenv.Kubectl(t, testCluster.BinDir(), testCluster.Kubeconfig, args...)
 }
 
 // drainEach drains every node in turn, as a rolling maintenance does:
@@ -378,11 +353,8 @@ func TestNodesEtcdDrainEachNodeInTurnMovesOneMemberAtATime(t *testing.T) {
 // drain, stops after handing its last writes to its replicas, and a
 // replica in sync takes over.
 func TestNodesRedisDrainEachNodeInTurnKeepsEveryWrite(t *testing.T) {
-	needNodes(t, 3)
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
-	r := newRedisCell(t, c, ns, "drain", true, 3)
+	c, r := startNodesRedisCell(t, "drain")
+	ns := r.rec.Namespace
 	w := r.startWriter("drain")
 	waitWrites(t, w, 200)
 	start := time.Now()
@@ -390,6 +362,25 @@ func TestNodesRedisDrainEachNodeInTurnKeepsEveryWrite(t *testing.T) {
 	took := time.Since(start)
 	acked, lost := r.finish(w, "every node drained in turn", took)
 	t.Logf("three nodes drained in turn in %s; %d writes acknowledged, %d lost, longest gap %s", took.Round(time.Second), acked, lost, w.longestGap.Round(100*time.Millisecond))
+}
+
+// stopNode stops node; the returned function starts it again, and is
+// also run at the test's end if the test has not run it.
+func stopNode(t *testing.T, node string) (startAgain func()) {
+	t.Helper()
+	if err := testCluster.StopNode(node); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	startAgain = func() {
+		once.Do(func() {
+			if err := testCluster.StartNode(context.Background(), node); err != nil {
+				t.Errorf("start node %s again: %v", node, err)
+			}
+		})
+	}
+	t.Cleanup(startAgain)
+	return startAgain
 }
 
 // partition cuts node's pods off from the other nodes' pods; the returned
@@ -450,11 +441,8 @@ func TestNodesEtcdLeaderNodeCutOffFromTheOthersReplacesNothing(t *testing.T) {
 // over (the primary answers as one). Healed, the replicas catch up: Running
 // with the same primary, no acknowledged write lost.
 func TestNodesRedisPrimaryNodeCutOffFromTheOthersFailsNothingOver(t *testing.T) {
-	needNodes(t, 3)
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
-	r := newRedisCell(t, c, ns, "partition", true, 3)
+	c, r := startNodesRedisCell(t, "partition")
+	ns := r.rec.Namespace
 	primary := r.rec.Status.Primary
 	node, _ := podNodeOf(t, c, ns, primary)
 	w := r.startWriter("partition")
