@@ -36,6 +36,7 @@ import (
 const DefaultWorkers = 4
 
 func main() {
+	sampleHeapOnlyIfAsked()
 	if len(os.Args) > 1 && os.Args[1] == "preview" {
 		os.Exit(preview.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
@@ -107,7 +108,7 @@ func main() {
 	flag.BoolVar(&apiCompression, "kube-api-compression", false,
 		"Accept gzip-compressed answers from the API server. Off by default: for an operator next to its API server, compressing every watch event costs CPU on both sides to save bandwidth it does not lack.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0",
-		"Address the Go profiler (net/http/pprof) binds to, e.g. 127.0.0.1:6060; 0 disables it. For benchmarks and debugging only.")
+		"Address the Go profiler (net/http/pprof) binds to, e.g. 127.0.0.1:6060; 0 disables it. For benchmarks and debugging only. Heap profiles hold samples only when GODEBUG sets memprofilerate (e.g. GODEBUG=memprofilerate=524288, Go's default).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

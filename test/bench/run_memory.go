@@ -28,7 +28,11 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 		return nil, err
 	}
 	defer tr.stop()
-	op, err := e.startOperator(cfg.Workers)
+	// The ramp saves the operator's heap profiles: the manager samples its
+	// heap only when GODEBUG asks, here at Go's default rate, as the floors
+	// do; the cases run it as it is deployed.
+	opEnv := append([]string{"GODEBUG=memprofilerate=524288"}, cfg.OperatorEnv...)
+	op, err := startOperator(cfg.Operator, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "app-operator.log"), cfg.Workers, opEnv)
 	if err != nil {
 		return nil, err
 	}
