@@ -22,15 +22,15 @@ import (
 
 // CacheByObject scopes the cache of every child type to the objects the
 // operator manages, so it never holds every Deployment or pod of a cluster,
-// drops from the children the managedFields entries of their status (see
-// dropStatusManagedFields) and from the resources all their managedFields.
+// transforms the children (see transformChild), and drops from the
+// resources all their managedFields.
 func CacheByObject() map[client.Object]cache.ByObject {
 	managed := cache.ByObject{
 		Label:     labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
-		Transform: dropStatusManagedFields,
+		Transform: transformChild,
 	}
 	named := func(name string) cache.ByObject {
-		return cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name), Transform: dropStatusManagedFields}
+		return cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name), Transform: transformChild}
 	}
 	// The resources themselves, every one: the operator writes their
 	// status as a merge patch from the cached copy and never reads who
@@ -60,7 +60,7 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		// managedFields are dropped to save memory.
 		&corev1.Pod{}: {
 			Label:     labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
-			Transform: cache.TransformStripManagedFields(),
+			Transform: transformPod,
 		},
 	}
 	for _, k := range kinds.All() {
@@ -69,22 +69,40 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	return byObject
 }
 
-// dropStatusManagedFields is the cache transform of the children: it
-// drops the managedFields entries of their status subresource. The
-// controllers that report on a child own its status (the Deployment
+// transformChild is the cache transform of the children: it drops the
+// managedFields entries of their status and shares the strings their
+// metadata repeats (internedMeta).
+func transformChild(obj any) (any, error) {
+	if o, ok := obj.(client.Object); ok {
+		dropStatusManagedFields(o)
+		metaStrings.apply(o)
+	}
+	return obj, nil
+}
+
+// transformPod is the cache transform of the pods: it drops all their
+// managedFields and shares the strings their metadata repeats.
+func transformPod(obj any) (any, error) {
+	obj, err := stripManagedFields(obj)
+	if o, ok := obj.(client.Object); ok && err == nil {
+		metaStrings.apply(o)
+	}
+	return obj, err
+}
+
+var stripManagedFields = cache.TransformStripManagedFields()
+
+// dropStatusManagedFields drops the managedFields entries of o's status
+// subresource. The controllers that report on a child own its status (the Deployment
 // controller's entry lists every field of every condition), which the
 // operator never applies and whose ownership it never reads: it reads its
 // own apply entry (upToDate, matchOf) and who owns the fields it hands
 // over, such as the replicas an HPA sets through the scale subresource
 // (handoverNeeded).
-func dropStatusManagedFields(obj any) (any, error) {
-	o, ok := obj.(client.Object)
-	if !ok {
-		return obj, nil
-	}
+func dropStatusManagedFields(o client.Object) {
 	mf := o.GetManagedFields()
 	if !slices.ContainsFunc(mf, isStatusEntry) {
-		return obj, nil
+		return
 	}
 	kept := make([]metav1.ManagedFieldsEntry, 0, len(mf)-1)
 	for _, e := range mf {
@@ -93,7 +111,6 @@ func dropStatusManagedFields(obj any) (any, error) {
 		}
 	}
 	o.SetManagedFields(kept)
-	return o, nil
 }
 
 func isStatusEntry(e metav1.ManagedFieldsEntry) bool { return e.Subresource == "status" }
