@@ -68,16 +68,17 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: localcluster up [--profile=full|api-only|real-pods] | demo --operator=PATH [--exit-when-ready] [--profile=auto|real-pods|full]")
+	fmt.Fprintln(os.Stderr, "usage: localcluster up [--profile=full|api-only|real-pods] [--nodes=N] | demo --operator=PATH [--exit-when-ready] [--profile=auto|real-pods|full] [--nodes=N]")
 	os.Exit(2)
 }
 
 func up(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ExitOnError)
 	profile := fs.String("profile", string(cluster.Full), "full, api-only or real-pods")
+	nodes := fs.Int("nodes", 1, "how many real nodes (real-pods profile)")
 	_ = fs.Parse(args)
 
-	c, err := cluster.Start(ctx, cluster.Options{Profile: cluster.Profile(*profile), Progress: os.Stdout})
+	c, err := cluster.Start(ctx, cluster.Options{Profile: cluster.Profile(*profile), Progress: os.Stdout, Nodes: *nodes})
 	if err != nil {
 		return err
 	}

@@ -81,14 +81,20 @@ imageGCLowThresholdPercent: 99
 	)
 }
 
+// hostProxyName is the node name the host's kube-proxy goes by, among
+// several nodes: no Node has it. kube-proxy exits when the Node it names
+// is deleted, which a test of a node lost does to any real node; without a
+// Node it waits 30 s for one, then goes on with its bind address as the
+// node's.
+const hostProxyName = "app-operator-host"
+
 // startKubeProxy starts kube-proxy for agent a, on its network; with a
 // nil a, on the host's network among several nodes, so that clients on the
-// host reach Services as the nodes' pods do. That one has no Node of its
-// own: it names the first node's, which it reads an address from.
+// host reach Services as the nodes' pods do.
 func (n *realNode) startKubeProxy(a *agent, kubeconfig string, ports realNodePorts) error {
-	dir, name, cidr := n.dir, n.agents[0].name, clusterPodCIDR
+	dir, name, cidr, bind := n.dir, hostProxyName, clusterPodCIDR, n.hostIP
 	if a != nil {
-		dir, name, cidr = a.dir, a.name, a.podSubnet
+		dir, name, cidr, bind = a.dir, a.name, a.podSubnet, "0.0.0.0"
 		if len(n.agents) > 1 {
 			cidr = clusterPodCIDR
 		}
@@ -99,6 +105,7 @@ kind: KubeProxyConfiguration
 clientConnection:
   kubeconfig: %s
 hostnameOverride: %s
+bindAddress: %s
 mode: iptables
 healthzBindAddress: 127.0.0.1:%d
 metricsBindAddress: 127.0.0.1:%d
@@ -111,7 +118,7 @@ conntrack:
   min: 0
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
-`, kubeconfig, name, ports.proxyHealthz, ports.proxyMetrics, cidr)
+`, kubeconfig, name, bind, ports.proxyHealthz, ports.proxyMetrics, cidr)
 	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		return err
 	}

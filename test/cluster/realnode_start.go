@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The real node's start: the steps that bring it up on top of the running
@@ -190,7 +192,21 @@ func (c *Cluster) startNodeAgents(ctx context.Context, ports realNodePorts, toke
 		if err := c.writeKubeconfig(proxyConfig, "system:kube-proxy", tokens.proxy); err != nil {
 			return err
 		}
-		return n.startKubeProxy(nil, proxyConfig, ports)
+		if err := n.startKubeProxy(nil, proxyConfig, ports); err != nil {
+			return err
+		}
+		healthz := "http://127.0.0.1:" + strconv.Itoa(ports.proxyHealthz) + "/healthz"
+		return n.poll(ctx, 2*time.Minute, "kube-proxy on the host", func() error {
+			resp, err := http.Get(healthz)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s: %s", healthz, resp.Status)
+			}
+			return nil
+		})
 	}
 	return nil
 }
