@@ -195,7 +195,8 @@ func (c *Cluster) startNodeAgents(ctx context.Context, ports realNodePorts, toke
 		if err := n.startKubeProxy(nil, proxyConfig, ports); err != nil {
 			return err
 		}
-		healthz := "http://127.0.0.1:" + strconv.Itoa(ports.proxyHealthz) + "/healthz"
+		// /livez: its /healthz also wants the Node it names, which it has not.
+		healthz := "http://127.0.0.1:" + strconv.Itoa(ports.proxyHealthz) + "/livez"
 		return n.poll(ctx, 2*time.Minute, "kube-proxy on the host", func() error {
 			resp, err := http.Get(healthz)
 			if err != nil {
