@@ -110,12 +110,17 @@ verify: manifests generate lint ## Fail when generated files, formatting or go.m
 	go vet ./...
 
 .PHONY: test
-test: controlplane realnode $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node and then on three.
+test: controlplane realnode $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node.
 	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
 	@# file too, printed at the end: go test shows a passing package's output
 	@# only with -v.
 	@summary=$$(mktemp); status=0; \
 	HELM=$(HELM) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./... || status=$$?; \
+	cat $$summary; rm -f $$summary; exit $$status
+
+.PHONY: test-nodes
+test-nodes: controlplane realnode ## Run the tests of node faults (a node lost, drained, cut off) on three real nodes.
+	@summary=$$(mktemp); status=0; \
 	APP_OPERATOR_NODES=3 APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -run '^TestNodes' ./test/realpods || status=$$?; \
 	cat $$summary; rm -f $$summary; exit $$status
 
