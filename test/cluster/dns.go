@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -83,17 +82,7 @@ func (c *Cluster) startDNS(ctx context.Context, token string, readyPort int) err
 		return err
 	}
 	ready := "http://127.0.0.1:" + strconv.Itoa(readyPort) + "/ready"
-	return n.poll(ctx, time.Minute, "CoreDNS", func() error {
-		resp, err := http.Get(ready)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s: %s", ready, resp.Status)
-		}
-		return nil
-	})
+	return n.poll(ctx, time.Minute, "CoreDNS", func() error { return answersOK(ready) })
 }
 
 // DNSAddress is where the RealPods profile's pods send their DNS queries

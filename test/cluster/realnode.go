@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,6 +187,20 @@ func (n *realNode) run(name string, args ...string) error {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
 	n.procs = append(n.procs, p)
+	return nil
+}
+
+// answersOK is nil when a GET of url answers 200 OK: a component's
+// health or readiness endpoint.
+func answersOK(url string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
 	return nil
 }
 

@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -36,17 +34,7 @@ http:
 	if err := n.run("registry", "serve", config); err != nil {
 		return err
 	}
-	return n.poll(ctx, 30*time.Second, "registry at "+addr, func() error {
-		resp, err := http.Get("http://" + addr + "/v2/")
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return nil
-	})
+	return n.poll(ctx, 30*time.Second, "registry at "+addr, func() error { return answersOK("http://" + addr + "/v2/") })
 }
 
 // pushImages copies every image of the OCI layout at dir to the registry at

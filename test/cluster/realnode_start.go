@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -197,17 +196,7 @@ func (c *Cluster) startNodeAgents(ctx context.Context, ports realNodePorts, toke
 		}
 		// /livez: its /healthz also wants the Node it names, which it has not.
 		healthz := "http://127.0.0.1:" + strconv.Itoa(ports.proxyHealthz) + "/livez"
-		return n.poll(ctx, 2*time.Minute, "kube-proxy on the host", func() error {
-			resp, err := http.Get(healthz)
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("%s: %s", healthz, resp.Status)
-			}
-			return nil
-		})
+		return n.poll(ctx, 2*time.Minute, "kube-proxy on the host", func() error { return answersOK(healthz) })
 	}
 	return nil
 }
