@@ -99,6 +99,8 @@ func TestCacheDropsTheManagedFieldsOfStatuses(t *testing.T) {
 	ns, op := startOperator(t)
 	app := &appv1.AppService{}
 	testenv.LoadSample(t, "app_v1_appservice.yaml", app, ns)
+	// The sample's node port is the one test that asks for it.
+	app.Spec.Ports[0].NodePort = nextNodePort()
 	create(t, app)
 	dep, _ := children(ns, "nginx-app")
 	waitForObject(t, dep)
