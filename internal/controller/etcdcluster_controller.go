@@ -419,21 +419,11 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 	case etcdcluster.Upgrade:
 		return nil, "", e.setImage(ctx, o.Namespace, a.Member, a.Image)
 	case etcdcluster.RestartPod:
-		return nil, "", e.deletePod(ctx, o.Namespace, a.Member, a.PodUID)
+		return nil, "", deletePodOfUID(ctx, e.client, o.Namespace, a.Member, a.PodUID)
 	case etcdcluster.ReplaceVolume:
 		return nil, "", deleteStranded(ctx, e.client, o.Namespace, etcdcluster.ClaimName(a.Member), a.ClaimUID, a.Member, a.PodUID)
 	}
 	return changeMembership(ctx, e.dial, obs, urls, a)
-}
-
-// deletePod deletes the pod name of uid, if it is still that pod.
-func (e *etcdOps) deletePod(ctx context.Context, namespace, name, uid string) error {
-	podUID := types.UID(uid)
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	if err := e.client.Delete(ctx, p, client.Preconditions{UID: &podUID}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete pod %s: %w", name, err)
-	}
-	return nil
 }
 
 // changeMembership makes the membership change a, through the members

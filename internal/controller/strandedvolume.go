@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/internal/status"
 )
 
 // A member's volume can be local to one node (local volumes, hostPath
@@ -26,9 +28,10 @@ import (
 
 // strandedClaim returns the claim of pod whose volume is pinned to a node
 // that is gone or cordoned, and says so; nil when the pod is scheduled or
-// no claim of it is stranded.
+// no claim of it is stranded. Only a pod the scheduler has tried and found
+// no node for is looked at: the reads are not made for a pod on its way.
 func strandedClaim(ctx context.Context, api client.Reader, pod *corev1.Pod) (*corev1.PersistentVolumeClaim, string, error) {
-	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || status.Unschedulable(pod) == nil {
 		return nil, "", nil
 	}
 	for _, v := range pod.Spec.Volumes {
@@ -53,14 +56,20 @@ func strandedClaim(ctx context.Context, api client.Reader, pod *corev1.Pod) (*co
 // deleteStranded deletes the stranded claim (of uid claimUID) and then
 // the pod (of uid podUID), each only if it is still that object.
 func deleteStranded(ctx context.Context, c client.Client, namespace, claimName, claimUID, podName, podUID string) error {
-	cuid, puid := types.UID(claimUID), types.UID(podUID)
+	cuid := types.UID(claimUID)
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: claimName}}
 	if err := c.Delete(ctx, claim, client.Preconditions{UID: &cuid}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete claim %s: %w", claimName, err)
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: podName}}
-	if err := c.Delete(ctx, pod, client.Preconditions{UID: &puid}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete pod %s: %w", podName, err)
+	return deletePodOfUID(ctx, c, namespace, podName, podUID)
+}
+
+// deletePodOfUID deletes the pod name, if it is still the pod of uid.
+func deletePodOfUID(ctx context.Context, c client.Client, namespace, name, uid string) error {
+	podUID := types.UID(uid)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := c.Delete(ctx, p, client.Preconditions{UID: &podUID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete pod %s: %w", name, err)
 	}
 	return nil
 }

@@ -33,14 +33,23 @@ var (
 	cannotStartReasons = []string{"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
 )
 
+// Unschedulable returns p's PodScheduled condition when the scheduler has
+// tried p and found no node for it; nil otherwise.
+func Unschedulable(p *corev1.Pod) *corev1.PodCondition {
+	for i, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
 func podFailure(p *corev1.Pod) *Failure {
 	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return nil
 	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return &Failure{Reason: conditions.ReasonPodUnschedulable, Message: fmt.Sprintf("Pod %s cannot be scheduled: %s", p.Name, c.Message)}
-		}
+	if c := Unschedulable(p); c != nil {
+		return &Failure{Reason: conditions.ReasonPodUnschedulable, Message: fmt.Sprintf("Pod %s cannot be scheduled: %s", p.Name, c.Message)}
 	}
 	for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 		if f := containerFailure(p, cs); f != nil {
