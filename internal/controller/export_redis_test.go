@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,12 +42,6 @@ type FakeRedisNode struct {
 	Info             redisnode.Info
 }
 
-// redisError is an error as Redis answers it.
-type redisError string
-
-func (e redisError) Error() string { return string(e) }
-func (redisError) RedisError()     {}
-
 // FakeRedis is Redis nodes by address, answering as their Info says and
 // changing it as Promote and Follow would. Calls lists every command, in
 // order, as "<command> <addr>[ <host>]".
@@ -69,7 +64,7 @@ func (f *FakeRedis) node(addr, call string) (*FakeRedisNode, error) {
 		f.Calls = append(f.Calls, call+" "+addr)
 	}
 	if n.Busy && call != "killscript" {
-		return nil, redisError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+		return nil, redis.Error("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
 	}
 	return n, nil
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/gomodule/redigo/redis"
 )
 
 // Timeouts of the calls: a node that does not answer within them counts as
@@ -77,7 +77,7 @@ func IsBusy(err error) bool {
 	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "BUSY ")
 }
 
-// Client is Nodes over go-redis, one short connection per call,
+// Client is Nodes over redigo (RESP2), one short connection per call,
 // authenticated with a password.
 type Client struct {
 	Password string
@@ -85,40 +85,29 @@ type Client struct {
 
 var _ Nodes = Client{}
 
-func (c Client) conn(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:         addr,
-		Password:     c.Password,
-		Protocol:     2,
-		DialTimeout:  DialTimeout,
-		ReadTimeout:  CallTimeout,
-		WriteTimeout: CallTimeout,
-		MaxRetries:   -1,
-		// One dial: a node that does not answer waits for the next pass.
-		DialerRetries:   1,
-		PoolSize:        1,
-		DisableIdentity: true,
-	})
-}
-
-// do sends one command, bounded by the dial and call timeouts.
-func (c Client) do(ctx context.Context, addr string, args ...any) (any, error) {
+// do sends one command on a connection of its own, bounded by the dial and
+// call timeouts. There is no retry: a node that does not answer waits for
+// the next pass.
+func (c Client) do(ctx context.Context, addr, cmd string, args ...any) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, DialTimeout+CallTimeout)
 	defer cancel()
-	r := c.conn(addr)
-	defer r.Close()
-	return r.Do(ctx, args...).Result()
+	conn, err := redis.DialContext(ctx, "tcp", addr,
+		redis.DialPassword(c.Password),
+		redis.DialConnectTimeout(DialTimeout),
+		redis.DialReadTimeout(CallTimeout),
+		redis.DialWriteTimeout(CallTimeout))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	return redis.DoContext(conn, ctx, cmd, args...)
 }
 
 // Info implements Nodes.
 func (c Client) Info(ctx context.Context, addr string) (Info, error) {
-	v, err := c.do(ctx, addr, "INFO", "replication", "keyspace")
+	text, err := redis.String(c.do(ctx, addr, "INFO", "replication", "keyspace"))
 	if err != nil {
 		return Info{}, err
-	}
-	text, ok := v.(string)
-	if !ok {
-		return Info{}, fmt.Errorf("INFO answered %T", v)
 	}
 	return ParseInfo(text), nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -51,18 +52,13 @@ func TestParseInfo(t *testing.T) {
 	}
 }
 
-type redisError string
-
-func (e redisError) Error() string { return string(e) }
-func (redisError) RedisError()     {}
-
 func TestIsBusyTellsRedisBusyAnswerFromOtherErrors(t *testing.T) {
 	for err, want := range map[error]bool{
-		redisError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."): true,
-		fmt.Errorf("info: %w", redisError("BUSY Redis is busy running a script.")):                           true,
-		redisError("BUSYKEY Target key name already exists."):                                                false,
-		errors.New("BUSY but not from Redis"):                                                                false,
-		nil:                                                                                                  false,
+		redis.Error("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."): true,
+		fmt.Errorf("info: %w", redis.Error("BUSY Redis is busy running a script.")):                           true,
+		redis.Error("BUSYKEY Target key name already exists."):                                                false,
+		errors.New("BUSY but not from Redis"):                                                                 false,
+		nil:                                                                                                   false,
 	} {
 		if got := IsBusy(err); got != want {
 			t.Errorf("IsBusy(%v) = %v, want %v", err, got, want)
