@@ -44,3 +44,19 @@ func TestManagerBuildLinksNoTemplates(t *testing.T) {
 		}
 	}
 }
+
+// TestManagerLinksNoGRPC checks that the manager links neither gRPC nor
+// go-redis: it calls etcd through its JSON gateway (internal/etcd) and
+// Redis through redigo (internal/redisnode), and either library would add
+// megabytes to the executable, much of which stays resident.
+func TestManagerLinksNoGRPC(t *testing.T) {
+	out, err := exec.Command("go", "list", "-tags", cluster.ManagerBuildTags, "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "google.golang.org/grpc" || strings.HasPrefix(pkg, "github.com/redis/go-redis/") {
+			t.Errorf("the manager links %s", pkg)
+		}
+	}
+}
