@@ -63,6 +63,8 @@ func CacheByObject() map[client.Object]cache.ByObject {
 			Transform: transformPod,
 		},
 	}
+	// Every node, each kept as its name and whether it is cordoned.
+	byObject[&corev1.Node{}] = cache.ByObject{Transform: transformNode}
 	for _, k := range kinds.All() {
 		byObject[k.New()] = resource
 	}

@@ -42,6 +42,10 @@ type redisFixture struct {
 
 func podIP(i int) string { return fmt.Sprintf("10.9.0.%d", i+1) }
 
+// nodeOf is the Kubernetes node the fixture's pod i is bound to (no Node
+// of that name exists unless a test makes one).
+func nodeOf(namespace string, i int) string { return fmt.Sprintf("%s-node-%d", namespace, i) }
+
 func nodeAddr(i int) string { return redisnode.Addr(podIP(i), rec.Port) }
 
 func newRedisFixture(t *testing.T, nodes map[int]*controller.FakeRedisNode) *redisFixture {
@@ -67,7 +71,7 @@ func newRedisFixture(t *testing.T, nodes map[int]*controller.FakeRedisNode) *red
 		labels[rec.RoleLabel] = role
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rec.PodName("r", i), Labels: labels},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "redis", Image: "redis"}}},
+			Spec:       corev1.PodSpec{NodeName: nodeOf(ns, i), Containers: []corev1.Container{{Name: "redis", Image: "redis"}}},
 		}
 		create(t, pod)
 		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: podIP(i), PodIPs: []corev1.PodIP{{IP: podIP(i)}},
@@ -408,6 +412,54 @@ func TestRedisRollingUpdateHandsThePrimaryOverBeforeItsPodGoes(t *testing.T) {
 	}
 	if f.obj.Status.Primary != "r-1" || f.roleLabel(0) != redisv1alpha1.RoleReplica || f.roleLabel(1) != redisv1alpha1.RolePrimary {
 		t.Errorf("primary %s, labels r-0 %s, r-1 %s; want r-1, replica, primary", f.obj.Status.Primary, f.roleLabel(0), f.roleLabel(1))
+	}
+}
+
+// A drain begins with a cordon: the primary on the cordoned node is handed
+// over to a synced replica on a node that is not, and its pod labelled a
+// replica, which lets its disruption budget give it up; a replica's node
+// cordoned moves nothing.
+func TestRedisPrimaryOnACordonedNodeIsHandedOverToAReplicaOnANodeThatIsNot(t *testing.T) {
+	primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 100,
+		ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 0}}}
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true)})
+	ctx := context.Background()
+	nodes := make([]*corev1.Node, 3)
+	for i := range nodes {
+		nodes[i] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeOf(f.obj.Namespace, i)}}
+		create(t, nodes[i])
+		t.Cleanup(func() { _ = k8s.Delete(ctx, nodes[i]) })
+	}
+	cordon := func(i int) {
+		t.Helper()
+		get(t, nodes[i])
+		nodes[i].Spec.Unschedulable = true
+		if err := k8s.Update(ctx, nodes[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mustPass()
+	// No StatefulSet controller runs here: say it has seen the spec.
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: "r"}}
+	get(t, sts)
+	sts.Status.ObservedGeneration = sts.Generation
+	if err := k8s.Status().Update(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	cordon(1)
+	f.mustPass()
+	if len(f.redis.Calls) != 0 || f.obj.Status.Primary != "r-0" || f.obj.Status.State != redisv1alpha1.StateRunning {
+		t.Fatalf("a replica's node cordoned: calls %v, primary %s, state %s; want none, r-0, Running", f.redis.Calls, f.obj.Status.Primary, f.obj.Status.State)
+	}
+	cordon(0)
+	f.mustPass()
+	want := []string{"pause " + nodeAddr(0), "promote " + nodeAddr(2), "follow " + nodeAddr(0) + " r-2.r-nodes",
+		"unpause " + nodeAddr(0), "follow " + nodeAddr(1) + " r-2.r-nodes"}
+	if !slices.Equal(f.redis.Calls, want) {
+		t.Errorf("calls %v, want %v", f.redis.Calls, want)
+	}
+	if f.obj.Status.Primary != "r-2" || f.roleLabel(0) != redisv1alpha1.RoleReplica || f.roleLabel(2) != redisv1alpha1.RolePrimary {
+		t.Errorf("primary %s, labels r-0 %s, r-2 %s; want r-2, replica, primary", f.obj.Status.Primary, f.roleLabel(0), f.roleLabel(2))
 	}
 }
 

@@ -107,7 +107,9 @@ func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			&policyv1.PodDisruptionBudget{}},
 		watch: func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
 			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner(rec.KindName)),
-				builder.WithPredicates(redisPodChanges())), nil
+				builder.WithPredicates(redisPodChanges())).
+				Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(ownersOfPodsOn(mgr.GetClient(), rec.KindName)),
+					builder.WithPredicates(cordonChanged())), nil
 		},
 	}
 	return stepKind[*redisv1alpha1.RedisEnterpriseCluster, redisLook]{
@@ -418,6 +420,9 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 			return nil, err
 		}
 		n.stranded, n.plan.Stranded = claim, why
+		if n.plan.Cordoned, err = cordoned(ctx, x.client, pod.Spec.NodeName); err != nil {
+			return nil, fmt.Errorf("get node %s: %w", pod.Spec.NodeName, err)
+		}
 		n.plan.Current = sts.Status.UpdateRevision == "" || pod.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision
 		switch {
 		case !pod.DeletionTimestamp.IsZero() || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:

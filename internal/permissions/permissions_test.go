@@ -42,7 +42,8 @@ func TestRequiredIsLeastPrivilege(t *testing.T) {
 // TestRulesNameResourcesOfOneScope: the Helm chart splits the rules into a
 // Role per watched namespace and a ClusterRole by a rule's first resource,
 // which holds only if no rule mixes namespaced and cluster-scoped
-// resources. The nodes and volumes are only ever read.
+// resources. The nodes and volumes are only ever read: the volumes one at
+// a time, the nodes also listed and watched (whether one is cordoned).
 func TestRulesNameResourcesOfOneScope(t *testing.T) {
 	rules, err := Required()
 	if err != nil {
@@ -54,8 +55,11 @@ func TestRulesNameResourcesOfOneScope(t *testing.T) {
 			if n.clusterScoped() != needs[0].clusterScoped() {
 				t.Errorf("rule %+v names namespaced and cluster-scoped resources", r)
 			}
-			if (n.resource == "nodes" || n.resource == "persistentvolumes") && n.verb != "get" {
+			if n.resource == "persistentvolumes" && n.verb != "get" {
 				t.Errorf("rule %+v grants %s on %s, want get only", r, n.verb, n.resource)
+			}
+			if n.resource == "nodes" && !slices.Contains([]string{"get", "list", "watch"}, n.verb) {
+				t.Errorf("rule %+v grants %s on %s, want reads only", r, n.verb, n.resource)
 			}
 		}
 	}

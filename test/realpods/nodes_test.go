@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -349,19 +350,62 @@ func TestNodesEtcdDrainEachNodeInTurnMovesOneMemberAtATime(t *testing.T) {
 	cell.finish(t, "every node drained in turn", took)
 }
 
-// The same for a Redis cluster: its primary, evicted with its node's
-// drain, stops after handing its last writes to its replicas, and a
-// replica in sync takes over.
-func TestNodesRedisDrainEachNodeInTurnKeepsEveryWrite(t *testing.T) {
+// The same for a Redis cluster: the drain cordons the primary's node, and
+// the operator hands the primary over to a replica in sync on another
+// node before the drain, which the primary's budget holds until then,
+// evicts its pod: no pod is ever evicted while labelled primary.
+func TestNodesRedisDrainEachNodeInTurnHandsThePrimaryOverFirst(t *testing.T) {
 	c, r := startNodesRedisCell(t, "drain")
 	ns := r.rec.Namespace
 	w := r.startWriter("drain")
 	waitWrites(t, w, 200)
+	evicted := watchEvictedPrimaries(t, c, ns, rec.Selector(r.rec.Name))
 	start := time.Now()
 	drainEach(t, c, ns, rec.Selector(r.rec.Name), 3, func() { r.waitRunning(8 * time.Minute) })
 	took := time.Since(start)
+	primaries := evicted()
 	acked, lost := r.finish(w, "every node drained in turn", took)
-	t.Logf("three nodes drained in turn in %s; %d writes acknowledged, %d lost, longest gap %s", took.Round(time.Second), acked, lost, w.longestGap.Round(100*time.Millisecond))
+	if len(primaries) > 0 {
+		t.Errorf("pods evicted while labelled primary: %v, want none (handed over first)", primaries)
+	}
+	t.Logf("three nodes drained in turn in %s; %d writes acknowledged, %d lost, longest gap %s; events %v", took.Round(time.Second), acked, lost,
+		w.longestGap.Round(100*time.Millisecond), r.readyEventReasons())
+}
+
+// watchEvictedPrimaries watches the pods of selector in namespace until
+// the returned function is called, which returns the pods it saw
+// terminating while labelled primary. A terminating pod keeps its labels:
+// the operator labels no pod that is going.
+func watchEvictedPrimaries(t *testing.T, c client.Client, namespace string, selector map[string]string) func() []string {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			var list corev1.PodList
+			if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels(selector)); err == nil {
+				mu.Lock()
+				for _, p := range list.Items {
+					if p.DeletionTimestamp != nil && p.Labels[rec.RoleLabel] == redisv1alpha1.RolePrimary {
+						seen[p.Name+" "+string(p.UID)] = true
+					}
+				}
+				mu.Unlock()
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	stop := func() []string {
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Sorted(maps.Keys(seen))
+	}
+	t.Cleanup(func() { stop() })
+	return stop
 }
 
 // stopNode stops node; the returned function starts it again, and is
@@ -466,4 +510,41 @@ func TestNodesRedisPrimaryNodeCutOffFromTheOthersFailsNothingOver(t *testing.T) 
 	acked, lost := r.finish(w, "the primary's node cut off from the other nodes for 30 s", toReady)
 	t.Logf("%s's node %s cut off for 30 s: Ready reasons %v; Running %s after the heal; %d acknowledged (WAIT 1), %d lost, longest gap %s",
 		primary, node, reasons, toReady.Round(100*time.Millisecond), acked, lost, w.longestGap.Round(100*time.Millisecond))
+}
+
+// The other way round from the cut above: the operator alone cut off from
+// the primary's node (its packets to the node's pods dropped by its uid),
+// while the nodes, the clients and the kubelets still reach one another.
+// The replicas still stream from the primary: nothing fails over, the
+// status says the primary is out of the operator's reach, and no write is
+// lost. Healed: Running, the same primary.
+func TestNodesRedisOperatorCutOffFromThePrimarysNodeFailsNothingOver(t *testing.T) {
+	needNodes(t, 3)
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	bin, kubeconfig := managerAsOperatorUID(t)
+	testenv.StartManagerAs(t, operatorUID, bin, kubeconfig, filepath.Join(t.TempDir(), "manager.log"),
+		"--watch-namespaces="+ns, "--health-probe-bind-address=0", "--metrics-bind-address=0",
+		"--redis-failover-after="+cellFailoverAfter.String())
+	r := newRedisCell(t, c, ns, "operator-cut", true, 3)
+	primary := r.rec.Status.Primary
+	node, _ := podNodeOf(t, c, ns, primary)
+	subnet, err := testCluster.NodePodSubnet(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := r.startWriter("operator-cut")
+	waitWrites(t, w, 200)
+	heal := cutOperatorFrom(t, subnet)
+	reasons := r.readyReasons(30*time.Second, primary)
+	heal()
+	healed := time.Now()
+	checkSaysSo(t, reasons, redisv1alpha1.ReasonPrimaryUnreachable)
+	if got := r.waitRunning(3 * time.Minute); got != primary {
+		t.Errorf("primary %s after the cut, want %s kept", got, primary)
+	}
+	toReady := time.Since(healed)
+	acked, lost := r.finish(w, "the operator alone cut off from the primary's node for 30 s", toReady)
+	t.Logf("the operator cut off from %s's node %s (%s) for 30 s: Ready reasons %v; Running %s after the heal; %d acknowledged (WAIT 1), %d lost, longest gap %s",
+		primary, node, subnet, reasons, toReady.Round(100*time.Millisecond), acked, lost, w.longestGap.Round(100*time.Millisecond))
 }

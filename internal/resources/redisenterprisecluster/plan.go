@@ -62,6 +62,9 @@ type Node struct {
 	// Stranded, when set, says why the node's pod cannot be scheduled
 	// again: its volume is local to a node that is gone or cordoned.
 	Stranded string
+	// Cordoned is whether the node's pod runs on a cordoned Kubernetes
+	// node: one being drained, whose pods are about to be evicted.
+	Cordoned bool
 }
 
 // Action is the kind of step the planner chooses.
@@ -166,7 +169,9 @@ type Observation struct {
 // label the pods;
 // then roll the pods that run an old template, replicas first, each only
 // while every node is healthy, and the primary last after a handover to a
-// synced replica. A primary beyond the nodes wanted (a scale-in below its
+// synced replica. A primary whose Kubernetes node is cordoned (a drain is
+// coming) is handed over, once every node is in sync, to a replica on a
+// node that is not. A primary beyond the nodes wanted (a scale-in below its
 // ordinal) is handed over, once every node is in sync, to a node that
 // stays. A primary that answers BUSY runs a script past Redis's busy
 // threshold: within the window, the step is SCRIPT KILL (a read-only
@@ -275,19 +280,13 @@ func plan(in Observation) Decision {
 		}
 		return d
 	}
-	if i >= in.Want {
-		// Scaled in below the primary's ordinal: the StatefulSet keeps its
-		// pod (Members) until it is handed over to a node that stays. Every
-		// node is in sync here.
-		stay := nodes[:in.Want]
-		target, _ := best(stay)
-		d.Action, d.Target, d.Primary = Handover, target.Name, target.Name
-		d.Repoint = others(stay, target.Name)
-		d.Reason = fmt.Sprintf("handed the primary over from %s to %s: %s is beyond the %d nodes wanted", recorded, target.Name, recorded, in.Want)
+	var handedOver bool
+	if d, handedOver = handover(d, in.Want, i, primary, nodes, answering); handedOver {
 		return d
 	}
 	if !rolling {
-		d.State, d.Reason = redisv1alpha1.StateRunning, fmt.Sprintf("%s is the primary of %d synced replicas", recorded, len(nodes)-1)
+		d.State = redisv1alpha1.StateRunning
+		d.Reason = cmp.Or(d.Reason, fmt.Sprintf("%s is the primary of %d synced replicas", recorded, len(nodes)-1))
 		return d
 	}
 	for _, n := range nodes {
@@ -306,6 +305,36 @@ func plan(in Observation) Decision {
 	d.Repoint = others(answering, recorded, target.Name)
 	d.Reason = fmt.Sprintf("handed the primary over from %s to %s, to replace %s", recorded, target.Name, recorded)
 	return d
+}
+
+// handover hands a healthy primary over, every node in sync, when it must
+// go: scaled in below its ordinal i (the StatefulSet keeps its pod until
+// it is handed over to the node furthest along of those that stay), or on
+// a cordoned Kubernetes node, as a drain begins (to the replica furthest
+// along on a node that is not; the primary's disruption budget holds its
+// eviction until its pod is labelled a replica). When every replica's node
+// is cordoned too, the primary stays, and d says why.
+func handover(d Decision, want, i int, primary Node, nodes, answering []Node) (Decision, bool) {
+	var target Node
+	switch {
+	case i >= want:
+		stay := nodes[:want]
+		target, _ = best(stay)
+		d.Repoint = others(stay, target.Name)
+		d.Reason = fmt.Sprintf("handed the primary over from %s to %s: %s is beyond the %d nodes wanted", primary.Name, target.Name, primary.Name, want)
+	case primary.Cordoned:
+		var ok bool
+		if target, ok = best(slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool { return n.Name == primary.Name || n.Cordoned })); !ok {
+			d.Reason = fmt.Sprintf("the node of the primary %s is cordoned, and so is every replica's: the primary stays, its disruption budget holding its eviction", primary.Name)
+			return d, false
+		}
+		d.Repoint = others(answering, primary.Name, target.Name)
+		d.Reason = fmt.Sprintf("handed the primary over from %s to %s: the node of %s is cordoned", primary.Name, target.Name, primary.Name)
+	default:
+		return d, false
+	}
+	d.Action, d.Target, d.Primary = Handover, target.Name, target.Name
+	return d, true
 }
 
 // strandedReplica returns the first node but the primary recorded whose

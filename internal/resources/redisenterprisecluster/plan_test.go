@@ -28,6 +28,9 @@ func orphanNode(name, of string, offset int64) Node {
 
 func with(n Node, f func(*Node)) Node { f(&n); return n }
 
+// cordoned is n on a cordoned Kubernetes node.
+func cordoned(n Node) Node { return with(n, func(n *Node) { n.Cordoned = true }) }
+
 // window is the failover window of the table.
 const window = 30 * time.Second
 
@@ -249,6 +252,30 @@ func TestPlan(t *testing.T) {
 			recorded: "r-4",
 			nodes:    []Node{replicaNode(p0, "r-4", 100), orphanNode(p1, "r-4", 90), replicaNode(p2, "r-4", 100), primaryNode("r-4", 100)},
 			want:     Decision{Primary: "r-4", Waiting: true, Cause: redisv1alpha1.ReasonReplicaBehind, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should hand the primary of a cordoned node over to the replica furthest along on a node that is not cordoned",
+			recorded: p0,
+			nodes:    []Node{cordoned(primaryNode(p0, 100)), cordoned(replicaNode(p1, p0, 100)), replicaNode(p2, p0, 90)},
+			want:     Decision{Action: Handover, Target: p2, Primary: p2, Repoint: []string{p1}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should wait for every node to be in sync before handing over the primary of a cordoned node",
+			recorded: p0,
+			nodes:    []Node{cordoned(primaryNode(p0, 100)), orphanNode(p1, p0, 90), replicaNode(p2, p0, 100)},
+			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonReplicaBehind, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should keep the primary of a cordoned node when every replica's node is cordoned too",
+			recorded: p0,
+			nodes:    []Node{cordoned(primaryNode(p0, 100)), cordoned(replicaNode(p1, p0, 100)), cordoned(replicaNode(p2, p0, 100))},
+			want:     Decision{Primary: p0, State: redisv1alpha1.StateRunning},
+		},
+		{
+			name:     "should not hand over a primary when only a replica's node is cordoned",
+			recorded: p0,
+			nodes:    []Node{primaryNode(p0, 100), cordoned(replicaNode(p1, p0, 100)), replicaNode(p2, p0, 100)},
+			want:     Decision{Primary: p0, State: redisv1alpha1.StateRunning},
 		},
 		{
 			name:     "should replace an old replica first in a rolling update",

@@ -1,7 +1,7 @@
 // Package redisenterprisecluster builds the children of a
 // RedisEnterpriseCluster (a Secret with the credentials, a ConfigMap with
 // redis.conf and each node's role, a StatefulSet of Redis servers, the
-// Services and a PodDisruptionBudget) and plans, from what the operator
+// Services and PodDisruptionBudgets) and plans, from what the operator
 // sees of the Redis nodes, the one next step toward one primary and synced
 // replicas (plan.go). Like every builder, it is pure.
 package redisenterprisecluster
@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -74,18 +75,21 @@ const (
 
 // Children are the objects a RedisEnterpriseCluster owns.
 type Children struct {
-	Secret              *corev1ac.SecretApplyConfiguration
-	ConfigMap           *corev1ac.ConfigMapApplyConfiguration
-	NodesService        *corev1ac.ServiceApplyConfiguration
-	PrimaryService      *corev1ac.ServiceApplyConfiguration
-	UIService           *corev1ac.ServiceApplyConfiguration
-	StatefulSet         *appsv1ac.StatefulSetApplyConfiguration
-	PodDisruptionBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration
+	Secret         *corev1ac.SecretApplyConfiguration
+	ConfigMap      *corev1ac.ConfigMapApplyConfiguration
+	NodesService   *corev1ac.ServiceApplyConfiguration
+	PrimaryService *corev1ac.ServiceApplyConfiguration
+	UIService      *corev1ac.ServiceApplyConfiguration
+	StatefulSet    *appsv1ac.StatefulSetApplyConfiguration
+	// ReplicasBudget and PrimaryBudget are the PodDisruptionBudgets of the
+	// replicas and of the primary.
+	ReplicasBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration
+	PrimaryBudget  *policyv1ac.PodDisruptionBudgetApplyConfiguration
 }
 
 // Objects returns the children in the order they are applied.
 func (c Children) Objects() []runtime.ApplyConfiguration {
-	return []runtime.ApplyConfiguration{c.Secret, c.ConfigMap, c.NodesService, c.PrimaryService, c.UIService, c.StatefulSet, c.PodDisruptionBudget}
+	return []runtime.ApplyConfiguration{c.Secret, c.ConfigMap, c.NodesService, c.PrimaryService, c.UIService, c.StatefulSet, c.ReplicasBudget, c.PrimaryBudget}
 }
 
 // Names of the children.
@@ -98,6 +102,10 @@ func NodesServiceName(name string) string { return name + "-nodes" }
 
 // UIServiceName is the Service of spec.uiServiceType.
 func UIServiceName(name string) string { return name + "-ui" }
+
+// PrimaryBudgetName is the PodDisruptionBudget of the primary's pod; the
+// replicas' is named as the cluster.
+func PrimaryBudgetName(name string) string { return name + "-primary" }
 
 // PodName is the name of the node of the given ordinal.
 func PodName(name string, ordinal int) string { return name + "-" + strconv.Itoa(ordinal) }
@@ -168,13 +176,14 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 	labels := resources.Labels(selector)
 	conf := Config(res)
 	return Children{
-		Secret:              secret(owner, spec, in, labels),
-		ConfigMap:           configMap(owner, spec, in, conf, labels),
-		NodesService:        nodesService(owner, selector, labels),
-		PrimaryService:      primaryService(owner.Name, corev1.ServiceTypeClusterIP, owner, selector, labels),
-		UIService:           primaryService(UIServiceName(owner.Name), cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), owner, selector, labels),
-		StatefulSet:         statefulSet(owner, spec, Members(owner.Name, spec, in.Primary), res, conf, selector, labels),
-		PodDisruptionBudget: podDisruptionBudget(owner, selector, labels),
+		Secret:         secret(owner, spec, in, labels),
+		ConfigMap:      configMap(owner, spec, in, conf, labels),
+		NodesService:   nodesService(owner, selector, labels),
+		PrimaryService: primaryService(owner.Name, corev1.ServiceTypeClusterIP, owner, selector, labels),
+		UIService:      primaryService(UIServiceName(owner.Name), cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), owner, selector, labels),
+		StatefulSet:    statefulSet(owner, spec, Members(owner.Name, spec, in.Primary), res, conf, selector, labels),
+		ReplicasBudget: replicasBudget(owner, Nodes(spec), selector, labels),
+		PrimaryBudget:  primaryBudget(owner, selector, labels),
 	}, nil
 }
 
@@ -474,13 +483,33 @@ func redisPort() *corev1ac.ServicePortApplyConfiguration {
 	return corev1ac.ServicePort().WithName(PortName).WithPort(Port).WithProtocol(corev1.ProtocolTCP).WithTargetPort(intstr.FromString(PortName))
 }
 
-// podDisruptionBudget lets a drain take one node at a time.
-func podDisruptionBudget(owner resources.Owner, selector, labels map[string]string) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
-	return policyv1ac.PodDisruptionBudget(owner.Name, owner.Namespace).
+// A drain evicts the replicas one at a time, and never the primary: its
+// eviction waits until the operator has handed it over to a replica in
+// sync (its node cordoned) and labelled its pod a replica. Two budgets, as
+// the eviction API refuses a pod that two select: the replicas' (and any
+// pod not labelled yet) and the primary's. Both count pods by minAvailable,
+// as a maxUnavailable would count every pod of the StatefulSet, not the
+// ones selected. A pod that is not ready may always be evicted: it serves
+// nothing, and a primary that is not ready fails over.
+
+// replicasBudget keeps all replicas but one available.
+func replicasBudget(owner resources.Owner, nodes int, selector, labels map[string]string) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return budget(owner.Name, owner, nodes-2, metav1ac.LabelSelector().WithMatchLabels(selector).
+		WithMatchExpressions(metav1ac.LabelSelectorRequirement().WithKey(RoleLabel).WithOperator(metav1.LabelSelectorOpNotIn).WithValues(redisv1alpha1.RolePrimary)), labels)
+}
+
+// primaryBudget keeps the primary's pod.
+func primaryBudget(owner resources.Owner, selector, labels map[string]string) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return budget(PrimaryBudgetName(owner.Name), owner, 1,
+		metav1ac.LabelSelector().WithMatchLabels(resources.Merge(selector, map[string]string{RoleLabel: redisv1alpha1.RolePrimary})), labels)
+}
+
+func budget(name string, owner resources.Owner, minAvailable int, selector *metav1ac.LabelSelectorApplyConfiguration, labels map[string]string) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return policyv1ac.PodDisruptionBudget(name, owner.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(owner.Reference()).
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
-			WithMaxUnavailable(intstr.FromInt32(1)).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
+			WithMinAvailable(intstr.FromInt(minAvailable)).
+			WithSelector(selector).
 			WithUnhealthyPodEvictionPolicy(policyv1.AlwaysAllow))
 }

@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/resources"
@@ -100,6 +103,57 @@ func TestBuildKeepsThePrimaryBeyondTheNodesWanted(t *testing.T) {
 			if _, ok := c.ConfigMap.Data[RoleFile(PodName("r", i))]; !ok {
 				t.Errorf("primary %q: no role file for r-%d", tt.primary, i)
 			}
+		}
+	}
+}
+
+// The eviction API refuses a pod that two budgets select, and a drain must
+// never take the primary: every pod is selected by exactly one budget, the
+// primary's holding it, the replicas' letting one go.
+func TestBudgetsSelectEachPodOnceAndHoldThePrimary(t *testing.T) {
+	owner := resources.Owner{GVK: redisv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster"), Name: "r", Namespace: "ns", UID: "uid"}
+	for _, nodes := range []int32{3, 5} {
+		c, err := Build(owner, &redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: nodes}, Input{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		selector := func(b *policyv1ac.PodDisruptionBudgetApplyConfiguration) labels.Selector {
+			raw, err := json.Marshal(b.Spec.Selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s metav1.LabelSelector
+			if err := json.Unmarshal(raw, &s); err != nil {
+				t.Fatal(err)
+			}
+			sel, err := metav1.LabelSelectorAsSelector(&s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sel
+		}
+		replicas, primary := selector(c.ReplicasBudget), selector(c.PrimaryBudget)
+		for role, want := range map[string]string{redisv1alpha1.RolePrimary: "primary", redisv1alpha1.RoleReplica: "replicas", "": "replicas"} {
+			pod := resources.Merge(Selector("r"), map[string]string{})
+			if role != "" {
+				pod[RoleLabel] = role
+			}
+			got := []string{}
+			if replicas.Matches(labels.Set(pod)) {
+				got = append(got, "replicas")
+			}
+			if primary.Matches(labels.Set(pod)) {
+				got = append(got, "primary")
+			}
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("%d nodes: a pod labelled %q is selected by %v, want only the %s budget", nodes, role, got, want)
+			}
+		}
+		if got := c.ReplicasBudget.Spec.MinAvailable.IntValue(); got != int(nodes)-2 {
+			t.Errorf("%d nodes: the replicas' budget keeps %d available, want %d", nodes, got, nodes-2)
+		}
+		if got := c.PrimaryBudget.Spec.MinAvailable.IntValue(); got != 1 || *c.PrimaryBudget.Name != PrimaryBudgetName("r") {
+			t.Errorf("%d nodes: the primary's budget %s keeps %d available, want 1", nodes, *c.PrimaryBudget.Name, got)
 		}
 	}
 }

@@ -1,0 +1,92 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/app-operator/app-operator/internal/resources"
+)
+
+// A drain cordons a node and then evicts its pods. A Redis primary on a
+// cordoned node is handed over before its eviction, which its disruption
+// budget holds meanwhile; the cordon is what says the drain has begun.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
+// transformNode is the cache transform of the Nodes: whether a node is
+// cordoned is all the operator reads of one from its cache, so the cache
+// keeps that and the name, not the images, addresses and conditions a
+// Node carries.
+func transformNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion},
+		Spec:       corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
+	}, nil
+}
+
+// cordoned reports whether the node named is cordoned; false for a pod
+// not scheduled ("") or a node that is no more.
+func cordoned(ctx context.Context, c client.Reader, name string) (bool, error) {
+	if name == "" {
+		return false, nil
+	}
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return n.Spec.Unschedulable, nil
+}
+
+// cordonChanged passes a Node's updates that cordon or uncordon it.
+func cordonChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*corev1.Node)
+			n, ok2 := e.ObjectNew.(*corev1.Node)
+			return ok1 && ok2 && o.Spec.Unschedulable != n.Spec.Unschedulable
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// ownersOfPodsOn maps a Node to the resources of kindName with a pod on
+// it, from the cached pods.
+func ownersOfPodsOn(c client.Reader, kindName string) handler.MapFunc {
+	owner := podOwner(kindName)
+	return func(ctx context.Context, node client.Object) []reconcile.Request {
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.MatchingLabels{resources.LabelName: kindName, resources.LabelManagedBy: resources.ManagedBy}); err != nil {
+			return nil
+		}
+		seen := map[reconcile.Request]bool{}
+		var out []reconcile.Request
+		for i := range pods.Items {
+			if pods.Items[i].Spec.NodeName != node.GetName() {
+				continue
+			}
+			for _, r := range owner(ctx, &pods.Items[i]) {
+				if !seen[r] {
+					seen[r] = true
+					out = append(out, r)
+				}
+			}
+		}
+		return out
+	}
+}
