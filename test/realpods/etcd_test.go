@@ -62,6 +62,13 @@ func runEtcdSample(t *testing.T, name, version string) (client.Client, *etcdv1be
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	return c, createEtcdSample(t, c, ns, name, version)
+}
+
+// createEtcdSample creates the sample EtcdCluster as name in namespace ns
+// with version, and waits until it is Ready.
+func createEtcdSample(t *testing.T, c client.Client, ns, name, version string) *etcdv1beta2.EtcdCluster {
+	t.Helper()
 	e := &etcdv1beta2.EtcdCluster{}
 	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
 	e.Name = name
@@ -70,7 +77,7 @@ func runEtcdSample(t *testing.T, name, version string) (client.Client, *etcdv1be
 		t.Fatal(err)
 	}
 	waitEtcdReady(t, c, e, 3, version, 5*time.Minute)
-	return c, e
+	return e
 }
 
 // etcdWatch follows an EtcdCluster's members from the test, through the

@@ -548,3 +548,44 @@ func TestNodesRedisOperatorCutOffFromThePrimarysNodeFailsNothingOver(t *testing.
 	t.Logf("the operator cut off from %s's node %s (%s) for 30 s: Ready reasons %v; Running %s after the heal; %d acknowledged (WAIT 1), %d lost, longest gap %s",
 		primary, node, subnet, reasons, toReady.Round(100*time.Millisecond), acked, lost, w.longestGap.Round(100*time.Millisecond))
 }
+
+// The operator alone cut off from the etcd leader's node (its packets to
+// the node's pods dropped by its uid), while the members and the clients
+// still reach one another: the members keep their leader and their
+// quorum; the status says the operator cannot reach the member, and
+// nothing is replaced. Healed: Ready, the same members.
+func TestNodesEtcdOperatorCutOffFromTheLeadersNodeReplacesNothing(t *testing.T) {
+	needNodes(t, 3)
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	bin, kubeconfig := managerAsOperatorUID(t)
+	testenv.StartManagerAs(t, operatorUID, bin, kubeconfig, filepath.Join(t.TempDir(), "manager.log"),
+		"--watch-namespaces="+ns, "--health-probe-bind-address=0", "--metrics-bind-address=0")
+	e := createEtcdSample(t, c, ns, "operator-cut", etcdVersion)
+	cell := watchEtcdCell(t, c, e)
+	ids := etcdMemberIDs(e)
+	victim := e.Status.Leader
+	pods, _ := podNodes(t, c, e)
+	subnet, err := testCluster.NodePodSubnet(pods[victim])
+	if err != nil {
+		t.Fatal(err)
+	}
+	heal := cutOperatorFrom(t, subnet)
+	cond := waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
+		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonMembersUnreachable, 2*time.Minute)
+	if !strings.Contains(cond.Message, victim) {
+		t.Errorf("Ready=False %s: %q, want the member out of reach named (%s)", cond.Reason, cond.Message, victim)
+	}
+	holdMembers(t, c, e, ids, 30*time.Second, func(ready *metav1.Condition) bool {
+		return ready != nil && ready.Status == metav1.ConditionFalse
+	})
+	heal()
+	healed := time.Now()
+	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
+	toReady := time.Since(healed)
+	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
+		t.Errorf("members %v after the heal, want %v kept", got, ids)
+	}
+	t.Logf("the operator cut off from leader %s's node %s (%s) for 30 s: %s; Ready %s after the heal", victim, pods[victim], subnet, cond.Message, toReady.Round(100*time.Millisecond))
+	cell.finish(t, "the operator alone cut off from the leader's node", toReady)
+}
