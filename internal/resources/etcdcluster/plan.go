@@ -265,6 +265,13 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		}
 	}
 	if len(down) > 0 {
+		if out := outOfReach(o, members); len(out) == len(down) {
+			// The members that keep the quorum answer; the others serve
+			// too: the operator alone is cut off from them.
+			return Decision{Reason: ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
+				"The operator cannot reach members %s, whose pods are ready (they serve); the members it reaches keep the quorum. It changes nothing until it reaches them (check the network between it and the pods)",
+				strings.Join(out, ", "))}
+		}
 		return Decision{Reason: ReasonMemberUnhealthy, Message: fmt.Sprintf("Waiting for unhealthy members: %s", strings.Join(down, ", "))}
 	}
 
@@ -302,6 +309,19 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 			Message: fmt.Sprintf("Removing member %s (%d of %d)", victim.Name, len(members)-1, size)}
 	}
 	return Decision{Message: fmt.Sprintf("%d members at version %s", len(members), spec.Version)}
+}
+
+// outOfReach returns the members that do not answer the operator but whose
+// pods pass their readiness probe (etcd's /health): they serve, and the
+// operator is cut off from them.
+func outOfReach(o Observed, members []Member) []string {
+	var out []string
+	for _, m := range members {
+		if !m.Healthy && m.Version == "" && o.Pods[m.Name].Ready {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }
 
 // noQuorum says why fewer voters than a quorum are healthy: members the
