@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
@@ -89,4 +91,34 @@ func TestRedisSampleOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every manager in a process (and every preview) makes the kinds again:
+// their gauges register once in controller-runtime's registry, which the
+// metrics endpoint serves, and are shared.
+func TestGaugesRegisterOnceInControllerRuntimesRegistry(t *testing.T) {
+	first, second := newRedisGauges(nil), newRedisGauges(nil)
+	if first.primary != second.primary {
+		t.Fatal("a second set of gauges was registered beside the first")
+	}
+	key := client.ObjectKey{Namespace: "registry-test", Name: "r"}
+	second.record(key, redisSample{Nodes: 3, Healthy: 3, Primary: true})
+	defer first.forget(key)
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "app_operator_redisenterprisecluster_has_primary" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == labelNamespace && l.GetValue() == key.Namespace {
+					return
+				}
+			}
+		}
+	}
+	t.Errorf("controller-runtime's registry has no has_primary gauge for %s", key)
 }
