@@ -12,6 +12,9 @@ LOCALBIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
+# promtool, built from the Prometheus module pinned in hack/promtool/go.mod.
+PROMETHEUS_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" && $$2 ~ /^v/ {print $$2}' hack/promtool/go.mod)
+PROMTOOL := $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/controlplane/go.mod)
 KWOK_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kwok" {print $$2}' hack/controlplane/kwok/go.mod)
 CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
@@ -76,6 +79,8 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRDs and RBAC from the markers in t
 	cp config/crd/bases/*.yaml charts/app-operator/files/crds/
 	cp config/rbac/role.yaml charts/app-operator/files/role.yaml
 	cp config/rbac/role.yaml internal/permissions/role.yaml
+	# The alerts, for the Helm chart.
+	cp config/prometheus/rules.yaml charts/app-operator/files/prometheus-rules.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types, and the apply schema of the cached types.
@@ -105,17 +110,18 @@ verify: manifests generate lint ## Fail when generated files, formatting or go.m
 	cd hack/controlplane/kwok && go mod tidy -diff
 	cd hack/realnode && go mod tidy -diff
 	cd hack/realnode/metrics-server && go mod tidy -diff
+	cd hack/promtool && go mod tidy -diff
 	@git diff --exit-code -- api config internal charts || { echo "Generated files are stale: run 'make manifests generate' and commit the result."; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 	go vet ./...
 
 .PHONY: test
-test: controlplane realnode $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node.
+test: controlplane realnode $(HELM) $(PROMTOOL) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node, the alerts' promtool tests.
 	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
 	@# file too, printed at the end: go test shows a passing package's output
 	@# only with -v.
 	@summary=$$(mktemp); status=0; \
-	HELM=$(HELM) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./... || status=$$?; \
+	HELM=$(HELM) PROMTOOL=$(PROMTOOL) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./... || status=$$?; \
 	cat $$summary; rm -f $$summary; exit $$status
 
 .PHONY: test-nodes
@@ -149,6 +155,10 @@ fuzz: ## Fuzz every builder and status function for FUZZTIME inputs each (seed c
 			go test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME); \
 		done; \
 	done
+
+.PHONY: test-rules
+test-rules: $(PROMTOOL) ## Check the alerts of config/prometheus/rules.yaml and run their unit tests (rules_test.yaml) with promtool.
+	PROMTOOL=$(PROMTOOL) go test -count=1 -run '^TestAlertingRules' ./test/manifests
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no cluster.
@@ -213,6 +223,14 @@ $(GOLANGCI_LINT):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(LOCALBIN)/golangci-lint $@
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build promtool (the Prometheus module pinned in hack/promtool/go.mod) into bin/.
+$(PROMTOOL):
+	@mkdir -p $(LOCALBIN)
+	@# Without the service discoveries (remove_all_sd): the rule checks and
+	@# tests need none, and they are most of the build.
+	cd hack/promtool && go build -tags remove_all_sd -o $@ github.com/prometheus/prometheus/cmd/promtool
 
 .PHONY: helm
 helm: $(HELM) ## Install Helm into bin/.

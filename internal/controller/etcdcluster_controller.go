@@ -60,8 +60,14 @@ const (
 // children are sized from; after the apply, one membership step at a time
 // (see etcdcluster.Next).
 func etcdClusterKind(opts Options) kind[*etcdv1beta2.EtcdCluster] {
+	return etcdClusterKindWith(opts, etcd.Dial)
+}
+
+// etcdClusterKindWith is etcdClusterKind reaching the members through dial.
+func etcdClusterKindWith(opts Options, dial etcd.Dialer) kind[*etcdv1beta2.EtcdCluster] {
 	gvk := etcdv1beta2.GroupVersion.WithKind("EtcdCluster")
-	ops := &etcdOps{dial: etcd.Dial, clock: opts.Clock}
+	ops := &etcdOps{dial: dial, clock: opts.Clock}
+	gauges := newEtcdGauges(opts.Metrics)
 	k := kind[*etcdv1beta2.EtcdCluster]{
 		name:      etcdcluster.KindName,
 		gvk:       gvk,
@@ -69,10 +75,15 @@ func etcdClusterKind(opts Options) kind[*etcdv1beta2.EtcdCluster] {
 		owns:      []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}},
 		// Fewer than two members need no PodDisruptionBudget.
 		prunes: []client.Object{&policyv1.PodDisruptionBudget{}},
+		forget: gauges.forget,
 	}
 	return stepKind[*etcdv1beta2.EtcdCluster, etcdLook]{
 		look: func(ctx context.Context, c clients, o *etcdv1beta2.EtcdCluster) (etcdLook, error) {
-			return ops.with(c).look(ctx, o)
+			look, err := ops.with(c).look(ctx, o)
+			if err == nil {
+				gauges.record(client.ObjectKeyFromObject(o), etcdSampleOf(&o.Spec, look.obs))
+			}
+			return look, err
 		},
 		build: func(o *etcdv1beta2.EtcdCluster, look *etcdLook) ([]runtime.ApplyConfiguration, error) {
 			return etcdcluster.Build(resources.OwnerOf(o, gvk), &o.Spec, etcdMembership(o, look)).Objects(), nil
@@ -195,7 +206,7 @@ func (e *etcdOps) decide(ctx context.Context, o *etcdv1beta2.EtcdCluster, look *
 		s.Waiting = waiting
 		view.Decision.Message = waiting
 	} else {
-		s.Took = d.Message
+		s.Took, s.Event = d.Message, etcdStepEvent(d.Action.Kind)
 	}
 	if members != nil {
 		view.Members = members

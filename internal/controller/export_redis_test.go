@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,13 +21,21 @@ import (
 // NewRedisReconciler returns the RedisEnterpriseCluster reconciler outside
 // a manager, with nodes for Redis and clk for the failover window.
 func NewRedisReconciler(c client.Client, nodes redisnode.Nodes, clk clock.PassiveClock, failoverAfter time.Duration) reconcile.Reconciler {
+	return NewObservedRedisReconciler(c, nodes, clk, failoverAfter, prometheus.NewRegistry(), events.NewFakeRecorder(100))
+}
+
+// NewObservedRedisReconciler is NewRedisReconciler with its gauges
+// registered in reg and its events sent to recorder.
+func NewObservedRedisReconciler(c client.Client, nodes redisnode.Nodes, clk clock.PassiveClock, failoverAfter time.Duration,
+	reg prometheus.Registerer, recorder events.EventRecorder) reconcile.Reconciler {
 	x := &redisConnector{
 		nodes:         func(string) redisnode.Nodes { return nodes },
 		down:          &primaryDown{},
 		clock:         clk,
 		failoverAfter: failoverAfter,
+		gauges:        newRedisGauges(reg),
 	}
-	return newReconciler(x.kind(), c, c, events.NewFakeRecorder(100), newEngine(c.Scheme(), Options{Clock: clk}))
+	return newReconciler(x.kind(), c, c, recorder, newEngine(c.Scheme(), Options{Clock: clk}))
 }
 
 // FakeRedisNode is one node of FakeRedis.

@@ -70,6 +70,9 @@ type kind[T object] struct {
 	observe func(ctx context.Context, r client.Reader, obj T, children observed) error
 	// setStatus writes obj's status from what the pass found and did.
 	setStatus func(obj T, pass report, now metav1.Time)
+	// forget drops what the kind keeps of a resource that is gone (its
+	// gauges); nil when nothing.
+	forget func(key client.ObjectKey)
 	// watch adds watches beyond the owned children, e.g. pods by label,
 	// and registers the cache indexes its map functions and lookup use.
 	watch func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error)
@@ -109,6 +112,9 @@ type Step struct {
 	// Failure, when set, is why the application cannot reach the spec
 	// (quorum lost, say): the pass reports it and takes no step.
 	Failure *status.Failure
+	// Event, when set, is the event the pass emits for the step it took
+	// (Took), one that changes the membership or the roles.
+	Event *StepEvent
 	// RequeueAfter is when to look at the application again; the engine
 	// looks again after DefaultStepInterval when a step was taken or is
 	// awaited and this is zero. The application changes without an event

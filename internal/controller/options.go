@@ -3,6 +3,7 @@ package controller
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/utils/clock"
@@ -38,6 +39,11 @@ type Options struct {
 	// replica still streaming from it, before a replica replaces it;
 	// DefaultRedisFailoverAfter when zero.
 	RedisFailoverAfter time.Duration
+	// Metrics is where the gauges of the EtcdClusters and
+	// RedisEnterpriseClusters are registered (see clustermetrics.go);
+	// controller-runtime's registry, which the manager's metrics endpoint
+	// serves, when nil.
+	Metrics prometheus.Registerer
 }
 
 // DefaultRedisFailoverAfter is the failover window of a Redis primary, as

@@ -189,6 +189,9 @@ func (r *reconciler[T]) forget(key client.ObjectKey) {
 	r.statusWrites.Forget(key)
 	r.rollouts.Forget(key)
 	r.matched.Forget(key)
+	if r.kind.forget != nil {
+		r.kind.forget(key)
+	}
 }
 
 // takeStep runs a step-wise kind's step hook, once the children are in
@@ -203,6 +206,9 @@ func (r *reconciler[T]) takeStep(ctx context.Context, obj T, pass *report, scope
 		return stepFailed(err)
 	}
 	pass.step = s
+	if s.Took != "" && s.Event != nil {
+		r.recorder.Eventf(obj, nil, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Took)
+	}
 	if s.converged() {
 		return outcome{result: ctrl.Result{RequeueAfter: s.RequeueAfter}}
 	}

@@ -82,6 +82,7 @@ type redisConnector struct {
 	down          *primaryDown
 	clock         clock.PassiveClock
 	failoverAfter time.Duration
+	gauges        *redisGauges
 }
 
 // redisEnterpriseClusterKind reconciles RedisEnterpriseCluster: the
@@ -93,6 +94,7 @@ func redisEnterpriseClusterKind(opts Options) kind[*redisv1alpha1.RedisEnterpris
 		down:          &primaryDown{},
 		clock:         cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}),
 		failoverAfter: cmp.Or(opts.RedisFailoverAfter, DefaultRedisFailoverAfter),
+		gauges:        newRedisGauges(opts.Metrics),
 	}
 	return x.kind()
 }
@@ -111,6 +113,7 @@ func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 				Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(ownersOfPodsOn(mgr.GetClient(), rec.KindName)),
 					builder.WithPredicates(cordonChanged())), nil
 		},
+		forget: x.gauges.forget,
 	}
 	return stepKind[*redisv1alpha1.RedisEnterpriseCluster, redisLook]{
 		look: func(ctx context.Context, c clients, o *redisv1alpha1.RedisEnterpriseCluster) (redisLook, error) {
@@ -277,6 +280,7 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	if err != nil {
 		return Step{}, err
 	}
+	x.gauges.record(client.ObjectKeyFromObject(o), redisSampleOf(o.Status.Primary, nodes))
 	in := rec.Observation{
 		Want:          rec.Nodes(&o.Spec),
 		Recorded:      o.Status.Primary,
@@ -321,7 +325,7 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	case d.Failure:
 		return Step{Failure: &status.Failure{Reason: redisv1alpha1.ReasonNoPrimary, Message: d.Reason}, RequeueAfter: redisWaitInterval}, nil
 	case d.Action != rec.None:
-		return Step{Took: d.Reason, Cause: d.Cause, RequeueAfter: redisStepInterval}, nil
+		return Step{Took: d.Reason, Cause: d.Cause, Event: redisStepEvent(d.Action), RequeueAfter: redisStepInterval}, nil
 	case d.Waiting:
 		return Step{Waiting: d.Reason, Cause: d.Cause, RequeueAfter: redisWaitInterval}, nil
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -317,6 +318,11 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	}
 	waitEtcdReady(t, c, e, 3, etcdVersion, 5*time.Minute)
 	t.Logf("3 members Ready in %s, leader %s", time.Since(start).Round(time.Second), e.Status.Leader)
+	// Its gauges on the metrics page, from the operator's next look.
+	waitGauges(t, client.ObjectKeyFromObject(e), map[string]float64{
+		"app_operator_etcdcluster_members": 3, "app_operator_etcdcluster_members_healthy": 3, "app_operator_etcdcluster_learners": 0,
+		"app_operator_etcdcluster_has_leader": 1, "app_operator_etcdcluster_quorum_margin": 1,
+	}, 30*time.Second)
 
 	// A key through the client Service's cluster IP (kube-proxy on the node).
 	svc := &corev1.Service{}
@@ -359,6 +365,8 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	if w.inFlight > 1 {
 		t.Errorf("%d membership changes were in flight at once, want at most one", w.inFlight)
 	}
+	waitEventReasons(t, c, "EtcdCluster", client.ObjectKeyFromObject(e),
+		controller.EventLearnerAdded, controller.EventLearnerPromoted, controller.EventMemberRemoved)
 	if w.longestQuorumless > quorumlessBound {
 		t.Errorf("no member served a linearizable read for %s during the scaling (%d of %d reads failed: %q)", w.longestQuorumless, w.quorumless, w.polls, w.errs)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/controller"
 	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/cluster"
 	"github.com/app-operator/app-operator/test/testenv"
@@ -262,6 +263,22 @@ func TestRedisEnterpriseClusterSample(t *testing.T) {
 			t.Fatalf("status holds the password (node %s)", n.Name)
 		}
 	}
+
+	t.Run("its gauges are on the metrics page and its first primary is an event", func(t *testing.T) {
+		key := client.ObjectKeyFromObject(obj)
+		testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+			got := clusterGauges(t, key)
+			ok := got["app_operator_redisenterprisecluster_nodes"] == 3 && got["app_operator_redisenterprisecluster_nodes_healthy"] == 3 &&
+				got["app_operator_redisenterprisecluster_has_primary"] == 1
+			for _, n := range r.rec.Status.Nodes {
+				// An idle replica is at most the primary's last ping behind.
+				lag, found := got["app_operator_redisenterprisecluster_replica_lag_bytes/"+n.Name]
+				ok = ok && (n.Name == primary) != found && lag < 1024
+			}
+			return ok, fmt.Sprintf("gauges %v; want 3 nodes, 3 healthy, a primary, and a small lag for each replica", got)
+		})
+		waitEventReasons(t, c, "RedisEnterpriseCluster", key, controller.EventPrimaryElected)
+	})
 
 	t.Run("volumes of the gp2 class", func(t *testing.T) {
 		pvcs := &corev1.PersistentVolumeClaimList{}
