@@ -20,7 +20,6 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v2"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 
@@ -54,8 +53,7 @@ func run() error {
 	scheme := controller.NewScheme()
 	var roots []string
 	for o := range controller.CacheByObject() {
-		if _, ok := o.(*corev1.Node); ok {
-			// Read (whether one is cordoned), never applied.
+		if controller.OnlyRead(o) {
 			continue
 		}
 		gvk, err := apiutil.GVKForObject(o, scheme)

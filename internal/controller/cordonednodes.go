@@ -90,3 +90,11 @@ func ownersOfPodsOn(c client.Reader, kindName string) handler.MapFunc {
 		return out
 	}
 }
+
+// OnlyRead reports whether o's type is one the cache holds that the
+// operator never applies (the Nodes), so that the apply schema leaves it
+// out.
+func OnlyRead(o client.Object) bool {
+	_, ok := o.(*corev1.Node)
+	return ok
+}
