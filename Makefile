@@ -96,8 +96,20 @@ vet: ## Run go vet.
 lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 	$(GOLANGCI_LINT) run ./...
 
+# The OLM bundle's version (the chart's appVersion), the manager image its
+# ClusterServiceVersion installs, and the bundle's image, as the file-based
+# catalog names it. Listing on OperatorHub needs both images pushed to a
+# public registry: set BUNDLE_MANAGER_IMG and BUNDLE_IMG to them.
+BUNDLE_VERSION ?= $(shell awk '$$1 == "appVersion:" {gsub(/"/, "", $$2); print $$2}' charts/app-operator/Chart.yaml)
+BUNDLE_MANAGER_IMG ?= app-operator:$(BUNDLE_VERSION)
+BUNDLE_IMG ?= app-operator-bundle:v$(BUNDLE_VERSION)
+
+.PHONY: bundle
+bundle: manifests ## Generate the OLM bundle (bundle/) and its file-based catalog (catalog/) from the CRDs, RBAC, Deployment and samples under config/.
+	go run ./hack/bundle --version=$(BUNDLE_VERSION) --image=$(BUNDLE_MANAGER_IMG) --bundle-image=$(BUNDLE_IMG) --output=bundle --catalog=catalog/app-operator/catalog.yaml
+
 .PHONY: verify
-verify: manifests generate lint ## Fail when generated files, formatting or go.mod are stale, the lint finds something, or git tracks a binary or a file of more than 2 MB.
+verify: manifests generate bundle lint ## Fail when generated files (CRDs, RBAC, the OLM bundle), formatting or go.mod are stale, the lint finds something, or git tracks a binary or a file of more than 2 MB.
 	@hack/check-tracked-files.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "Files need gofmt:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
@@ -105,8 +117,8 @@ verify: manifests generate lint ## Fail when generated files, formatting or go.m
 	cd hack/controlplane/kwok && go mod tidy -diff
 	cd hack/realnode && go mod tidy -diff
 	cd hack/realnode/metrics-server && go mod tidy -diff
-	@git diff --exit-code -- api config internal charts || { echo "Generated files are stale: run 'make manifests generate' and commit the result."; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
+	@git diff --exit-code -- api config internal charts bundle catalog || { echo "Generated files are stale: run 'make manifests generate bundle' and commit the result."; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts bundle catalog)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts bundle catalog; exit 1; }
 	go vet ./...
 
 .PHONY: test
@@ -171,6 +183,20 @@ IMAGE_ARCH ?= amd64
 image: ## Build the container image as an OCI archive in dist/ without a container engine (IMG, IMAGE_ARCH).
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -tags $(MANAGER_BUILD_TAGS) -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/manager ./cmd/app-operator
 	go run ./hack/image --binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/manager --arch=$(IMAGE_ARCH) --tag=$(IMG) --output=dist/app-operator-$(IMAGE_ARCH).oci.tar
+
+# The OLM bundle's image (bundle/, labelled with its metadata/annotations.yaml)
+# and the file-based catalog's image (catalog/ at /configs), as OCI
+# archives in dist/, without a container engine.
+BUNDLE_LABELS = $(shell awk '$$1 ~ /^operators/ {sub(/:$$/, "", $$1); printf "--label=%s=%s ", $$1, $$2}' bundle/metadata/annotations.yaml)
+CATALOG_IMG ?= app-operator-catalog:v$(BUNDLE_VERSION)
+
+.PHONY: bundle-image
+bundle-image: ## Build the OLM bundle's image as an OCI archive in dist/ (BUNDLE_IMG).
+	go run ./hack/image --content=bundle/manifests=/manifests --content=bundle/metadata=/metadata $(BUNDLE_LABELS) --tag=$(BUNDLE_IMG) --output=dist/app-operator-bundle.oci.tar
+
+.PHONY: catalog-image
+catalog-image: ## Build the file-based catalog's image as an OCI archive in dist/ (CATALOG_IMG).
+	go run ./hack/image --content=catalog=/configs --label=operators.operatorframework.io.index.configs.v1=/configs --tag=$(CATALOG_IMG) --output=dist/app-operator-catalog.oci.tar
 
 # The Go runtime settings (GOGC, GOMEMLIMIT) the manager's Deployment gives
 # it in config/manager/manager.yaml, as NAME=value: `make run` runs the
