@@ -271,24 +271,24 @@ func describeCRD(d *operatorsv1alpha1.CRDDescription, crd apiextensionsv1.Custom
 	d.Description = firstSentence(schema.Description)
 	spec, status := schema.Properties["spec"], schema.Properties["status"]
 	d.SpecDescriptors = nil
-	for _, name := range sortedKeys(spec.Properties) {
-		d.SpecDescriptors = append(d.SpecDescriptors, specDescriptor(name, spec.Properties[name]))
+	for _, field := range sortedKeys(spec.Properties) {
+		d.SpecDescriptors = append(d.SpecDescriptors, specDescriptor(field, spec.Properties[field]))
 	}
 	d.StatusDescriptors = nil
-	for _, name := range sortedKeys(status.Properties) {
-		d.StatusDescriptors = append(d.StatusDescriptors, statusDescriptor(name, status.Properties[name]))
+	for _, field := range sortedKeys(status.Properties) {
+		d.StatusDescriptors = append(d.StatusDescriptors, statusDescriptor(field, status.Properties[field]))
 	}
 	return nil
 }
 
-func specDescriptor(name string, p apiextensionsv1.JSONSchemaProps) operatorsv1alpha1.SpecDescriptor {
+func specDescriptor(field string, p apiextensionsv1.JSONSchemaProps) operatorsv1alpha1.SpecDescriptor {
 	var x []string
 	switch {
-	case name == "size" || name == "replicas" || name == "nodes":
+	case field == "size" || field == "replicas" || field == "nodes":
 		x = []string{"urn:alm:descriptor:com.tectonic.ui:podCount"}
-	case name == "resources" || strings.HasSuffix(name, "Resources") || name == "resourceRequirements":
+	case field == "resources" || strings.HasSuffix(field, "Resources") || field == "resourceRequirements":
 		x = []string{"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
-	case name == "image":
+	case field == "image":
 		x = []string{"urn:alm:descriptor:com.tectonic.ui:text"}
 	case p.Type == "boolean":
 		x = []string{"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
@@ -302,30 +302,30 @@ func specDescriptor(name string, p apiextensionsv1.JSONSchemaProps) operatorsv1a
 		x = []string{"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	}
 	return operatorsv1alpha1.SpecDescriptor{
-		Path:         name,
-		DisplayName:  displayName(name),
+		Path:         field,
+		DisplayName:  displayName(field),
 		Description:  firstSentence(p.Description),
 		XDescriptors: x,
 	}
 }
 
-func statusDescriptor(name string, p apiextensionsv1.JSONSchemaProps) operatorsv1alpha1.StatusDescriptor {
+func statusDescriptor(field string, p apiextensionsv1.JSONSchemaProps) operatorsv1alpha1.StatusDescriptor {
 	var x []string
 	switch {
-	case name == "conditions":
+	case field == "conditions":
 		x = []string{"urn:alm:descriptor:io.kubernetes.conditions"}
-	case name == "nodes" && p.Type == "array":
+	case field == "nodes" && p.Type == "array":
 		x = []string{"urn:alm:descriptor:com.tectonic.ui:podStatuses"}
-	case name == "replicas" || name == "readyReplicas" || name == "size":
+	case field == "replicas" || field == "readyReplicas" || field == "size":
 		x = []string{"urn:alm:descriptor:com.tectonic.ui:podCount"}
-	case name == "selector":
+	case field == "selector":
 		x = []string{"urn:alm:descriptor:com.tectonic.ui:selector"}
 	default:
 		x = []string{"urn:alm:descriptor:text"}
 	}
 	return operatorsv1alpha1.StatusDescriptor{
-		Path:         name,
-		DisplayName:  displayName(name),
+		Path:         field,
+		DisplayName:  displayName(field),
 		Description:  firstSentence(p.Description),
 		XDescriptors: x,
 	}
@@ -355,9 +355,9 @@ func firstSentence(s string) string {
 }
 
 // displayName turns a field name into words: nodePort is "Node Port".
-func displayName(name string) string {
+func displayName(field string) string {
 	var b strings.Builder
-	runes := []rune(name)
+	runes := []rune(field)
 	for i, r := range runes {
 		if i == 0 {
 			b.WriteRune(unicode.ToUpper(r))
@@ -528,20 +528,20 @@ func relatedImages(root, manager string) ([]operatorsv1alpha1.RelatedImage, erro
 	return related, nil
 }
 
-func readYAML(path string, obj any) error {
-	raw, err := os.ReadFile(path)
+func readYAML(file string, obj any) error {
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
 	if err := yaml.Unmarshal(raw, obj); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	return nil
 }
 
 // readYAMLDoc reads the document of kind from a multi-document file.
-func readYAMLDoc(path, kind string, obj any) error {
-	raw, err := os.ReadFile(path)
+func readYAMLDoc(file, kind string, obj any) error {
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
@@ -549,12 +549,12 @@ func readYAMLDoc(path, kind string, obj any) error {
 		var meta struct{ Kind string }
 		if yaml.Unmarshal([]byte(doc), &meta) == nil && meta.Kind == kind {
 			if err := yaml.Unmarshal([]byte(doc), obj); err != nil {
-				return fmt.Errorf("%s: %w", path, err)
+				return fmt.Errorf("%s: %w", file, err)
 			}
 			return nil
 		}
 	}
-	return fmt.Errorf("%s holds no %s", path, kind)
+	return fmt.Errorf("%s holds no %s", file, kind)
 }
 
 // marshalObject writes an object as YAML without the fields a typed

@@ -46,23 +46,23 @@ func TestBundleValidates(t *testing.T) {
 	// The OperatorHub validator checks the CSV against the Kubernetes
 	// version it will run on: the newest the control plane is built at.
 	optional := map[string]string{"k8s-version": "1.37"}
-	for name, suite := range suites {
+	for suiteName, suite := range suites {
 		results := suite.Validate(b, optional)
 		var n int
 		for _, r := range results {
 			for _, e := range r.Errors {
-				t.Errorf("%s suite: error: %s", name, e)
+				t.Errorf("%s suite: error: %s", suiteName, e)
 				n++
 			}
 			for _, w := range r.Warnings {
-				t.Errorf("%s suite: warning: %s", name, w)
+				t.Errorf("%s suite: warning: %s", suiteName, w)
 				n++
 			}
 		}
 		if len(results) == 0 {
-			t.Errorf("%s suite: no result: the bundle was not validated", name)
+			t.Errorf("%s suite: no result: the bundle was not validated", suiteName)
 		}
-		t.Logf("%s suite: %d validators, %d findings", name, len(suite), n)
+		t.Logf("%s suite: %d validators, %d findings", suiteName, len(suite), n)
 	}
 }
 
@@ -131,7 +131,7 @@ func examples(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion) []unst
 	if err := json.Unmarshal([]byte(csv.Annotations["alm-examples"]), &objs); err != nil {
 		t.Fatalf("alm-examples: %v", err)
 	}
-	var out []unstructured.Unstructured
+	out := make([]unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
 		out = append(out, unstructured.Unstructured{Object: o})
 	}

@@ -37,45 +37,30 @@ func Catalog(root string, bundles []CatalogBundle) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	docs := []any{
-		map[string]any{
-			"schema":         "olm.package",
-			"name":           Package,
-			"defaultChannel": Channel,
-			"description":    description,
-			"icon":           map[string]any{"base64data": base64.StdEncoding.EncodeToString(icon), "mediatype": "image/svg+xml"},
-		},
-	}
-	var entries []any
+	docs := []any{fbcPackage{
+		Schema:         "olm.package",
+		Name:           Package,
+		DefaultChannel: Channel,
+		Description:    description,
+		Icon:           &fbcIcon{Data: base64.StdEncoding.EncodeToString(icon), MediaType: "image/svg+xml"},
+	}}
+	channel := fbcChannel{Schema: "olm.channel", Package: Package, Name: Channel}
 	for i, b := range bundles {
-		e := map[string]any{"name": CSVName(b.Version)}
+		e := fbcEntry{Name: CSVName(b.Version)}
 		if i > 0 {
-			e["replaces"] = CSVName(bundles[i-1].Version)
+			e.Replaces = CSVName(bundles[i-1].Version)
 		}
-		entries = append(entries, e)
+		channel.Entries = append(channel.Entries, e)
 	}
-	docs = append(docs, map[string]any{
-		"schema":  "olm.channel",
-		"package": Package,
-		"name":    Channel,
-		"entries": entries,
-	})
+	docs = append(docs, channel)
 	for _, b := range bundles {
-		props := []any{
-			map[string]any{"type": "olm.package", "value": map[string]any{"packageName": Package, "version": b.Version}},
-		}
+		props := []fbcProperty{{Type: "olm.package", Value: map[string]string{"packageName": Package, "version": b.Version}}}
 		for _, crd := range crds {
-			props = append(props, map[string]any{"type": "olm.gvk", "value": map[string]any{
+			props = append(props, fbcProperty{Type: "olm.gvk", Value: map[string]string{
 				"group": crd.Spec.Group, "kind": crd.Spec.Names.Kind, "version": storageVersion(crd),
 			}})
 		}
-		docs = append(docs, map[string]any{
-			"schema":     "olm.bundle",
-			"name":       CSVName(b.Version),
-			"package":    Package,
-			"image":      b.Image,
-			"properties": props,
-		})
+		docs = append(docs, fbcBundle{Schema: "olm.bundle", Name: CSVName(b.Version), Package: Package, Image: b.Image, Properties: props})
 	}
 	var out strings.Builder
 	out.WriteString(generatedHeader)
@@ -89,6 +74,43 @@ func Catalog(root string, bundles []CatalogBundle) ([]byte, error) {
 	}
 	return []byte(out.String()), nil
 }
+
+// The file-based catalog's documents
+// (github.com/operator-framework/operator-registry's declcfg).
+type (
+	fbcPackage struct {
+		Schema         string   `json:"schema"`
+		Name           string   `json:"name"`
+		DefaultChannel string   `json:"defaultChannel"`
+		Description    string   `json:"description,omitempty"`
+		Icon           *fbcIcon `json:"icon,omitempty"`
+	}
+	fbcIcon struct {
+		Data      string `json:"base64data"`
+		MediaType string `json:"mediatype"`
+	}
+	fbcChannel struct {
+		Schema  string     `json:"schema"`
+		Package string     `json:"package"`
+		Name    string     `json:"name"`
+		Entries []fbcEntry `json:"entries"`
+	}
+	fbcEntry struct {
+		Name     string `json:"name"`
+		Replaces string `json:"replaces,omitempty"`
+	}
+	fbcBundle struct {
+		Schema     string        `json:"schema"`
+		Name       string        `json:"name"`
+		Package    string        `json:"package"`
+		Image      string        `json:"image"`
+		Properties []fbcProperty `json:"properties"`
+	}
+	fbcProperty struct {
+		Type  string            `json:"type"`
+		Value map[string]string `json:"value"`
+	}
+)
 
 func storageVersion(crd apiextensionsv1.CustomResourceDefinition) string {
 	for _, v := range crd.Spec.Versions {
