@@ -30,6 +30,10 @@ RUNC_VERSION := $(shell awk '$$1 == "github.com/opencontainers/runc" && $$2 ~ /^
 REGISTRY_VERSION := $(shell awk '$$1 == "github.com/distribution/distribution/v3" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
 METRICS_SERVER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/metrics-server" && $$2 ~ /^v/ {print $$2}' hack/realnode/metrics-server/go.mod)
 COREDNS_VERSION := $(shell awk '$$1 == "require" {$$1 = ""; $$0 = $$0} $$1 == "github.com/coredns/coredns" && $$2 ~ /^v/ {print $$2}' hack/realnode/coredns/go.mod)
+# OLM v1 (operator-controller and catalogd), pinned in hack/olm/go.mod, for
+# the test that installs the operator from a catalog.
+OLM_VERSION := $(shell awk '$$1 == "github.com/operator-framework/operator-controller" && $$2 ~ /^v/ {print $$2}' hack/olm/go.mod)
+OLM := $(LOCALBIN)/olm/operator-controller-$(OLM_VERSION)
 REALNODE := $(LOCALBIN)/realnode/k8s-$(K8S_VERSION)_containerd-$(CONTAINERD_VERSION)_runc-$(RUNC_VERSION)_registry-$(REGISTRY_VERSION)_metrics-server-$(METRICS_SERVER_VERSION)_coredns-$(COREDNS_VERSION)
 
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
@@ -99,10 +103,13 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 # The OLM bundle's version (the chart's appVersion), the manager image its
 # ClusterServiceVersion installs, and the bundle's image, as the file-based
 # catalog names it. Listing on OperatorHub needs both images pushed to a
-# public registry: set BUNDLE_MANAGER_IMG and BUNDLE_IMG to them.
+# public registry: set BUNDLE_MANAGER_IMG and BUNDLE_IMG to them. OLM v1
+# takes only a full reference (registry and repository) for the bundle: the
+# default names the image a bare app-operator-bundle:v<version> is, which the
+# local cluster's registry serves as Docker Hub's mirror.
 BUNDLE_VERSION ?= $(shell awk '$$1 == "appVersion:" {gsub(/"/, "", $$2); print $$2}' charts/app-operator/Chart.yaml)
 BUNDLE_MANAGER_IMG ?= app-operator:$(BUNDLE_VERSION)
-BUNDLE_IMG ?= app-operator-bundle:v$(BUNDLE_VERSION)
+BUNDLE_IMG ?= docker.io/library/app-operator-bundle:v$(BUNDLE_VERSION)
 
 .PHONY: bundle
 bundle: manifests ## Generate the OLM bundle (bundle/) and its file-based catalog (catalog/) from the CRDs, RBAC, Deployment and samples under config/.
@@ -117,12 +124,13 @@ verify: manifests generate bundle lint ## Fail when generated files (CRDs, RBAC,
 	cd hack/controlplane/kwok && go mod tidy -diff
 	cd hack/realnode && go mod tidy -diff
 	cd hack/realnode/metrics-server && go mod tidy -diff
+	cd hack/olm && go mod tidy -diff
 	@git diff --exit-code -- api config internal charts bundle catalog || { echo "Generated files are stale: run 'make manifests generate bundle' and commit the result."; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts bundle catalog)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts bundle catalog; exit 1; }
 	go vet ./...
 
 .PHONY: test
-test: controlplane realnode $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node.
+test: controlplane realnode olm $(HELM) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM).
 	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
 	@# file too, printed at the end: go test shows a passing package's output
 	@# only with -v.
@@ -188,7 +196,7 @@ image: ## Build the container image as an OCI archive in dist/ without a contain
 # and the file-based catalog's image (catalog/ at /configs), as OCI
 # archives in dist/, without a container engine.
 BUNDLE_LABELS = $(shell awk '$$1 ~ /^operators/ {sub(/:$$/, "", $$1); printf "--label=%s=%s ", $$1, $$2}' bundle/metadata/annotations.yaml)
-CATALOG_IMG ?= app-operator-catalog:v$(BUNDLE_VERSION)
+CATALOG_IMG ?= docker.io/library/app-operator-catalog:v$(BUNDLE_VERSION)
 
 .PHONY: bundle-image
 bundle-image: ## Build the OLM bundle's image as an OCI archive in dist/ (BUNDLE_IMG).
@@ -229,6 +237,10 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 .PHONY: realnode
 realnode: ## Build the real-node profile's kubelet, kube-proxy, containerd, runc, registry, metrics-server, CoreDNS and images (cached; root only).
 	@hack/realnode/build.sh $(REALNODE)
+
+.PHONY: olm
+olm: ## Build OLM v1 (operator-controller and catalogd) from source (cached), for the install from a catalog.
+	@hack/olm/build.sh $(OLM)
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)

@@ -242,6 +242,23 @@ func TestOLMv1Installable(t *testing.T) {
 		}) {
 		t.Errorf("the manager does not take --watch-namespaces from olm.targetNamespaces: args %q, env %+v", c.Args, c.Env)
 	}
+	// OLM v1 takes a bundle's image only as a full reference.
+	raw, err := os.ReadFile(filepath.Join(root, "catalog", Package, "catalog.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var images int
+	for _, line := range strings.Split(string(raw), "\n") {
+		if img, ok := strings.CutPrefix(line, "image: "); ok {
+			images++
+			if _, err := name.ParseReference(img, name.StrictValidation); err != nil {
+				t.Errorf("the catalog's bundle image %s is not a full reference: %v", img, err)
+			}
+		}
+	}
+	if images == 0 {
+		t.Error("the catalog names no bundle image")
+	}
 	// Every image the CSV installs is among its related images.
 	related := map[string]bool{}
 	for _, r := range csv.Spec.RelatedImages {
