@@ -242,12 +242,17 @@ func TestOLMInstallUpgradeUninstall(t *testing.T) {
 }
 
 // removeEarlierInstalls removes what the package's other tests left: the
-// kustomize tree's manager, which watches every namespace, and the CRDs
-// the Helm chart kept (OLM installs CRDs only as its own), with every
-// sample.
+// kustomize tree's objects (its manager watches every namespace, and OLM
+// installs no object that exists already, such as the metrics reader
+// ClusterRole), its namespace, the CRDs the Helm chart kept (with every
+// sample) and the samples' namespace.
 func removeEarlierInstalls(t *testing.T, ctx context.Context, cs kubernetes.Interface, c client.Client) {
 	t.Helper()
-	for _, ns := range []string{namespace + "-k", samplesNS} {
+	// The tree's cluster-scoped objects, its CRDs and its own namespace;
+	// TestKustomizeInstall's overlay put the rest in namespace+"-k".
+	kubectl(t, "delete", "--ignore-not-found", "--wait=false", "-k", "config/default")
+	namespaces := []string{namespace, namespace + "-k", samplesNS}
+	for _, ns := range namespaces {
 		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
@@ -262,7 +267,7 @@ func removeEarlierInstalls(t *testing.T, ctx context.Context, cs kubernetes.Inte
 		}
 	}
 	testenv.Eventually(t, 5*time.Minute, func() (bool, string) {
-		for _, ns := range []string{namespace + "-k", samplesNS} {
+		for _, ns := range namespaces {
 			if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false, fmt.Sprintf("namespace %s still there (%v)", ns, err)
 			}
