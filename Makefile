@@ -33,6 +33,10 @@ RUNC_VERSION := $(shell awk '$$1 == "github.com/opencontainers/runc" && $$2 ~ /^
 REGISTRY_VERSION := $(shell awk '$$1 == "github.com/distribution/distribution/v3" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
 METRICS_SERVER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/metrics-server" && $$2 ~ /^v/ {print $$2}' hack/realnode/metrics-server/go.mod)
 COREDNS_VERSION := $(shell awk '$$1 == "require" {$$1 = ""; $$0 = $$0} $$1 == "github.com/coredns/coredns" && $$2 ~ /^v/ {print $$2}' hack/realnode/coredns/go.mod)
+# OLM v1 (operator-controller and catalogd), pinned in hack/olm/go.mod, for
+# the test that installs the operator from a catalog.
+OLM_VERSION := $(shell awk '$$1 == "github.com/operator-framework/operator-controller" && $$2 ~ /^v/ {print $$2}' hack/olm/go.mod)
+OLM := $(LOCALBIN)/olm/operator-controller-$(OLM_VERSION)
 REALNODE := $(LOCALBIN)/realnode/k8s-$(K8S_VERSION)_containerd-$(CONTAINERD_VERSION)_runc-$(RUNC_VERSION)_registry-$(REGISTRY_VERSION)_metrics-server-$(METRICS_SERVER_VERSION)_coredns-$(COREDNS_VERSION)
 
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
@@ -101,8 +105,23 @@ vet: ## Run go vet.
 lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 	$(GOLANGCI_LINT) run ./...
 
+# The OLM bundle's version (the chart's appVersion), the manager image its
+# ClusterServiceVersion installs, and the bundle's image, as the file-based
+# catalog names it. Listing on OperatorHub needs both images pushed to a
+# public registry: set BUNDLE_MANAGER_IMG and BUNDLE_IMG to them. OLM v1
+# takes only a full reference (registry and repository) for the bundle: the
+# default names the image a bare app-operator-bundle:v<version> is, which the
+# local cluster's registry serves as Docker Hub's mirror.
+BUNDLE_VERSION ?= $(shell awk '$$1 == "appVersion:" {gsub(/"/, "", $$2); print $$2}' charts/app-operator/Chart.yaml)
+BUNDLE_MANAGER_IMG ?= app-operator:$(BUNDLE_VERSION)
+BUNDLE_IMG ?= docker.io/library/app-operator-bundle:v$(BUNDLE_VERSION)
+
+.PHONY: bundle
+bundle: manifests ## Generate the OLM bundle (bundle/) and its file-based catalog (catalog/) from the CRDs, RBAC, Deployment and samples under config/.
+	go run ./hack/bundle --version=$(BUNDLE_VERSION) --image=$(BUNDLE_MANAGER_IMG) --bundle-image=$(BUNDLE_IMG) --output=bundle --catalog=catalog/app-operator/catalog.yaml
+
 .PHONY: verify
-verify: manifests generate lint ## Fail when generated files, formatting or go.mod are stale, the lint finds something, or git tracks a binary or a file of more than 2 MB.
+verify: manifests generate bundle lint ## Fail when generated files (CRDs, RBAC, the OLM bundle), formatting or go.mod are stale, the lint finds something, or git tracks a binary or a file of more than 2 MB.
 	@hack/check-tracked-files.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "Files need gofmt:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
@@ -111,12 +130,13 @@ verify: manifests generate lint ## Fail when generated files, formatting or go.m
 	cd hack/realnode && go mod tidy -diff
 	cd hack/realnode/metrics-server && go mod tidy -diff
 	cd hack/promtool && go mod tidy -diff
-	@git diff --exit-code -- api config internal charts || { echo "Generated files are stale: run 'make manifests generate' and commit the result."; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
+	cd hack/olm && go mod tidy -diff
+	@git diff --exit-code -- api config internal charts bundle catalog || { echo "Generated files are stale: run 'make manifests generate bundle' and commit the result."; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts bundle catalog)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts bundle catalog; exit 1; }
 	go vet ./...
 
 .PHONY: test
-test: controlplane realnode $(HELM) $(PROMTOOL) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node, the alerts' promtool tests.
+test: controlplane realnode olm $(HELM) $(PROMTOOL) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM), the alerts' promtool tests.
 	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
 	@# file too, printed at the end: go test shows a passing package's output
 	@# only with -v.
@@ -182,6 +202,20 @@ image: ## Build the container image as an OCI archive in dist/ without a contain
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -tags $(MANAGER_BUILD_TAGS) -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/manager ./cmd/app-operator
 	go run ./hack/image --binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/manager --arch=$(IMAGE_ARCH) --tag=$(IMG) --output=dist/app-operator-$(IMAGE_ARCH).oci.tar
 
+# The OLM bundle's image (bundle/, labelled with its metadata/annotations.yaml)
+# and the file-based catalog's image (catalog/ at /configs), as OCI
+# archives in dist/, without a container engine.
+BUNDLE_LABELS = $(shell awk '$$1 ~ /^operators/ {sub(/:$$/, "", $$1); printf "--label=%s=%s ", $$1, $$2}' bundle/metadata/annotations.yaml)
+CATALOG_IMG ?= docker.io/library/app-operator-catalog:v$(BUNDLE_VERSION)
+
+.PHONY: bundle-image
+bundle-image: ## Build the OLM bundle's image as an OCI archive in dist/ (BUNDLE_IMG).
+	go run ./hack/image --content=bundle/manifests=/manifests --content=bundle/metadata=/metadata $(BUNDLE_LABELS) --tag=$(BUNDLE_IMG) --output=dist/app-operator-bundle.oci.tar
+
+.PHONY: catalog-image
+catalog-image: ## Build the file-based catalog's image as an OCI archive in dist/ (CATALOG_IMG).
+	go run ./hack/image --content=catalog=/configs --label=operators.operatorframework.io.index.configs.v1=/configs --tag=$(CATALOG_IMG) --output=dist/app-operator-catalog.oci.tar
+
 # The Go runtime settings (GOGC, GOMEMLIMIT) the manager's Deployment gives
 # it in config/manager/manager.yaml, as NAME=value: `make run` runs the
 # manager as it is deployed.
@@ -213,6 +247,10 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 .PHONY: realnode
 realnode: ## Build the real-node profile's kubelet, kube-proxy, containerd, runc, registry, metrics-server, CoreDNS and images (cached; root only).
 	@hack/realnode/build.sh $(REALNODE)
+
+.PHONY: olm
+olm: ## Build OLM v1 (operator-controller and catalogd) from source (cached), for the install from a catalog.
+	@hack/olm/build.sh $(OLM)
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)

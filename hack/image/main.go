@@ -6,6 +6,14 @@
 // `crane push` accept.
 //
 //	go run ./hack/image --binary=bin/linux_amd64/manager --output=dist/app-operator.oci.tar --tag=app-operator:dev
+//
+// With --content instead of --binary it builds an image that only carries
+// files, such as the OLM bundle's and catalog's images: each
+// --content=SRC=DEST puts the files under the folder SRC at DEST, and each
+// --label=KEY=VALUE labels the image.
+//
+//	go run ./hack/image --content=bundle/manifests=/manifests --content=bundle/metadata=/metadata \
+//	  --label=operators.operatorframework.io.bundle.mediatype.v1=registry+v1 ... --tag=app-operator-bundle:v0.1.0
 package main
 
 import (
@@ -15,7 +23,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -37,12 +48,21 @@ func main() {
 	output := flag.String("output", "dist/app-operator.oci.tar", "path of the OCI archive to write")
 	tag := flag.String("tag", "app-operator:latest", "image reference recorded in the archive's index")
 	arch := flag.String("arch", "amd64", "CPU architecture of the binary")
+	var content, labels listFlag
+	flag.Var(&content, "content", "SRC=DEST: put the files under the folder SRC at DEST in the image (repeatable; instead of --binary)")
+	flag.Var(&labels, "label", "KEY=VALUE: a label of the image (repeatable)")
 	flag.Parse()
-	if *binary == "" {
-		fmt.Fprintln(os.Stderr, "--binary is required")
+	if (*binary == "") == (len(content) == 0) {
+		fmt.Fprintln(os.Stderr, "either --binary or --content is required")
 		os.Exit(2)
 	}
-	if err := build(*binary, *output, *tag, *arch); err != nil {
+	var err error
+	if *binary != "" {
+		err = build(*binary, *output, *tag, *arch)
+	} else {
+		err = buildContent(content, labels, *output, *tag, *arch)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
@@ -63,6 +83,17 @@ func build(binary, output, tag, arch string) error {
 	if err != nil {
 		return err
 	}
+	return writeLayout(img, output, tag, arch, func(cfg *v1.Config) {
+		cfg.Entrypoint = []string{EntrypointPath}
+		cfg.User = fmt.Sprintf("%d:%d", NonRootUID, NonRootUID)
+		cfg.WorkingDir = "/"
+		cfg.Labels = map[string]string{"org.opencontainers.image.title": "app-operator"}
+	})
+}
+
+// writeLayout sets the image's configuration and writes it, as the one
+// image of an OCI layout, to the tar archive output.
+func writeLayout(img v1.Image, output, tag, arch string, configure func(*v1.Config)) error {
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -72,10 +103,7 @@ func build(binary, output, tag, arch string) error {
 	cfg.OS, cfg.Architecture = "linux", arch
 	// A fixed date keeps the image digest reproducible.
 	cfg.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
-	cfg.Config.Entrypoint = []string{EntrypointPath}
-	cfg.Config.User = fmt.Sprintf("%d:%d", NonRootUID, NonRootUID)
-	cfg.Config.WorkingDir = "/"
-	cfg.Config.Labels = map[string]string{"org.opencontainers.image.title": "app-operator"}
+	configure(&cfg.Config)
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return err
 	}
@@ -175,4 +203,108 @@ func tarDir(dir, output string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// listFlag is a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// buildContent builds an image of files alone: each SRC=DEST of content
+// puts the regular files under the folder SRC at DEST, read-only and owned
+// by root; labels are KEY=VALUE.
+func buildContent(content, labels []string, output, tag, arch string) error {
+	files := map[string][]byte{}
+	for _, c := range content {
+		src, dest, ok := strings.Cut(c, "=")
+		if !ok || !strings.HasPrefix(dest, "/") {
+			return fmt.Errorf("--content=%s: want SRC=/DEST", c)
+		}
+		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, err := filepath.Rel(src, p)
+			if err != nil {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			files[path.Join(dest, filepath.ToSlash(rel))[1:]] = data
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no file under %q", content)
+	}
+	labelMap := map[string]string{}
+	for _, l := range labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return fmt.Errorf("--label=%s: want KEY=VALUE", l)
+		}
+		labelMap[k] = v
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return filesLayer(files) },
+		tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return err
+	}
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	if err != nil {
+		return err
+	}
+	return writeLayout(img, output, tag, arch, func(cfg *v1.Config) {
+		cfg.Labels = labelMap
+	})
+}
+
+// filesLayer is a tar stream of files (by path, without the leading
+// slash), in the order of their paths, with their folders.
+func filesLayer(files map[string][]byte) (io.ReadCloser, error) {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	pr, pw := io.Pipe()
+	go func() {
+		tw := tar.NewWriter(pw)
+		dirs := map[string]bool{}
+		var err error
+		for _, p := range paths {
+			for _, d := range parents(p) {
+				if err == nil && !dirs[d] {
+					dirs[d] = true
+					err = tw.WriteHeader(&tar.Header{Name: d + "/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: time.Unix(0, 0)})
+				}
+			}
+			if err == nil {
+				err = tw.WriteHeader(&tar.Header{Name: p, Mode: 0o444, Size: int64(len(files[p])), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)})
+			}
+			if err == nil {
+				_, err = tw.Write(files[p])
+			}
+		}
+		if err == nil {
+			err = tw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr, nil
+}
+
+// parents are the folders above a path, outermost first.
+func parents(p string) []string {
+	var out []string
+	for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+		out = append([]string{d}, out...)
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,5 +140,73 @@ func untar(t *testing.T, archive, dst string) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestContentImage builds an image of files alone, as the OLM bundle's and
+// catalog's images are, and reads back its labels and files.
+func TestContentImage(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	for p, data := range map[string]string{"a.yaml": "a: 1\n", "sub/b.yaml": "b: 2\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, p), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	archive := filepath.Join(dir, "image.oci.tar")
+	if err := buildContent([]string{src + "=/configs"}, []string{"operators.operatorframework.io.index.configs.v1=/configs"}, archive, "catalog:test", "amd64"); err != nil {
+		t.Fatal(err)
+	}
+	layoutDir := filepath.Join(dir, "layout")
+	untar(t, archive, layoutDir)
+	index, err := layout.ImageIndexFromPath(layoutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := index.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := index.Image(manifest.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Config.Labels["operators.operatorframework.io.index.configs.v1"]; got != "/configs" {
+		t.Errorf("labels = %v", cfg.Config.Labels)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			hdr, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(tr)
+			files[hdr.Name] = string(data)
+		}
+		rc.Close()
+	}
+	want := map[string]string{"configs/": "", "configs/sub/": "", "configs/a.yaml": "a: 1\n", "configs/sub/b.yaml": "b: 2\n"}
+	if !maps.Equal(files, want) {
+		t.Errorf("files = %q, want %q", files, want)
 	}
 }
