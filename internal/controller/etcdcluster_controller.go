@@ -248,6 +248,14 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd
 			return obs, nil, 0, err
 		}
 		pod.Stranded = why
+		if pod.Ready && p.Spec.NodeName != "" {
+			// A pod on a node that no longer reports keeps the Ready it had.
+			notReady, err := nodeNotReady(ctx, e.client, p.Spec.NodeName)
+			if err != nil {
+				return obs, nil, 0, fmt.Errorf("get node %s: %w", p.Spec.NodeName, err)
+			}
+			pod.Ready = !notReady
+		}
 		obs.Pods[p.Name] = pod
 		if p.Status.PodIP != "" {
 			urls[p.Name] = "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort))

@@ -15,24 +15,56 @@ import (
 	"github.com/app-operator/app-operator/internal/resources"
 )
 
-// A drain cordons a node and then evicts its pods. A Redis primary on a
-// cordoned node is handed over before its eviction, which its disruption
-// budget holds meanwhile; the cordon is what says the drain has begun.
+// Two things the operator reads of a node. A drain cordons a node and
+// then evicts its pods: a Redis primary on a cordoned node is handed over
+// before its eviction, which its disruption budget holds meanwhile; the
+// cordon is what says the drain has begun. A node that stops reporting
+// (NotReady) may leave its pods' Ready condition as it was: an etcd member
+// there that does not answer is down, not merely out of the operator's
+// reach.
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
 // transformNode is the cache transform of the Nodes: whether a node is
-// cordoned is all the operator reads of one from its cache, so the cache
-// keeps that and the name, not the images, addresses and conditions a
-// Node carries.
+// cordoned and its Ready condition are all the operator reads of one from
+// its cache, so the cache keeps those and the name, not the images,
+// addresses and other conditions a Node carries.
 func transformNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Node{
+	kept := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion},
 		Spec:       corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
-	}, nil
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			kept.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return kept, nil
+}
+
+// nodeNotReady reports whether the node named says it is not ready (its
+// Ready condition False or Unknown); false for a pod not scheduled ("")
+// or a node that is no more.
+func nodeNotReady(ctx context.Context, c client.Reader, name string) (bool, error) {
+	if name == "" {
+		return false, nil
+	}
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status != corev1.ConditionTrue, nil
+		}
+	}
+	return false, nil
 }
 
 // cordoned reports whether the node named is cordoned; false for a pod
