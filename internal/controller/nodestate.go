@@ -45,18 +45,33 @@ func transformNode(obj any) (any, error) {
 	return kept, nil
 }
 
-// nodeNotReady reports whether the node named says it is not ready (its
-// Ready condition False or Unknown); false for a pod not scheduled ("")
-// or a node that is no more.
-func nodeNotReady(ctx context.Context, c client.Reader, name string) (bool, error) {
+// nodeNamed returns the node named, nil for a pod not scheduled ("") or a
+// node that is no more.
+func nodeNamed(ctx context.Context, c client.Reader, name string) (*corev1.Node, error) {
 	if name == "" {
-		return false, nil
+		return nil, nil
 	}
 	n := &corev1.Node{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return nil, nil
 		}
+		return nil, err
+	}
+	return n, nil
+}
+
+// cordoned reports whether the node named is cordoned.
+func cordoned(ctx context.Context, c client.Reader, name string) (bool, error) {
+	n, err := nodeNamed(ctx, c, name)
+	return n != nil && n.Spec.Unschedulable, err
+}
+
+// nodeNotReady reports whether the node named says it is not ready (its
+// Ready condition False or Unknown).
+func nodeNotReady(ctx context.Context, c client.Reader, name string) (bool, error) {
+	n, err := nodeNamed(ctx, c, name)
+	if n == nil || err != nil {
 		return false, err
 	}
 	for _, cond := range n.Status.Conditions {
@@ -65,22 +80,6 @@ func nodeNotReady(ctx context.Context, c client.Reader, name string) (bool, erro
 		}
 	}
 	return false, nil
-}
-
-// cordoned reports whether the node named is cordoned; false for a pod
-// not scheduled ("") or a node that is no more.
-func cordoned(ctx context.Context, c client.Reader, name string) (bool, error) {
-	if name == "" {
-		return false, nil
-	}
-	n := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, err
-	}
-	return n.Spec.Unschedulable, nil
 }
 
 // cordonChanged passes a Node's updates that cordon or uncordon it.

@@ -455,15 +455,24 @@ func partition(t *testing.T, node string) (heal func()) {
 func TestNodesEtcdLeaderNodeCutOffFromTheOthersReplacesNothing(t *testing.T) {
 	needNodes(t, 3)
 	c, e := runEtcdSample(t, "partition", etcdVersion)
+	etcdLeaderNodeCut(t, c, e, func(node string) func() { return partition(t, node) },
+		etcdcluster.ReasonMemberUnhealthy, "the leader's node cut off from the other nodes")
+}
+
+// etcdLeaderNodeCut cuts the leader's node off with cut (which returns the
+// heal) for 30 s: the status says reason naming the leader, and no member
+// changes; healed, the cluster is Ready with the same members.
+func etcdLeaderNodeCut(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, cut func(node string) (heal func()), reason, fault string) {
+	t.Helper()
 	cell := watchEtcdCell(t, c, e)
 	ids := etcdMemberIDs(e)
 	victim := e.Status.Leader
 	pods, _ := podNodes(t, c, e)
-	heal := partition(t, pods[victim])
+	heal := cut(pods[victim])
 	cond := waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
-		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonMemberUnhealthy, 2*time.Minute)
+		conditions.Ready, metav1.ConditionFalse, reason, 2*time.Minute)
 	if !strings.Contains(cond.Message, victim) {
-		t.Errorf("Ready=False %s: %q, want the member cut off named (%s)", cond.Reason, cond.Message, victim)
+		t.Errorf("Ready=False %s: %q, want the member named (%s)", cond.Reason, cond.Message, victim)
 	}
 	holdMembers(t, c, e, ids, 30*time.Second, func(ready *metav1.Condition) bool {
 		return ready != nil && ready.Status == metav1.ConditionFalse
@@ -475,8 +484,8 @@ func TestNodesEtcdLeaderNodeCutOffFromTheOthersReplacesNothing(t *testing.T) {
 	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
 		t.Errorf("members %v after the heal, want %v kept", got, ids)
 	}
-	t.Logf("leader %s's node %s cut off for 30 s: %s; Ready %s after the heal", victim, pods[victim], cond.Message, toReady.Round(100*time.Millisecond))
-	cell.finish(t, "the leader's node cut off from the other nodes", toReady)
+	t.Logf("leader %s's node %s: %s for 30 s: %s; Ready %s after the heal", victim, pods[victim], fault, cond.Message, toReady.Round(100*time.Millisecond))
+	cell.finish(t, fault, toReady)
 }
 
 // The primary's node cut off from the other nodes while the operator and
@@ -562,30 +571,11 @@ func TestNodesEtcdOperatorCutOffFromTheLeadersNodeReplacesNothing(t *testing.T) 
 	testenv.StartManagerAs(t, operatorUID, bin, kubeconfig, filepath.Join(t.TempDir(), "manager.log"),
 		"--watch-namespaces="+ns, "--health-probe-bind-address=0", "--metrics-bind-address=0")
 	e := createEtcdSample(t, c, ns, "operator-cut", etcdVersion)
-	cell := watchEtcdCell(t, c, e)
-	ids := etcdMemberIDs(e)
-	victim := e.Status.Leader
-	pods, _ := podNodes(t, c, e)
-	subnet, err := testCluster.NodePodSubnet(pods[victim])
-	if err != nil {
-		t.Fatal(err)
-	}
-	heal := cutOperatorFrom(t, subnet)
-	cond := waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
-		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonMembersUnreachable, 2*time.Minute)
-	if !strings.Contains(cond.Message, victim) {
-		t.Errorf("Ready=False %s: %q, want the member out of reach named (%s)", cond.Reason, cond.Message, victim)
-	}
-	holdMembers(t, c, e, ids, 30*time.Second, func(ready *metav1.Condition) bool {
-		return ready != nil && ready.Status == metav1.ConditionFalse
-	})
-	heal()
-	healed := time.Now()
-	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
-	toReady := time.Since(healed)
-	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
-		t.Errorf("members %v after the heal, want %v kept", got, ids)
-	}
-	t.Logf("the operator cut off from leader %s's node %s (%s) for 30 s: %s; Ready %s after the heal", victim, pods[victim], subnet, cond.Message, toReady.Round(100*time.Millisecond))
-	cell.finish(t, "the operator alone cut off from the leader's node", toReady)
+	etcdLeaderNodeCut(t, c, e, func(node string) func() {
+		subnet, err := testCluster.NodePodSubnet(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cutOperatorFrom(t, subnet)
+	}, etcdcluster.ReasonMembersUnreachable, "the operator alone cut off from the leader's node")
 }
