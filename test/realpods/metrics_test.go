@@ -48,10 +48,11 @@ func clusterGauges(t *testing.T, key client.ObjectKey) map[string]float64 {
 			if labels["namespace"] != key.Namespace || labels["name"] != key.Name {
 				continue
 			}
+			series := name
 			if r := labels["replica"]; r != "" {
-				name += "/" + r
+				series += "/" + r
 			}
-			out[name] = m.GetGauge().GetValue()
+			out[series] = m.GetGauge().GetValue()
 		}
 	}
 	return out
