@@ -3,8 +3,6 @@ package controller_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
@@ -13,9 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -36,18 +31,7 @@ import (
 // `name{label="value",...}` (labels sorted) to value.
 func scrape(t *testing.T, reg *prometheus.Registry, prefix string) map[string]float64 {
 	t.Helper()
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse the metrics page: %v", err)
-	}
+	families := testenv.MetricFamilies(t, reg)
 	out := map[string]float64{}
 	for name, f := range families {
 		if !strings.HasPrefix(name, prefix) {

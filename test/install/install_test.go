@@ -141,26 +141,8 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		}
 	}
 	newLeader := leaderPod(t, cs)
-	waitSamples(t, c)
-	// Every sample stayed as it was: its Ready condition never changed.
-	if after := readyTransitions(t, c); !maps.Equal(after, readySince) {
-		t.Errorf("Ready conditions changed across the upgrade: before %v, after %v", readySince, after)
-	}
-	// The new leader has looked at every sample once it holds the Lease
-	// and its caches are in sync; a few seconds more for its passes.
-	time.Sleep(10 * time.Second)
-	var childWrites []string
-	for pod, ws := range writesByPod(t, samplesNS, upgraded) {
-		for _, w := range ws {
-			if !strings.Contains(w, "/status") && !strings.HasPrefix(w, "create events") {
-				childWrites = append(childWrites, pod+": "+w)
-			}
-		}
-	}
-	if len(childWrites) > 0 {
-		t.Errorf("after the upgrade, the operator rewrote children:\n%s", strings.Join(childWrites, "\n"))
-	}
-	t.Logf("helm upgrade: rolled in %.1f s, new leader %s, %d child writes", time.Since(upgraded).Seconds(), newLeader, len(childWrites))
+	childWrites := checkUpgradeChangedNothing(t, c, readySince, upgraded)
+	t.Logf("helm upgrade: rolled in %.1f s, new leader %s, %d child writes", time.Since(upgraded).Seconds(), newLeader, childWrites)
 
 	// Uninstall: the manager goes, the CRDs, resources and children stay.
 	helm(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "2m")
@@ -613,4 +595,32 @@ func auditEvents(t *testing.T) []auditEvent {
 			sub: e.ObjectRef.Subresource, ns: e.ObjectRef.Namespace, name: e.ObjectRef.Name}})
 	}
 	return out
+}
+
+// checkUpgradeChangedNothing waits for the samples to be Ready after an
+// upgrade that began at upgraded, and checks that none of their Ready
+// conditions changed from readySince and that the operator wrote no child
+// since (statuses and events aside); it returns the count of child writes.
+func checkUpgradeChangedNothing(t *testing.T, c client.Client, readySince map[string]string, upgraded time.Time) int {
+	t.Helper()
+	waitSamples(t, c)
+	// Every sample stayed as it was: its Ready condition never changed.
+	if after := readyTransitions(t, c); !maps.Equal(after, readySince) {
+		t.Errorf("Ready conditions changed across the upgrade: before %v, after %v", readySince, after)
+	}
+	// The new leader has looked at every sample once it holds the Lease
+	// and its caches are in sync; a few seconds more for its passes.
+	time.Sleep(10 * time.Second)
+	var childWrites []string
+	for pod, ws := range writesByPod(t, samplesNS, upgraded) {
+		for _, w := range ws {
+			if !strings.Contains(w, "/status") && !strings.HasPrefix(w, "create events") {
+				childWrites = append(childWrites, pod+": "+w)
+			}
+		}
+	}
+	if len(childWrites) > 0 {
+		t.Errorf("after the upgrade, the operator rewrote children:\n%s", strings.Join(childWrites, "\n"))
+	}
+	return len(childWrites)
 }

@@ -3,16 +3,11 @@ package realpods
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -26,18 +21,7 @@ import (
 // with the replica after a slash for a gauge of each replica.
 func clusterGauges(t *testing.T, key client.ObjectKey) map[string]float64 {
 	t.Helper()
-	srv := httptest.NewServer(promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse the metrics page: %v", err)
-	}
+	families := testenv.MetricFamilies(t, ctrlmetrics.Registry)
 	out := map[string]float64{}
 	for name, f := range families {
 		for _, m := range f.GetMetric() {
