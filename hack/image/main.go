@@ -74,12 +74,7 @@ func build(binary, output, tag, arch string) error {
 	if err != nil {
 		return err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return binaryLayer(bin) },
-		tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return err
-	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	img, err := oneLayerImage(func() (io.ReadCloser, error) { return binaryLayer(bin) })
 	if err != nil {
 		return err
 	}
@@ -251,18 +246,22 @@ func buildContent(content, labels []string, output, tag, arch string) error {
 		}
 		labelMap[k] = v
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return filesLayer(files) },
-		tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return err
-	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	img, err := oneLayerImage(func() (io.ReadCloser, error) { return filesLayer(files) })
 	if err != nil {
 		return err
 	}
 	return writeLayout(img, output, tag, arch, func(cfg *v1.Config) {
 		cfg.Labels = labelMap
 	})
+}
+
+// oneLayerImage is an OCI image of the one layer that open reads.
+func oneLayerImage(open tarball.Opener) (v1.Image, error) {
+	layer, err := tarball.LayerFromOpener(open, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, err
+	}
+	return mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
 }
 
 // filesLayer is a tar stream of files (by path, without the leading
