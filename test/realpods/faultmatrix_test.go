@@ -107,6 +107,16 @@ func managerAsOperatorUID(t *testing.T) (bin, kubeconfig string) {
 	return filepath.Join(managerBinary.dir, "app-operator"), kubeconfig
 }
 
+// startOperatorAsItsUID runs the manager as a process of the operator's
+// uid (so that cutOperatorFrom cuts it alone), watching namespace ns, with
+// args added.
+func startOperatorAsItsUID(t *testing.T, ns string, args ...string) {
+	t.Helper()
+	bin, kubeconfig := managerAsOperatorUID(t)
+	testenv.StartManagerAs(t, operatorUID, bin, kubeconfig, filepath.Join(t.TempDir(), "manager.log"),
+		append([]string{"--watch-namespaces=" + ns, "--health-probe-bind-address=0", "--metrics-bind-address=0"}, args...)...)
+}
+
 // cutOperatorFrom drops every packet the operator's uid sends to ip, and
 // nothing else: the clients and the kubelet still reach it. It returns the
 // function that heals the cut (also called when the test ends).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -531,10 +530,7 @@ func TestNodesRedisOperatorCutOffFromThePrimarysNodeFailsNothingOver(t *testing.
 	needNodes(t, 3)
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	bin, kubeconfig := managerAsOperatorUID(t)
-	testenv.StartManagerAs(t, operatorUID, bin, kubeconfig, filepath.Join(t.TempDir(), "manager.log"),
-		"--watch-namespaces="+ns, "--health-probe-bind-address=0", "--metrics-bind-address=0",
-		"--redis-failover-after="+cellFailoverAfter.String())
+	startOperatorAsItsUID(t, ns, "--redis-failover-after="+cellFailoverAfter.String())
 	r := newRedisCell(t, c, ns, "operator-cut", true, 3)
 	primary := r.rec.Status.Primary
 	node, _ := podNodeOf(t, c, ns, primary)
@@ -567,9 +563,7 @@ func TestNodesEtcdOperatorCutOffFromTheLeadersNodeReplacesNothing(t *testing.T) 
 	needNodes(t, 3)
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	bin, kubeconfig := managerAsOperatorUID(t)
-	testenv.StartManagerAs(t, operatorUID, bin, kubeconfig, filepath.Join(t.TempDir(), "manager.log"),
-		"--watch-namespaces="+ns, "--health-probe-bind-address=0", "--metrics-bind-address=0")
+	startOperatorAsItsUID(t, ns)
 	e := createEtcdSample(t, c, ns, "operator-cut", etcdVersion)
 	etcdLeaderNodeCut(t, c, e, func(node string) func() {
 		subnet, err := testCluster.NodePodSubnet(node)

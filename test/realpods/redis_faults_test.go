@@ -3,7 +3,6 @@ package realpods
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -245,10 +244,7 @@ func TestRedisFaultOperatorAloneCutOffFromThePrimary(t *testing.T) {
 	t.Parallel()
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	bin, kubeconfig := managerAsOperatorUID(t)
-	testenv.StartManagerAs(t, operatorUID, bin, kubeconfig, filepath.Join(t.TempDir(), "manager.log"),
-		"--watch-namespaces="+ns, "--health-probe-bind-address=0", "--metrics-bind-address=0",
-		"--redis-failover-after="+cellFailoverAfter.String())
+	startOperatorAsItsUID(t, ns, "--redis-failover-after="+cellFailoverAfter.String())
 	r := newRedisCell(t, c, ns, "cut", true, 3)
 	primary := r.rec.Status.Primary
 
