@@ -203,7 +203,7 @@ func etcdClient(endpoints []string) (*clientv3.Client, error) {
 // healthy, one leader, all at version.
 func waitEtcdReady(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, size int, version string, timeout time.Duration) {
 	t.Helper()
-	testenv.Eventually(t, timeout, func() (bool, string) {
+	testenv.EventuallyInNamespace(t, c, e.Namespace, timeout, func() (bool, string) {
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(e), e); err != nil {
 			return false, err.Error()
 		}

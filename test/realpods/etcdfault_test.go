@@ -453,7 +453,7 @@ func TestEtcdClusterRecreatedOverRunningMembersAdoptsThemWithoutARestart(t *test
 		time.Sleep(200 * time.Millisecond)
 	}
 	toReady := time.Since(start)
-	waitEtcdReady(t, c, e, 3, etcdVersion, time.Minute)
+	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
 	time.Sleep(3 * time.Second)
 	leaderless := leader.Stop()
 	h.check(t, etcdClientOf(t, c, e))
