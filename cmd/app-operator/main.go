@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -60,6 +61,7 @@ func main() {
 		leaseDuration      time.Duration
 		renewDeadline      time.Duration
 		retryPeriod        time.Duration
+		snapshotImage      string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
@@ -109,6 +111,8 @@ func main() {
 		"Accept gzip-compressed answers from the API server. Off by default: for an operator next to its API server, compressing every watch event costs CPU on both sides to save bandwidth it does not lack.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0",
 		"Address the Go profiler (net/http/pprof) binds to, e.g. 127.0.0.1:6060; 0 disables it. For benchmarks and debugging only. Heap profiles hold samples only when GODEBUG sets memprofilerate (e.g. GODEBUG=memprofilerate=524288, Go's default).")
+	flag.StringVar(&snapshotImage, "snapshot-image", cmp.Or(os.Getenv("SNAPSHOT_IMAGE"), controller.DefaultSnapshotImage),
+		"The image of the etcd snapshot tool that backup Jobs and restores run: the operator's own image, which carries it (default: $SNAPSHOT_IMAGE).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -215,6 +219,7 @@ func main() {
 		MicroServiceDeploy:      msd,
 		MaxConcurrentReconciles: workers,
 		RedisFailoverAfter:      redisFailoverAfter,
+		SnapshotImage:           snapshotImage,
 	}
 	if err := controller.SetupWithManager(mgr, opts); err != nil {
 		log.Error(err, "Unable to set up controllers")

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -39,6 +40,8 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	byObject := map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:  managed,
 		&appsv1.StatefulSet{}: managed,
+		// Only the Jobs of the EtcdBackups.
+		&batchv1.Job{}: managed,
 		// Only the Secrets the operator labels: a RedisEnterpriseCluster's
 		// credentials. The operator never reads any other Secret.
 		&corev1.Secret{}:         managed,

@@ -67,6 +67,7 @@ func etcdClusterKind(opts Options) kind[*etcdv1beta2.EtcdCluster] {
 func etcdClusterKindWith(opts Options, dial etcd.Dialer) kind[*etcdv1beta2.EtcdCluster] {
 	gvk := etcdv1beta2.GroupVersion.WithKind("EtcdCluster")
 	ops := &etcdOps{dial: dial, clock: opts.Clock}
+	snapshotImage := cmp.Or(opts.SnapshotImage, DefaultSnapshotImage)
 	gauges := newEtcdGauges(opts.Metrics)
 	k := kind[*etcdv1beta2.EtcdCluster]{
 		name:      etcdcluster.KindName,
@@ -86,7 +87,7 @@ func etcdClusterKindWith(opts Options, dial etcd.Dialer) kind[*etcdv1beta2.EtcdC
 			return look, err
 		},
 		build: func(o *etcdv1beta2.EtcdCluster, look *etcdLook) ([]runtime.ApplyConfiguration, error) {
-			return etcdcluster.Build(resources.OwnerOf(o, gvk), &o.Spec, etcdMembership(o, look)).Objects(), nil
+			return etcdcluster.Build(resources.OwnerOf(o, gvk), &o.Spec, etcdMembership(o, look, snapshotImage)).Objects(), nil
 		},
 		step: func(ctx context.Context, c clients, o *etcdv1beta2.EtcdCluster, look *etcdLook, _ observed, scope stepScope) (Step, error) {
 			// Every step of an etcd cluster moves it toward its spec
@@ -112,12 +113,20 @@ func etcdClusterKindWith(opts Options, dial etcd.Dialer) kind[*etcdv1beta2.EtcdC
 
 // etcdMembership is the membership the children are built from: what the
 // pass's look found (see etcdcluster.MembershipOf); without a cluster (a
-// preview), status.members.
-func etcdMembership(o *etcdv1beta2.EtcdCluster, look *etcdLook) etcdcluster.Membership {
+// preview), status.members. A cluster of spec.restore that has never
+// started (no cluster ID recorded or seen) restores its first member
+// from the snapshot with the tool of image.
+func etcdMembership(o *etcdv1beta2.EtcdCluster, look *etcdLook, image string) etcdcluster.Membership {
+	var m etcdcluster.Membership
 	if look != nil {
-		return etcdcluster.MembershipOf(look.obs, look.live)
+		m = etcdcluster.MembershipOf(look.obs, look.live)
+	} else {
+		m = etcdcluster.FromStatus(o.Name, o.Status.Members)
 	}
-	return etcdcluster.FromStatus(o.Name, o.Status.Members)
+	if o.Spec.Restore != nil && o.Status.ClusterID == "" && (look == nil || look.clusterID == 0) {
+		m.Restore = &etcdcluster.Restore{Image: image, Source: *o.Spec.Restore}
+	}
+	return m
 }
 
 // etcdLook is what a pass read of an EtcdCluster before the build (the

@@ -44,6 +44,11 @@ type Options struct {
 	// controller-runtime's registry, which the manager's metrics endpoint
 	// serves, when nil.
 	Metrics prometheus.Registerer
+	// SnapshotImage is the image of the etcd snapshot tool (the
+	// operator's own image, which carries it), that EtcdBackup Jobs and
+	// the restore of an EtcdCluster's first member run;
+	// DefaultSnapshotImage when empty.
+	SnapshotImage string
 }
 
 // DefaultRedisFailoverAfter is the failover window of a Redis primary, as

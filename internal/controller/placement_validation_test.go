@@ -42,6 +42,16 @@ func placementOf(t *testing.T, obj client.Object) (*placement.Placement, string)
 			o.Spec.Pod = &etcdv1beta2.PodPolicy{}
 		}
 		return &o.Spec.Pod.Placement, "spec.pod."
+	case *etcdv1beta2.EtcdBackup:
+		if o.Spec.Pod == nil {
+			o.Spec.Pod = &etcdv1beta2.PodPolicy{}
+		}
+		return &o.Spec.Pod.Placement, "spec.pod."
+	case *etcdv1beta2.EtcdRestore:
+		if o.Spec.ClusterSpec.Pod == nil {
+			o.Spec.ClusterSpec.Pod = &etcdv1beta2.PodPolicy{}
+		}
+		return &o.Spec.ClusterSpec.Pod.Placement, "spec.clusterSpec.pod."
 	}
 	t.Fatalf("no placement in %T", obj)
 	return nil, ""

@@ -42,6 +42,8 @@ var controllers = map[string]func(Options) registered{
 	"myweb":                  func(o Options) registered { return myWebKind(o) },
 	"redisenterprisecluster": func(o Options) registered { return redisEnterpriseClusterKind(o) },
 	"etcdcluster":            func(o Options) registered { return etcdClusterKind(o) },
+	"etcdbackup":             func(o Options) registered { return etcdBackupKind(o) },
+	"etcdrestore":            func(o Options) registered { return etcdRestoreKind(o) },
 }
 
 // registeredKinds returns the controller of every kind of kinds.All, in

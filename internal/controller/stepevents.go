@@ -32,6 +32,10 @@ const (
 	EventPrimaryElected    = "PrimaryElected"
 	EventFailedOver        = "FailedOver"
 	EventPrimaryHandedOver = "PrimaryHandedOver"
+	EventBackupStarted     = "BackupStarted"
+	EventBackupSucceeded   = "BackupSucceeded"
+	EventBackupFailed      = "BackupFailed"
+	EventRestoreStarted    = "RestoreStarted"
 )
 
 // etcdStepEvent is the event of an EtcdCluster step of kind k; nil for a

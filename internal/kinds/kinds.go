@@ -101,6 +101,22 @@ func All() []Kind {
 			AddToScheme: etcdv1beta2.AddToScheme, Builder: "etcdcluster", Sample: "etcd/etcd_v1beta2_etcdcluster.yaml",
 			Stateful: true,
 		},
+		{
+			GVK: etcdv1beta2.GroupVersion.WithKind("EtcdBackup"), Plural: "etcdbackups",
+			New:         func() client.Object { return &etcdv1beta2.EtcdBackup{} },
+			NewList:     func() client.ObjectList { return &etcdv1beta2.EtcdBackupList{} },
+			AddToScheme: etcdv1beta2.AddToScheme, Builder: "etcdbackup", Sample: "etcd/etcd_v1beta2_etcdbackup.yaml",
+			Stateful: true,
+		},
+		{
+			// The restore's builder is the backup's: the location of a
+			// snapshot, which the restored cluster's first member reads.
+			GVK: etcdv1beta2.GroupVersion.WithKind("EtcdRestore"), Plural: "etcdrestores",
+			New:         func() client.Object { return &etcdv1beta2.EtcdRestore{} },
+			NewList:     func() client.ObjectList { return &etcdv1beta2.EtcdRestoreList{} },
+			AddToScheme: etcdv1beta2.AddToScheme, Builder: "etcdbackup", Sample: "etcd/etcd_v1beta2_etcdrestore.yaml",
+			Stateful: true,
+		},
 	}
 }
 

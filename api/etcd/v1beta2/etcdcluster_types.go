@@ -20,6 +20,7 @@ const (
 // version control the number of members and their version.
 // +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && ((int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) && int(self.version.split('.')[2]) >= int(oldSelf.version.split('.')[2])) || int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) + 1))",message="spec.version may only move to a later patch of the same minor or to the next minor version (no downgrade, no skipped minor, no major change)"
 // +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || !(int(oldSelf.version.split('.')[0]) == 3 && int(oldSelf.version.split('.')[1]) == 5 && int(oldSelf.version.split('.')[2]) < 20 && int(self.version.split('.')[1]) >= 6)",message="spec.version may move from 3.5 to 3.6 only from 3.5.20 or later (etcd issue 19557: a member promoted from a learner before 3.5.20 comes back from 3.6 as a learner): move to the latest 3.5 patch first"
+// +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="spec.restore can only be set when the EtcdCluster is created"
 type EtcdClusterSpec struct {
 	// Size is the number of members, 1 to 9. The operator changes the
 	// membership one member at a time; the /scale subresource works on it
@@ -51,6 +52,14 @@ type EtcdClusterSpec struct {
 	// as a preference).
 	// +optional
 	Pod *PodPolicy `json:"pod,omitempty"`
+
+	// Restore starts the cluster from a snapshot: its first member is
+	// restored from it, and the others join it one at a time. It is read
+	// only while the cluster has never started (an EtcdRestore sets it),
+	// and cannot be changed or removed.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.restore cannot change"
+	Restore *SnapshotSource `json:"restore,omitempty"`
 }
 
 // PodPolicy is the policy of the member pods, at the place of the etcd

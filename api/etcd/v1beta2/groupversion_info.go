@@ -1,6 +1,8 @@
 // Package v1beta2 contains the etcd.database.coreos.com/v1beta2 API:
 // EtcdCluster, an etcd cluster whose members the operator adds, promotes,
-// replaces, removes and upgrades one at a time through etcd's own API.
+// replaces, removes and upgrades one at a time through etcd's own API;
+// EtcdBackup, its snapshots kept in S3 or on a claim; and EtcdRestore, a
+// new cluster started from one.
 // +kubebuilder:object:generate=true
 // +groupName=etcd.database.coreos.com
 package v1beta2
@@ -25,7 +27,7 @@ var (
 // addKnownTypes registers the kinds of this API, and the options types
 // every API version carries, under GroupVersion.
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &EtcdCluster{}, &EtcdClusterList{})
+	s.AddKnownTypes(GroupVersion, &EtcdCluster{}, &EtcdClusterList{}, &EtcdBackup{}, &EtcdBackupList{}, &EtcdRestore{}, &EtcdRestoreList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -43,9 +43,14 @@ import (
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
 )
 
 const (
+	// RestoreContainerName is the init container that restores the first
+	// member's snapshot (see Membership.Restore).
+	RestoreContainerName = "restore"
+	restoreTmpVolume     = "restore-tmp"
 	// KindName is the value of app.kubernetes.io/name on every child and pod.
 	KindName = "etcdcluster"
 	// ContainerName names the etcd container.
@@ -107,7 +112,7 @@ func Build(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, m Membershi
 		Service:       peerService(owner, selector, labels),
 		ClientService: clientService(owner, selector, labels),
 		ConfigMap:     configMap(owner, labels, m.Members, m.Kept),
-		StatefulSet:   statefulSet(owner, spec, selector, labels, m.Replicas),
+		StatefulSet:   statefulSet(owner, spec, selector, labels, m.Replicas, m.Restore),
 	}
 	if len(m.Members) > 1 {
 		c.PodDisruptionBudget = podDisruptionBudget(owner, selector, labels, len(m.Members))
@@ -135,6 +140,19 @@ type Membership struct {
 	// Kept are start-up files of the live ConfigMap kept as they are, for
 	// pods the membership does not account for.
 	Kept map[string]string
+	// Restore, while a cluster of spec.restore has never started, is how
+	// its first member restores the snapshot before it starts; nil
+	// otherwise.
+	Restore *Restore
+}
+
+// Restore is how the first member of a cluster restores its snapshot: an
+// init container that runs the snapshot tool of the operator's image.
+type Restore struct {
+	// Image is the image of the snapshot tool.
+	Image string
+	// Source is the snapshot.
+	Source etcdv1beta2.SnapshotSource
 }
 
 // FromStatus is the membership recorded in status.members alone, for a
@@ -334,7 +352,7 @@ func configMap(owner resources.Owner, labels map[string]string, members []etcdv1
 		WithData(data)
 }
 
-func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selector, labels map[string]string, replicas int32) *appsv1ac.StatefulSetApplyConfiguration {
+func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selector, labels map[string]string, replicas int32, restore *Restore) *appsv1ac.StatefulSetApplyConfiguration {
 	container := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(Image(spec, spec.Version)).
@@ -374,6 +392,10 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 			WithRunAsUser(userID).WithRunAsGroup(userID).WithFSGroup(userID).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(corev1ac.Volume().WithName(configVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
+	if restore != nil {
+		init, volumes := restoreContainer(owner, restore)
+		podSpec.WithInitContainers(init).WithVolumes(volumes...)
+	}
 	// One member per node as far as the nodes allow (spec.pod.spread):
 	// a node lost takes as few members as it can.
 	place := spec.Placement()
@@ -450,3 +472,43 @@ func podDisruptionBudget(owner resources.Owner, selector, labels map[string]stri
 
 // Quorum is the number of voting members a cluster of n voters needs up.
 func Quorum(n int) int { return n/2 + 1 }
+
+// restoreContainer is the init container with which the first member
+// restores its snapshot into its data directory, and the volumes it
+// needs. The tool restores only in the first member's pod, only into an
+// empty data directory: a member that restarts keeps its data, and a
+// member that joins later starts empty.
+func restoreContainer(owner resources.Owner, r *Restore) (*corev1ac.ContainerApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
+	// The source was validated at admission; an unknown type restores
+	// nothing and the tool says so.
+	loc, _ := etcdbackup.LocationOf("from", r.Source.BackupStorageType, r.Source.BackupLocation)
+	seed := MemberName(owner.Name, 0)
+	peer := PeerURL(owner.Name, owner.Namespace, seed)
+	args := append([]string{"restore",
+		"--only-pod=" + seed,
+		"--data-dir=" + DataDir + "/data",
+		"--name=" + seed,
+		"--initial-cluster=" + seed + "=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster-token=" + owner.Namespace + "/" + owner.Name,
+	}, loc.Args...)
+	mounts := append([]*corev1ac.VolumeMountApplyConfiguration{
+		corev1ac.VolumeMount().WithName(DataVolume).WithMountPath(DataDir),
+		corev1ac.VolumeMount().WithName(restoreTmpVolume).WithMountPath("/tmp"),
+	}, loc.Mounts...)
+	c := corev1ac.Container().
+		WithName(RestoreContainerName).
+		WithImage(r.Image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand(etcdbackup.Tool).
+		WithArgs(args...).
+		WithEnv(corev1ac.EnvVar().WithName("POD_NAME").WithValueFrom(corev1ac.EnvVarSource().
+			WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name")))).
+		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
+		WithVolumeMounts(mounts...).
+		WithSecurityContext(etcdbackup.ToolSecurity())
+	volumes := append([]*corev1ac.VolumeApplyConfiguration{
+		corev1ac.Volume().WithName(restoreTmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+	}, loc.Volumes...)
+	return c, volumes
+}

@@ -1,0 +1,189 @@
+// Package etcdbackup builds the Jobs of an EtcdBackup and the snapshot
+// tool's arguments for a backup location, which the restore of an
+// EtcdCluster's first member uses too. Like every builder, it is pure.
+package etcdbackup
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/resources"
+)
+
+const (
+	// KindName is the value of app.kubernetes.io/name on the Jobs and
+	// their pods.
+	KindName = "etcdbackup"
+	// ContainerName is the name of the container that runs the snapshot
+	// tool.
+	ContainerName = "snapshot"
+	// Tool is the snapshot tool's path in the operator's image.
+	Tool = "/etcd-snapshot"
+	// GenerationAnnotation on a Job is the EtcdBackup generation it was
+	// made for.
+	GenerationAnnotation = "etcd.database.coreos.com/backup-generation"
+	// ExitPermanent is the tool's exit code for a failure that trying
+	// again cannot mend (access denied, no such bucket): the Job fails at
+	// once rather than retry.
+	ExitPermanent = 2
+
+	credentialsDir = "/etc/etcd-backup/aws"
+	claimDir       = "/backup"
+	tmpDir         = "/tmp"
+	userID         = 65532
+	// retries is how many times a Job retries a backup that failed for a
+	// reason that may pass (a member restarting).
+	retries = 2
+)
+
+// Selector selects the Jobs and pods of the EtcdBackup name.
+func Selector(name string) map[string]string { return resources.Selector(KindName, name, nil) }
+
+// JobName is the name of the Job of the backup name scheduled at t.
+func JobName(name string, t time.Time) string { return name + "-" + strconv.FormatInt(t.Unix(), 10) }
+
+// Endpoints are the client URLs of the members of the EtcdCluster cluster,
+// through their stable names.
+func Endpoints(cluster, namespace string, members []etcdv1beta2.EtcdMember) []string {
+	out := make([]string, 0, len(members))
+	for _, m := range members {
+		out = append(out, fmt.Sprintf("http://%s.%s.%s.svc:2379", m.Name, cluster, namespace))
+	}
+	return out
+}
+
+// Location is where the tool finds or puts snapshots: its arguments, and
+// the volumes and mounts that give it the credentials or the claim.
+type Location struct {
+	Args    []string
+	Volumes []*corev1ac.VolumeApplyConfiguration
+	Mounts  []*corev1ac.VolumeMountApplyConfiguration
+}
+
+// LocationOf returns the location of storage type storage at loc, for
+// the tool's flag flag (--to for a save, --from for a restore).
+func LocationOf(flag string, storage etcdv1beta2.BackupStorageType, loc etcdv1beta2.BackupLocation) (Location, error) {
+	switch {
+	case storage == etcdv1beta2.BackupStorageTypeS3 && loc.S3 != nil:
+		s3 := loc.S3
+		args := []string{fmt.Sprintf("--%s=s3://%s", flag, s3.Path), "--aws-credentials-file=" + credentialsDir + "/" + etcdv1beta2.AWSSecretCredentialsFileName}
+		if s3.Endpoint != "" {
+			args = append(args, "--s3-endpoint="+s3.Endpoint)
+		}
+		if s3.ForcePathStyle {
+			args = append(args, "--s3-force-path-style")
+		}
+		// Optional: without the Secret the tool starts and says which
+		// one it misses, rather than the pod waiting for the mount.
+		return Location{
+			Args: args,
+			Volumes: []*corev1ac.VolumeApplyConfiguration{corev1ac.Volume().WithName("credentials").
+				WithSecret(corev1ac.SecretVolumeSource().WithSecretName(s3.AWSSecret).WithOptional(true))},
+			Mounts: []*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName("credentials").WithMountPath(credentialsDir).WithReadOnly(true)},
+		}, nil
+	case storage == etcdv1beta2.BackupStorageTypePersistentVolumeClaim && loc.PersistentVolumeClaim != nil:
+		pvc := loc.PersistentVolumeClaim
+		return Location{
+			Args: []string{fmt.Sprintf("--%s=%s/%s", flag, claimDir, strings.TrimPrefix(pvc.Path, "/"))},
+			Volumes: []*corev1ac.VolumeApplyConfiguration{corev1ac.Volume().WithName("backup").
+				WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(pvc.ClaimName))},
+			Mounts: []*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName("backup").WithMountPath(claimDir)},
+		}, nil
+	}
+	return Location{}, fmt.Errorf("storage type %q has no location", storage)
+}
+
+// ToolSecurity is the tool container's security context: no privilege,
+// a read-only root, every capability dropped.
+func ToolSecurity() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithAllowPrivilegeEscalation(false).
+		WithRunAsNonRoot(true).
+		WithReadOnlyRootFilesystem(true).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
+}
+
+// Job is the Job that takes one snapshot for the backup owner: the tool
+// reads it from the member furthest along among endpoints and stores it
+// at the spec's location, and writes what it did (or why it failed) as
+// its termination message.
+func Job(owner resources.Owner, generation int64, spec *etcdv1beta2.EtcdBackupSpec, endpoints []string, image, name string) (*batchv1ac.JobApplyConfiguration, error) {
+	loc, err := LocationOf("to", spec.StorageType, spec.BackupLocation)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"save", "--endpoints=" + strings.Join(endpoints, ","), fmt.Sprintf("--timeout=%ds", spec.Timeout())}
+	if spec.BackupPolicy != nil && spec.BackupPolicy.MaxBackups > 0 {
+		args = append(args, fmt.Sprintf("--max-backups=%d", spec.BackupPolicy.MaxBackups))
+	}
+	args = append(args, loc.Args...)
+	mounts := append([]*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName("tmp").WithMountPath(tmpDir)}, loc.Mounts...)
+	volumes := append([]*corev1ac.VolumeApplyConfiguration{corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource())}, loc.Volumes...)
+
+	selector := Selector(owner.Name)
+	labels := resources.Labels(selector)
+	container := corev1ac.Container().
+		WithName(ContainerName).
+		WithImage(image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand(Tool).
+		WithArgs(args...).
+		WithTerminationMessagePolicy(corev1.TerminationMessageReadFile).
+		WithVolumeMounts(mounts...).
+		WithResources(corev1ac.ResourceRequirements().
+			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")})).
+		WithSecurityContext(ToolSecurity())
+	pod := corev1ac.PodSpec().
+		WithRestartPolicy(corev1.RestartPolicyNever).
+		WithAutomountServiceAccountToken(false).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(userID).WithRunAsGroup(userID).WithFSGroup(userID).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithContainers(container).
+		WithVolumes(volumes...)
+	if spec.Pod != nil {
+		resources.Place(pod, spec.Pod.Placement)
+	}
+	return batchv1ac.Job(name, owner.Namespace).
+		WithLabels(labels).
+		WithAnnotations(map[string]string{GenerationAnnotation: strconv.FormatInt(generation, 10)}).
+		WithOwnerReferences(owner.Reference()).
+		WithSpec(batchv1ac.JobSpec().
+			WithBackoffLimit(retries).
+			WithActiveDeadlineSeconds(spec.Timeout()).
+			WithPodFailurePolicy(batchv1ac.PodFailurePolicy().WithRules(
+				batchv1ac.PodFailurePolicyRule().
+					WithAction("FailJob").
+					WithOnExitCodes(batchv1ac.PodFailurePolicyOnExitCodesRequirement().
+						WithContainerName(ContainerName).
+						WithOperator("In").
+						WithValues(ExitPermanent)))).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(labels).
+				WithSpec(pod))), nil
+}
+
+// The condition reasons of an EtcdBackup, beyond the reasons the snapshot
+// tool gives a failed backup (AccessDenied, BucketNotFound, ...).
+const (
+	// ReasonClusterNotFound: spec.clusterName names no EtcdCluster.
+	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonBackupRunning: a backup's Job runs.
+	ReasonBackupRunning = "BackupRunning"
+	// ReasonBackupFailed: the last backup failed and its tool said
+	// nothing (its pod never started, or the Job ran out of time).
+	ReasonBackupFailed = "BackupFailed"
+	// ReasonWaiting: the backup waits for its cluster to have members.
+	ReasonWaiting = "WaitingForCluster"
+	// ReasonBackupPending: no backup has started yet.
+	ReasonBackupPending = "BackupPending"
+)

@@ -1,0 +1,48 @@
+package etcdbackup
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+)
+
+// Result is what the snapshot tool reports when it ends, as one JSON
+// object in its container's termination message: the snapshot it stored
+// or restored, or why it failed.
+type Result struct {
+	// Key is where the snapshot is: its S3 key or its path.
+	Key string `json:"key,omitempty"`
+	// Revision is the revision of etcd's key space in the snapshot.
+	Revision int64 `json:"revision,omitempty"`
+	// EtcdVersion is the version of the member the snapshot came from.
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// Size is the snapshot's size in bytes.
+	Size int64 `json:"size,omitempty"`
+	// TakenAt is when the snapshot was taken.
+	TakenAt time.Time `json:"takenAt,omitzero"`
+	// Member is the member the snapshot came from.
+	Member string `json:"member,omitempty"`
+
+	// Reason, on a failure, is a word for why (AccessDenied,
+	// BucketNotFound, NoLeader, TargetFull, Unreachable, Failed).
+	Reason string `json:"reason,omitempty"`
+	// Error, on a failure, says why in a sentence.
+	Error string `json:"error,omitempty"`
+}
+
+// Failed reports whether r is a failure.
+func (r Result) Failed() bool { return r.Error != "" || r.Reason != "" }
+
+// ParseResult reads the tool's termination message.
+func ParseResult(message string) (Result, error) {
+	message = strings.TrimSpace(message)
+	if message == "" {
+		return Result{}, errors.New("the snapshot tool said nothing")
+	}
+	var r Result
+	if err := json.Unmarshal([]byte(message), &r); err != nil {
+		return Result{}, err
+	}
+	return r, nil
+}
