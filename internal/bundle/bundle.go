@@ -433,6 +433,12 @@ func installStrategy(opts Options) (operatorsv1alpha1.NamedInstallStrategy, erro
 	pod.ServiceAccountName = serviceAccount
 	c := &pod.Containers[0]
 	c.Image = opts.Image
+	// The snapshot tool is in the manager's own image.
+	for i := range c.Env {
+		if c.Env[i].Name == "SNAPSHOT_IMAGE" {
+			c.Env[i].Value = opts.Image
+		}
+	}
 	// The namespaces of the OperatorGroup (empty: all of them).
 	c.Env = append(c.Env, corev1.EnvVar{
 		Name: "WATCH_NAMESPACES",

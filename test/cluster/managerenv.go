@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ManagerEnv returns the environment variables config/manager/manager.yaml
-// gives the manager's container a value in (the Go runtime's GOGC and
-// GOMEMLIMIT), as NAME=value: the benchmark and the demo run the manager
-// binary as it is deployed.
+// ManagerEnv returns the Go runtime's environment variables
+// config/manager/manager.yaml gives the manager's container a value in
+// (GOGC and GOMEMLIMIT), as NAME=value: the benchmark and the demo run the
+// manager binary as it is deployed.
 func ManagerEnv() ([]string, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -37,7 +37,7 @@ func ManagerEnv() ([]string, error) {
 			}
 			var env []string
 			for _, e := range c.Env {
-				if e.ValueFrom == nil {
+				if e.ValueFrom == nil && strings.HasPrefix(e.Name, "GO") {
 					env = append(env, e.Name+"="+e.Value)
 				}
 			}
