@@ -303,6 +303,8 @@ func kubectl(t *testing.T, args ...string) {
 func drainEach(t *testing.T, c client.Client, namespace string, selector map[string]string, n int, ready func()) {
 	t.Helper()
 	for _, node := range testCluster.NodeNames() {
+		// A drain that fails leaves no node cordoned for the next test.
+		t.Cleanup(func() { kubectl(t, "uncordon", node) })
 		kubectl(t, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=10m")
 		testenv.Eventually(t, 8*time.Minute, func() (bool, string) {
 			var list corev1.PodList
