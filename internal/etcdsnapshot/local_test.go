@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,7 +136,7 @@ func TestMaxBackups(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var keys []string
+	keys := make([]string, 0, 4)
 	for i := range 4 {
 		put(t, cli, "k", fmt.Sprint(i))
 		now := base.Add(time.Duration(i) * time.Hour)
