@@ -41,11 +41,15 @@ func startS3(t *testing.T) string {
 		t.Fatal(err)
 	}
 	s3Port := freePort(t)
-	args := []string{"server", "-dir=" + dataDir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1"}
-	for _, name := range []string{"master.port", "volume.port", "filer.port"} {
-		args = append(args, fmt.Sprintf("-%s=%d", name, freePort(t)), fmt.Sprintf("-%s.grpc=%d", name, freePort(t)))
+	// Every port is chosen, the gRPC ones too (by default each is its
+	// HTTP port plus 10000, which may be taken or out of range).
+	args := []string{
+		"server", "-dir=" + dataDir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-volume.max=5",
+		fmt.Sprintf("-master.port=%d", freePort(t)), fmt.Sprintf("-master.port.grpc=%d", freePort(t)),
+		fmt.Sprintf("-volume.port=%d", freePort(t)), fmt.Sprintf("-volume.port.grpc=%d", freePort(t)),
+		fmt.Sprintf("-filer.port=%d", freePort(t)), fmt.Sprintf("-filer.port.grpc=%d", freePort(t)),
+		"-s3", fmt.Sprintf("-s3.port=%d", s3Port), fmt.Sprintf("-s3.port.grpc=%d", freePort(t)), "-s3.config=" + configPath,
 	}
-	args = append(args, "-s3", fmt.Sprintf("-s3.port=%d", s3Port), fmt.Sprintf("-s3.port.grpc=%d", freePort(t)), "-s3.config="+configPath, "-volume.max=5")
 	logFile, err := os.Create(filepath.Join(dir, "weed.log"))
 	if err != nil {
 		t.Fatal(err)
