@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/minio/minio-go/v7"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
 )
@@ -176,9 +176,8 @@ func download(ctx context.Context, st store, name, path string) (int64, error) {
 		if errors.Is(err, errCorrupt) {
 			return n, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("the backup %s is incomplete or damaged, refusing to restore it: %w", st.display(name), err)}
 		}
-		var e *Error
-		if errors.As(err, &e) || errors.Is(err, fs.ErrPermission) {
-			return n, err
+		if s3, ok := st.(*s3Store); ok && minio.ToErrorResponse(err).Code != "" {
+			return n, s3.failure(err, "cannot read "+st.display(name))
 		}
 		return n, localFailure(err, "cannot copy "+st.display(name)+" to "+path)
 	}
