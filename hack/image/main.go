@@ -7,6 +7,12 @@
 //
 //	go run ./hack/image --binary=bin/linux_amd64/manager --output=dist/app-operator.oci.tar --tag=app-operator:dev
 //
+// Each --extra-binary=SRC=/DEST puts another static binary beside the
+// manager, such as the etcd-snapshot command that the backup Jobs and the
+// restore init containers run from the same image:
+//
+//	go run ./hack/image --binary=bin/linux_amd64/manager --extra-binary=bin/linux_amd64/etcd-snapshot=/etcd-snapshot ...
+//
 // With --content instead of --binary it builds an image that only carries
 // files, such as the OLM bundle's and catalog's images: each
 // --content=SRC=DEST puts the files under the folder SRC at DEST, and each
@@ -48,7 +54,8 @@ func main() {
 	output := flag.String("output", "dist/app-operator.oci.tar", "path of the OCI archive to write")
 	tag := flag.String("tag", "app-operator:latest", "image reference recorded in the archive's index")
 	arch := flag.String("arch", "amd64", "CPU architecture of the binary")
-	var content, labels listFlag
+	var content, labels, extras listFlag
+	flag.Var(&extras, "extra-binary", "SRC=/DEST: put the binary SRC at DEST in the image too, beside the manager (repeatable; with --binary)")
 	flag.Var(&content, "content", "SRC=DEST: put the files under the folder SRC at DEST in the image (repeatable; instead of --binary)")
 	flag.Var(&labels, "label", "KEY=VALUE: a label of the image (repeatable)")
 	flag.Parse()
@@ -56,9 +63,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "either --binary or --content is required")
 		os.Exit(2)
 	}
+	if len(extras) > 0 && *binary == "" {
+		fmt.Fprintln(os.Stderr, "--extra-binary goes with --binary")
+		os.Exit(2)
+	}
 	var err error
 	if *binary != "" {
-		err = build(*binary, *output, *tag, *arch)
+		err = build(*binary, extras, *output, *tag, *arch)
 	} else {
 		err = buildContent(content, labels, *output, *tag, *arch)
 	}
@@ -69,12 +80,26 @@ func main() {
 	fmt.Println("Wrote", *output)
 }
 
-func build(binary, output, tag, arch string) error {
+// build writes the manager's image: the manager binary at EntrypointPath
+// and each of extras (SRC=/DEST) at its DEST.
+func build(binary string, extras []string, output, tag, arch string) error {
 	bin, err := os.ReadFile(binary)
 	if err != nil {
 		return err
 	}
-	img, err := oneLayerImage(func() (io.ReadCloser, error) { return binaryLayer(bin) })
+	files := []layerFile{{Path: EntrypointPath, Data: bin}}
+	for _, e := range extras {
+		src, dest, ok := strings.Cut(e, "=")
+		if !ok || !strings.HasPrefix(dest, "/") || dest == EntrypointPath {
+			return fmt.Errorf("--extra-binary=%s: want SRC=/DEST, DEST other than %s", e, EntrypointPath)
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		files = append(files, layerFile{Path: path.Clean(dest), Data: data})
+	}
+	img, err := oneLayerImage(func() (io.ReadCloser, error) { return binaryLayer(files) })
 	if err != nil {
 		return err
 	}
@@ -124,21 +149,34 @@ func writeLayout(img v1.Image, output, tag, arch string, configure func(*v1.Conf
 	return tarDir(dir, output)
 }
 
-// binaryLayer is a tar stream with the binary at EntrypointPath, owned by
+// layerFile is one binary of the manager's image: its absolute path in the
+// image and its content.
+type layerFile struct {
+	Path string
+	Data []byte
+}
+
+// binaryLayer is a tar stream with the binaries at their paths, owned by
 // root and not writable by the user the image runs as.
-func binaryLayer(bin []byte) (io.ReadCloser, error) {
+func binaryLayer(files []layerFile) (io.ReadCloser, error) {
 	pr, pw := io.Pipe()
 	go func() {
 		tw := tar.NewWriter(pw)
-		err := tw.WriteHeader(&tar.Header{
-			Name:     EntrypointPath[1:],
-			Mode:     0o555,
-			Size:     int64(len(bin)),
-			Typeflag: tar.TypeReg,
-			ModTime:  time.Unix(0, 0),
-		})
-		if err == nil {
-			_, err = tw.Write(bin)
+		var err error
+		for _, f := range files {
+			err = tw.WriteHeader(&tar.Header{
+				Name:     f.Path[1:],
+				Mode:     0o555,
+				Size:     int64(len(f.Data)),
+				Typeflag: tar.TypeReg,
+				ModTime:  time.Unix(0, 0),
+			})
+			if err == nil {
+				_, err = tw.Write(f.Data)
+			}
+			if err != nil {
+				break
+			}
 		}
 		if err == nil {
 			err = tw.Close()

@@ -28,7 +28,7 @@ func TestImageReadBack(t *testing.T) {
 		t.Fatalf("build the manager: %v\n%s", err, out)
 	}
 	archive := filepath.Join(dir, "image.oci.tar")
-	if err := build(bin, archive, "app-operator:test", "amd64"); err != nil {
+	if err := build(bin, nil, archive, "app-operator:test", "amd64"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -208,5 +208,78 @@ func TestContentImage(t *testing.T) {
 	want := map[string]string{"configs/": "", "configs/sub/": "", "configs/a.yaml": "a: 1\n", "configs/sub/b.yaml": "b: 2\n"}
 	if !maps.Equal(files, want) {
 		t.Errorf("files = %q, want %q", files, want)
+	}
+}
+
+// TestExtraBinary puts a second binary beside the manager, as `make image`
+// does with etcd-snapshot, and reads both back with their modes; an
+// --extra-binary at the manager's own path is refused.
+func TestExtraBinary(t *testing.T) {
+	dir := t.TempDir()
+	manager, extra := filepath.Join(dir, "manager"), filepath.Join(dir, "etcd-snapshot")
+	if err := os.WriteFile(manager, []byte("manager bytes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(extra, []byte("snapshot bytes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "image.oci.tar")
+	if err := build(manager, []string{extra + "=/etcd-snapshot"}, archive, "app-operator:test", "amd64"); err != nil {
+		t.Fatal(err)
+	}
+	layoutDir := filepath.Join(dir, "layout")
+	untar(t, archive, layoutDir)
+	index, err := layout.ImageIndexFromPath(layoutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := index.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := index.Image(manifest.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Config.Entrypoint, " "); got != "/manager" {
+		t.Errorf("entrypoint = %q, want /manager", got)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			hdr, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hdr.Mode != 0o555 || hdr.Uid != 0 {
+				t.Errorf("%s: mode %o uid %d, want 555 owned by root", hdr.Name, hdr.Mode, hdr.Uid)
+			}
+			data, _ := io.ReadAll(tr)
+			files[hdr.Name] = string(data)
+		}
+		rc.Close()
+	}
+	want := map[string]string{"manager": "manager bytes", "etcd-snapshot": "snapshot bytes"}
+	if !maps.Equal(files, want) {
+		t.Errorf("files = %q, want %q", files, want)
+	}
+	if err := build(manager, []string{extra + "=/manager"}, archive, "app-operator:test", "amd64"); err == nil {
+		t.Error("an extra binary at /manager was accepted")
 	}
 }

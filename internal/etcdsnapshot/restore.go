@@ -1,0 +1,188 @@
+package etcdsnapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"go.etcd.io/etcd/etcdutl/v3/snapshot"
+	"go.uber.org/zap"
+)
+
+// RestoreOptions says which backup to restore and the member it seeds, as
+// etcdutl's snapshot restore takes them.
+type RestoreOptions struct {
+	// From is s3://bucket/path or a local path: an exact backup, or a prefix
+	// under which the backup with the highest revision is taken.
+	From string
+	// S3 says how to reach S3 when From is an s3:// URL.
+	S3 S3Options
+	// DataDir is the member's data dir.
+	DataDir string
+	// Name is the member's name.
+	Name string
+	// InitialCluster is the initial cluster configuration (name=peerURL,...).
+	InitialCluster string
+	// InitialClusterToken is the new cluster's token.
+	InitialClusterToken string
+	// InitialAdvertisePeerURLs are the member's peer URLs.
+	InitialAdvertisePeerURLs []string
+	// Logger logs etcd's restore messages; nil logs nothing.
+	Logger *zap.Logger
+}
+
+// memberDir is the directory that marks a data dir as holding a member.
+const memberDir = "member"
+
+// Restore writes a member's data dir from a backup. When the data dir
+// already holds a member it does nothing (AlreadyRestored). It checks the
+// snapshot's sha256, restores with etcd's own restore code into a temporary
+// directory and renames the result into place, so that a crash never leaves
+// a half-restored data dir.
+func Restore(ctx context.Context, opts RestoreOptions) (Result, error) {
+	res, err := restore(ctx, opts)
+	if err != nil && ctx.Err() != nil {
+		err = &Error{Reason: ReasonTimeout, Err: fmt.Errorf("the restore did not finish within its timeout: %w", err)}
+	}
+	return res, err
+}
+
+func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.DataDir == "" || opts.Name == "" || opts.InitialCluster == "" || len(opts.InitialAdvertisePeerURLs) == 0 {
+		return Result{}, failure(ReasonInvalidArgument, "the data dir, name, initial cluster and initial advertise peer URLs are all required")
+	}
+	dataDir := filepath.Clean(opts.DataDir)
+	if _, err := os.Stat(filepath.Join(dataDir, memberDir)); err == nil {
+		return Result{AlreadyRestored: true}, nil
+	}
+
+	st, name, err := openStore(opts.From, opts.S3)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := st.check(ctx); err != nil {
+		return Result{}, err
+	}
+	chosen, revision, err := findBackup(ctx, st, name)
+	if err != nil {
+		return Result{}, err
+	}
+
+	// The work directory: a sibling of the data dir when the data dir does
+	// not exist yet, else a hidden directory inside it (the data dir may be
+	// a mount point, which cannot be renamed, and a sibling of a mount point
+	// may be on another file system).
+	dataDirExists := false
+	if fi, err := os.Stat(dataDir); err == nil {
+		if !fi.IsDir() {
+			return Result{}, failure(ReasonInvalidArgument, "the data dir %s is not a directory", dataDir)
+		}
+		dataDirExists = true
+	}
+	work := filepath.Join(filepath.Dir(dataDir), "."+filepath.Base(dataDir)+".restore")
+	if dataDirExists {
+		work = filepath.Join(dataDir, ".restore")
+	}
+	if err := os.RemoveAll(work); err != nil {
+		return Result{}, localFailure(err, "cannot clear "+work)
+	}
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return Result{}, localFailure(err, "cannot create "+work)
+	}
+	defer os.RemoveAll(work)
+
+	dbPath := filepath.Join(work, "snapshot.db")
+	size, err := download(ctx, st, chosen, dbPath)
+	if err != nil {
+		return Result{}, err
+	}
+	restored := filepath.Join(work, "data")
+	err = snapshot.NewV3(opts.Logger).Restore(snapshot.RestoreConfig{
+		SnapshotPath:        dbPath,
+		Name:                opts.Name,
+		OutputDataDir:       restored,
+		PeerURLs:            opts.InitialAdvertisePeerURLs,
+		InitialCluster:      opts.InitialCluster,
+		InitialClusterToken: opts.InitialClusterToken,
+	})
+	if err != nil {
+		return Result{}, failure(ReasonFailed, "etcd could not restore %s: %w", st.display(chosen), err)
+	}
+
+	if dataDirExists {
+		err = os.Rename(filepath.Join(restored, memberDir), filepath.Join(dataDir, memberDir))
+	} else {
+		err = os.Rename(restored, dataDir)
+	}
+	if err != nil {
+		return Result{}, localFailure(err, "cannot move the restored member into "+dataDir)
+	}
+	syncDir(dataDir)
+	syncDir(filepath.Dir(dataDir))
+	return Result{Key: st.display(chosen), Revision: revision, Size: size}, nil
+}
+
+// findBackup returns name itself when it is a stored backup, else the
+// backup with the highest revision under the prefix name.
+func findBackup(ctx context.Context, st store, name string) (string, int64, error) {
+	exact, err := st.exists(ctx, name)
+	if err != nil {
+		return "", 0, err
+	}
+	if exact {
+		dir, base := filepath.Split(name)
+		if i := strings.LastIndex(base, "_v"); i > 0 {
+			if rev, _, ok := ParseBackupName(dir+base[:i], name); ok {
+				return name, rev, nil
+			}
+		}
+		return name, 0, nil
+	}
+	names, err := st.list(ctx, name)
+	if err != nil {
+		return "", 0, err
+	}
+	backups := backupsUnder(name, names)
+	if len(backups) == 0 {
+		return "", 0, &Error{Reason: ReasonNotFound, Err: fmt.Errorf("no backup found at or under %s", st.display(name))}
+	}
+	newest := backups[len(backups)-1]
+	return newest.Name, newest.Revision, nil
+}
+
+// download copies the backup name into the file path, checking its sha256
+// on the way, and returns its size.
+func download(ctx context.Context, st store, name, path string) (int64, error) {
+	r, err := st.open(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, localFailure(err, "cannot create "+path)
+	}
+	defer f.Close()
+	n, err := io.Copy(f, newVerifyingReader(r))
+	if err != nil {
+		if errors.Is(err, errCorrupt) {
+			return n, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("the backup %s is incomplete or damaged, refusing to restore it: %w", st.display(name), err)}
+		}
+		if s3, ok := st.(*s3Store); ok && minio.ToErrorResponse(err).Code != "" {
+			return n, s3.failure(err, "cannot read "+st.display(name))
+		}
+		return n, localFailure(err, "cannot copy "+st.display(name)+" to "+path)
+	}
+	if err := f.Sync(); err != nil {
+		return n, localFailure(err, "cannot sync "+path)
+	}
+	return n, nil
+}
