@@ -45,12 +45,21 @@ func TestFailureReport(t *testing.T) {
 		t.Fatalf("result file %q (%v), want what stdout got", written, err)
 	}
 
-	// A missing flag is an invalid argument, and an unknown command a usage error.
+	// A missing flag is an invalid argument, which trying again cannot
+	// mend (exit 2, the Job fails at once), and an unknown command a usage
+	// error.
 	out, err := exec.Command(bin, "restore", "--from="+dir, "--result-file=").Output()
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !bytes.Contains(out, []byte(`"reason":"InvalidArgument"`)) {
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !bytes.Contains(out, []byte(`"reason":"InvalidArgument"`)) {
 		t.Errorf("restore without a data dir: %v, %s", err, out)
 	}
 	if err := exec.Command(bin, "backup").Run(); !errors.As(err, &exit) || exit.ExitCode() != 2 {
 		t.Errorf("an unknown command exited with %v, want 2", err)
+	}
+
+	// A restore meant for another pod does nothing.
+	skip := exec.Command(bin, "restore", "--only-pod=example-0", "--from="+dir, "--result-file=")
+	skip.Env = append(os.Environ(), "POD_NAME=example-1")
+	if out, err := skip.Output(); err != nil || !bytes.Contains(out, []byte(`"skipped":true`)) {
+		t.Errorf("a restore in another pod: %v, %s; want it skipped", err, out)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -113,11 +115,16 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.InitialCluster, "initial-cluster", "", "initial cluster configuration: NAME=PEER_URL,...")
 	fs.StringVar(&opts.InitialClusterToken, "initial-cluster-token", "etcd-cluster", "initial cluster token of the new cluster")
 	fs.StringVar(&peerURLs, "initial-advertise-peer-urls", "", "comma-separated peer URLs of the member")
+	var onlyPod string
+	fs.StringVar(&onlyPod, "only-pod", "", "restore only in the pod of this name (the POD_NAME environment variable); in any other, do nothing")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if onlyPod != "" && os.Getenv("POD_NAME") != onlyPod {
+		return report(stdout, stderr, c.resultFile, Result{Skipped: true}, nil)
 	}
 	opts.InitialAdvertisePeerURLs = splitList(peerURLs)
 	opts.S3 = c.s3
@@ -138,14 +145,26 @@ func report(stdout, stderr io.Writer, resultFile string, res Result, err error) 
 	var v any = res
 	code := 0
 	if err != nil {
-		v = FailureResult{Error: err.Error(), Reason: ReasonOf(err)}
-		code = 1
+		reason := ReasonOf(err)
+		v = Result{Error: err.Error(), Reason: string(reason)}
+		code = exitCode(reason)
 		fmt.Fprintln(stderr, "etcd-snapshot:", err)
 	}
 	b, _ := json.Marshal(v)
 	fmt.Fprintln(stdout, string(b))
 	writeResultFile(resultFile, v)
 	return code
+}
+
+// exitCode is the exit code of a failure for reason: ExitPermanent when
+// trying again cannot help (the Job that runs the tool then fails at
+// once), 1 otherwise.
+func exitCode(reason Reason) int {
+	switch reason {
+	case ReasonAccessDenied, ReasonBucketNotFound, ReasonInvalidArgument, ReasonCorrupt, ReasonNotFound:
+		return etcdbackup.ExitPermanent
+	}
+	return 1
 }
 
 // splitList splits a comma-separated list, dropping empty items.

@@ -11,8 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
 	"os"
-	"time"
 )
 
 // Reason is a short, machine-readable cause of a failed save or restore,
@@ -79,34 +79,10 @@ func ReasonOf(err error) Reason {
 	return ReasonFailed
 }
 
-// Result is what a successful save or restore reports.
-type Result struct {
-	// Key is the full stored name of the backup: s3://bucket/key or a file path.
-	Key string `json:"key"`
-	// Revision is the etcd revision of the snapshot.
-	Revision int64 `json:"revision"`
-	// EtcdVersion is the server version of the member the snapshot came from (save only).
-	EtcdVersion string `json:"etcdVersion,omitempty"`
-	// Size is the snapshot's size in bytes.
-	Size int64 `json:"size,omitempty"`
-	// TakenAt is when the snapshot was taken, RFC 3339 (save only).
-	TakenAt string `json:"takenAt,omitempty"`
-	// Member is the name of the member the snapshot came from (save only).
-	Member string `json:"member,omitempty"`
-	// AlreadyRestored is true when a restore found a member in the data dir and did nothing.
-	AlreadyRestored bool `json:"alreadyRestored,omitempty"`
-}
-
-// FailureResult is what a failed save or restore reports.
-type FailureResult struct {
-	// Error is one sentence that says what went wrong.
-	Error string `json:"error"`
-	// Reason is the machine-readable cause.
-	Reason Reason `json:"reason"`
-}
-
-// takenAtLayout is the layout of Result.TakenAt.
-const takenAtLayout = time.RFC3339
+// Result is what a save or restore reports, as the controllers read it
+// from the termination message: the snapshot, or on a failure Error and
+// Reason.
+type Result = etcdbackup.Result
 
 // writeResultFile writes v as JSON to path, ignoring a path that cannot be
 // written (such as /dev/termination-log outside a pod).

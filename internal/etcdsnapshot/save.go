@@ -111,7 +111,7 @@ func save(ctx context.Context, opts SaveOptions) (Result, error) {
 		Revision:    revision,
 		EtcdVersion: source.version,
 		Size:        size,
-		TakenAt:     takenAt.Format(takenAtLayout),
+		TakenAt:     takenAt.UTC().Truncate(time.Second),
 		Member:      memberName,
 	}
 	if opts.MaxBackups > 0 {

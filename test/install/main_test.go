@@ -11,8 +11,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -82,23 +80,10 @@ const (
 	imageTag        = "e2e"
 )
 
-// buildImage builds the manager and its image as `make image` does, into
-// dir, and returns the archive's path.
+// buildImage builds the operator's image as `make image` does, into dir,
+// and returns the archive's path.
 func buildImage(root, dir string) (string, error) {
-	bin := filepath.Join(dir, "manager")
-	build := exec.Command("go", "build", "-tags", cluster.ManagerBuildTags, "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/app-operator")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, out)
-	}
-	archive := filepath.Join(dir, "app-operator.oci.tar")
-	image := exec.Command("go", "run", "./hack/image", "--binary="+bin, "--arch=amd64",
-		"--tag="+imageRepository+":"+imageTag, "--output="+archive)
-	image.Dir = root
-	if out, err := image.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("hack/image: %w\n%s", err, out)
-	}
-	return archive, nil
+	return cluster.BuildOperatorImage(root, dir, imageRepository+":"+imageTag)
 }
 
 func needCluster(t *testing.T) {

@@ -23,6 +23,12 @@ type Result struct {
 	TakenAt time.Time `json:"takenAt,omitzero"`
 	// Member is the member the snapshot came from.
 	Member string `json:"member,omitempty"`
+	// AlreadyRestored, for a restore, says that the data directory held a
+	// member already: nothing was done.
+	AlreadyRestored bool `json:"alreadyRestored,omitempty"`
+	// Skipped, for a restore, says that it ran in a pod other than the
+	// one it restores: nothing was done.
+	Skipped bool `json:"skipped,omitempty"`
 
 	// Reason, on a failure, is a word for why (AccessDenied,
 	// BucketNotFound, NoLeader, TargetFull, Unreachable, Failed).

@@ -1,0 +1,327 @@
+package realpods
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/api/conditions"
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/test/cluster"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// backupWrites is a client that puts keys of its own, each once, through
+// the client Service while a backup is taken, and records the revision
+// etcd acknowledged each at: a restore of a snapshot of revision R must
+// hold every key acknowledged at or before R, and none after.
+type backupWrites struct {
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu sync.Mutex
+	// acked maps a key to the revision of its acknowledged put.
+	acked map[string]int64
+	// unknown holds the keys whose put had no answer: either way.
+	unknown map[string]bool
+}
+
+func startBackupWrites(t *testing.T, endpoint string) *backupWrites {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &backupWrites{stop: cancel, acked: map[string]int64{}, unknown: map[string]bool{}}
+	cli, err := etcdClient([]string{endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer cli.Close()
+		for i := 0; ctx.Err() == nil; i++ {
+			key := fmt.Sprintf("backup/%06d", i)
+			c, done := context.WithTimeout(ctx, 2*time.Second)
+			resp, err := cli.Put(c, key, key)
+			done()
+			w.mu.Lock()
+			if err == nil {
+				w.acked[key] = resp.Header.Revision
+			} else {
+				w.unknown[key] = true
+			}
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// Stop stops the client and waits for its last put.
+func (w *backupWrites) Stop() {
+	w.stop()
+	w.wg.Wait()
+}
+
+// check reads every key back from cli, a client of the restored cluster,
+// and fails t for a key acknowledged at or before revision that is
+// missing, or a key acknowledged after it that is there. It returns how
+// many acknowledged puts the snapshot holds and how many came after.
+func (w *backupWrites) check(t *testing.T, cli *clientv3.Client, revision int64) (before, after int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "backup/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		held[string(kv.Key)] = true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var lost, extra []string
+	for key, rev := range w.acked {
+		switch {
+		case rev <= revision:
+			before++
+			if !held[key] {
+				lost = append(lost, fmt.Sprintf("%s@%d", key, rev))
+			}
+		default:
+			after++
+			if held[key] {
+				extra = append(extra, fmt.Sprintf("%s@%d", key, rev))
+			}
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d writes acknowledged at or before the snapshot's revision %d are not in the restored cluster: %v", len(lost), revision, firstOf(lost, 10))
+	}
+	if len(extra) > 0 {
+		t.Errorf("%d writes acknowledged after the snapshot's revision %d are in the restored cluster: %v", len(extra), revision, firstOf(extra, 10))
+	}
+	return before, after
+}
+
+func firstOf(s []string, n int) []string { return s[:min(n, len(s))] }
+
+// objectStoreFor returns a client of the local cluster's object store,
+// with a bucket of the test's own, and the Secret in ns that holds the
+// store's credentials as an EtcdBackup names it.
+func objectStoreFor(t *testing.T, c client.Client, ns, bucket string) (*minio.Client, etcdv1beta2.S3BackupSource) {
+	t.Helper()
+	store, ok := testCluster.ObjectStore()
+	if !ok {
+		t.Fatal("the local cluster runs no object store")
+	}
+	mc, err := minio.New(strings.TrimPrefix(store.Endpoint, "http://"), &minio.Options{Creds: credentials.NewStaticV4(store.AccessKey, store.SecretKey, ""), Secure: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.MakeBucket(context.Background(), bucket, minio.MakeBucketOptions{}); err != nil {
+		t.Fatalf("make bucket %s: %v", bucket, err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store-credentials"},
+		StringData: map[string]string{etcdv1beta2.AWSSecretCredentialsFileName: fmt.Sprintf(
+			"[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", store.AccessKey, store.SecretKey)},
+	}
+	if err := c.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	return mc, etcdv1beta2.S3BackupSource{Path: bucket + "/etcd/snap", AWSSecret: secret.Name, Endpoint: store.Endpoint, ForcePathStyle: true}
+}
+
+// waitBackup waits until b's Ready condition has status, and returns it.
+func waitBackup(t *testing.T, c client.Client, b *etcdv1beta2.EtcdBackup, status metav1.ConditionStatus, timeout time.Duration) {
+	t.Helper()
+	testenv.EventuallyInNamespace(t, c, b.Namespace, timeout, func() (bool, string) {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(b), b); err != nil {
+			return false, err.Error()
+		}
+		r := findCondition(b.Status.Conditions, conditions.Ready)
+		if r == nil {
+			return false, "no Ready condition"
+		}
+		return r.Status == status && r.ObservedGeneration == b.Generation, fmt.Sprintf("Ready=%s %s: %s (status %+v)", r.Status, r.Reason, r.Message, b.Status)
+	})
+}
+
+// TestEtcdBackupToS3ThenRestoreHoldsEveryWriteUpToItsRevision takes a
+// snapshot into the object store while a client writes, restores it into
+// a new cluster, and reads every write back: those acknowledged at or
+// before the snapshot's revision are there, those after are not. The
+// cluster backed up is left as it was.
+func TestEtcdBackupToS3ThenRestoreHoldsEveryWriteUpToItsRevision(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx := context.Background()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns},
+		Options: controller.Options{SnapshotImage: operatorImage(t)}})
+	source := createEtcdSample(t, c, ns, "source", etcdVersion)
+	pods, restarts := etcdPodUIDs(t, c, source), etcdRestarts(t, c, source)
+	mc, s3 := objectStoreFor(t, c, ns, "backups-"+ns)
+
+	w := startBackupWrites(t, clientServiceURL(t, c, source))
+	time.Sleep(2 * time.Second)
+	b := &etcdv1beta2.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "once"},
+		Spec: etcdv1beta2.EtcdBackupSpec{ClusterName: source.Name, StorageType: etcdv1beta2.BackupStorageTypeS3,
+			BackupLocation: etcdv1beta2.BackupLocation{S3: &s3}},
+	}
+	start := time.Now()
+	if err := c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	waitBackup(t, c, b, metav1.ConditionTrue, 3*time.Minute)
+	took := time.Since(start)
+	time.Sleep(2 * time.Second)
+	w.Stop()
+	revision := b.Status.EtcdRevision
+	if revision == 0 || b.Status.EtcdVersion != etcdVersion || b.Status.LastBackup == "" {
+		t.Fatalf("backup status %+v, want a revision, version %s and where it is", b.Status, etcdVersion)
+	}
+	obj, err := mc.StatObject(ctx, "backups-"+ns, strings.TrimPrefix(b.Status.LastBackup, "s3://backups-"+ns+"/"), minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatalf("the snapshot %s is not in the store: %v", b.Status.LastBackup, err)
+	}
+
+	r := &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore"},
+		Spec: etcdv1beta2.EtcdRestoreSpec{
+			SnapshotSource: etcdv1beta2.SnapshotSource{BackupStorageType: etcdv1beta2.BackupStorageTypeS3, BackupLocation: etcdv1beta2.BackupLocation{S3: &s3}},
+			EtcdCluster:    etcdv1beta2.EtcdClusterRef{Name: "restored"},
+			ClusterSpec:    etcdv1beta2.EtcdClusterSpec{Size: 3, Version: etcdVersion},
+		},
+	}
+	restoreStart := time.Now()
+	if err := c.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	restored := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restored"}}
+	testenv.EventuallyInNamespace(t, c, ns, 5*time.Minute, func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+			return false, err.Error()
+		}
+		return r.Status.Succeeded, fmt.Sprintf("restore status %+v", r.Status)
+	})
+	restoreTook := time.Since(restoreStart)
+	waitEtcdReady(t, c, restored, 3, etcdVersion, time.Minute)
+	before, after := w.check(t, etcdClientOf(t, c, restored), revision)
+	if before == 0 || after == 0 {
+		t.Errorf("%d writes acknowledged before the snapshot and %d after: want some of each", before, after)
+	}
+
+	// The cluster backed up is as it was.
+	checkMembersKept(t, c, source, "backed up", etcdMemberIDs(source), pods, etcdClaimUIDs(t, c, source))
+	if got := etcdRestarts(t, c, source); fmt.Sprint(got) != fmt.Sprint(restarts) {
+		t.Errorf("restarts %v of the cluster backed up, want %v", got, restarts)
+	}
+	t.Logf("backup of revision %d (%d bytes) Ready %s after it was created; restore Ready with 3 members %s after; %d writes acknowledged before the snapshot, all restored, %d after, none restored",
+		revision, obj.Size, took.Round(100*time.Millisecond), restoreTook.Round(100*time.Millisecond), before, after)
+}
+
+// TestEtcdBackupThatCannotBeWrittenSaysWhyAndLeavesTheClusterAlone: a
+// bucket that does not exist and credentials the store refuses each fail
+// the backup with the reason, and the cluster goes on serving.
+func TestEtcdBackupThatCannotBeWrittenSaysWhyAndLeavesTheClusterAlone(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx := context.Background()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns},
+		Options: controller.Options{SnapshotImage: operatorImage(t)}})
+	e := createEtcdSample(t, c, ns, "kept", etcdVersion)
+	_, s3 := objectStoreFor(t, c, ns, "bucket-"+ns)
+
+	wrong := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wrong"},
+		StringData: map[string]string{etcdv1beta2.AWSSecretCredentialsFileName: "[default]\naws_access_key_id = nobody\naws_secret_access_key = nothing\n"}}
+	if err := c.Create(ctx, wrong); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, reason string
+		mutate       func(*etcdv1beta2.S3BackupSource)
+	}{
+		{"nobucket", "BucketNotFound", func(s *etcdv1beta2.S3BackupSource) { s.Path = "no-such-bucket-" + ns + "/etcd" }},
+		{"refused", "AccessDenied", func(s *etcdv1beta2.S3BackupSource) { s.AWSSecret = wrong.Name }},
+	} {
+		loc := s3
+		tc.mutate(&loc)
+		b := &etcdv1beta2.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name},
+			Spec: etcdv1beta2.EtcdBackupSpec{ClusterName: e.Name, StorageType: etcdv1beta2.BackupStorageTypeS3,
+				BackupLocation: etcdv1beta2.BackupLocation{S3: &loc}},
+		}
+		if err := c.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		waitBackup(t, c, b, metav1.ConditionFalse, 3*time.Minute)
+		testenv.EventuallyInNamespace(t, c, ns, 2*time.Minute, func() (bool, string) {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+				return false, err.Error()
+			}
+			r := findCondition(b.Status.Conditions, conditions.Ready)
+			return r != nil && r.Reason == tc.reason && !b.Status.Succeeded, fmt.Sprintf("%s: Ready %+v", tc.name, r)
+		})
+		t.Logf("%s: %s", tc.name, b.Status.Reason)
+	}
+	waitEtcdReady(t, c, e, 3, etcdVersion, time.Minute)
+}
+
+// operatorImageRef is the operator's image in the local registry, which
+// EtcdBackup Jobs and restores run.
+const operatorImageRef = "app-operator:realpods"
+
+// snapshotImage is the operator's image built and pushed once for the
+// package.
+var snapshotImage struct {
+	once sync.Once
+	err  error
+}
+
+// operatorImage builds the operator's image (the manager and the etcd
+// snapshot tool), pushes it to the local registry once, and returns its
+// name as pods pull it.
+func operatorImage(t *testing.T) string {
+	t.Helper()
+	snapshotImage.once.Do(func() {
+		root, err := cluster.RepoRoot()
+		if err != nil {
+			snapshotImage.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "app-operator-image-")
+		if err != nil {
+			snapshotImage.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		archive, err := cluster.BuildOperatorImage(root, dir, operatorImageRef)
+		if err != nil {
+			snapshotImage.err = err
+			return
+		}
+		snapshotImage.err = testCluster.PushImageArchive(context.Background(), archive, operatorImageRef)
+	})
+	if snapshotImage.err != nil {
+		t.Fatal(snapshotImage.err)
+	}
+	return operatorImageRef
+}
