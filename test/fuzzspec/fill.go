@@ -48,6 +48,9 @@ func Funcs() []any {
 		fillAppServiceSpec, fillServicePort, fillMyWebSpec, fillMicroServiceDeploySpec, fillEtcdClusterSpec,
 		fillRedisEnterpriseClusterSpec, fillRedisNodeResources, optional[redislabsv1alpha1.NodeResources], fillPullPolicy,
 		fillLabelValue, fillToleration, fillSpread, optional[placement.Spread],
+		fillEtcdBackupSpec, fillEtcdRestoreSpec, fillSnapshotSource, optional[etcdv1beta2.SnapshotSource],
+		fillBackupLocation, fillS3BackupSource, optional[etcdv1beta2.S3BackupSource],
+		fillPVCBackupSource, optional[etcdv1beta2.PVCBackupSource], fillBackupPolicy, optional[etcdv1beta2.BackupPolicy],
 	}
 }
 
@@ -354,6 +357,10 @@ func fillMyWebSpec(s *operatorv1.MyWebSpec, c randfill.Continue) {
 // own, else any string.
 func fillEtcdClusterSpec(s *etcdv1beta2.EtcdClusterSpec, c randfill.Continue) {
 	c.FillNoCustom(s)
+	// A cluster made from a snapshot one time in four.
+	if c.Intn(4) != 0 {
+		s.Restore = nil
+	}
 	switch c.Intn(8) {
 	case 0:
 	case 1, 2:
@@ -485,4 +492,124 @@ func fillSpread(s *placement.Spread, c randfill.Continue) {
 	default:
 		s.TopologyKey = pick(c, "", corev1.LabelHostname, corev1.LabelTopologyZone, "example.com/"+label(c, 20), label(c, 20))
 	}
+}
+
+// storageTypes are the storage types of backups; a fill picks one of the
+// two seven times in eight, else any string.
+func storageType(c randfill.Continue) etcdv1beta2.BackupStorageType {
+	if c.Intn(8) == 0 {
+		var t string
+		fillString(&t, c)
+		return etcdv1beta2.BackupStorageType(t)
+	}
+	return pick(c, etcdv1beta2.BackupStorageTypeS3, etcdv1beta2.BackupStorageTypePersistentVolumeClaim)
+}
+
+// fillBackupLocation sets the one location of a storage type, seven times
+// in eight; else any of them.
+func fillBackupLocation(l *etcdv1beta2.BackupLocation, c randfill.Continue) {
+	c.FillNoCustom(l)
+}
+
+// locationFor makes l the location of storage type t seven times in
+// eight.
+func locationFor(t etcdv1beta2.BackupStorageType, l *etcdv1beta2.BackupLocation, c randfill.Continue) {
+	if c.Intn(8) == 0 {
+		return
+	}
+	switch t {
+	case etcdv1beta2.BackupStorageTypeS3:
+		l.PersistentVolumeClaim = nil
+		if l.S3 == nil {
+			l.S3 = &etcdv1beta2.S3BackupSource{}
+			fillS3BackupSource(l.S3, c)
+		}
+	case etcdv1beta2.BackupStorageTypePersistentVolumeClaim:
+		l.S3 = nil
+		if l.PersistentVolumeClaim == nil {
+			l.PersistentVolumeClaim = &etcdv1beta2.PVCBackupSource{}
+			fillPVCBackupSource(l.PersistentVolumeClaim, c)
+		}
+	}
+}
+
+// fillSnapshotSource fills a snapshot's place: a storage type and,
+// mostly, its location.
+func fillSnapshotSource(s *etcdv1beta2.SnapshotSource, c randfill.Continue) {
+	c.FillNoCustom(&s.BackupLocation)
+	s.BackupStorageType = storageType(c)
+	locationFor(s.BackupStorageType, &s.BackupLocation, c)
+}
+
+// fillS3BackupSource fills a place in S3: a bucket S3 accepts and a
+// prefix, a Secret's name, and an endpoint or none; one time in sixteen
+// any path.
+func fillS3BackupSource(s *etcdv1beta2.S3BackupSource, c randfill.Continue) {
+	s.Path = "bk" + label(c, 20) + "/" + label(c, 20)
+	if c.Intn(16) == 0 {
+		fillString(&s.Path, c)
+	}
+	s.AWSSecret = label(c, 20)
+	s.Endpoint = pick(c, "", "http://"+label(c, 20)+":8333", "https://s3."+label(c, 10)+".example")
+	s.ForcePathStyle = c.Intn(2) == 0
+}
+
+// fillPVCBackupSource fills a place on a claim: a claim's name and a
+// relative path of one or two parts.
+func fillPVCBackupSource(s *etcdv1beta2.PVCBackupSource, c randfill.Continue) {
+	s.ClaimName = label(c, 20)
+	s.Path = pick(c, label(c, 20), label(c, 10)+"/"+label(c, 10))
+}
+
+// fillBackupPolicy fills a policy with values the schema admits seven
+// times in eight, each left out (zero) one time in four.
+func fillBackupPolicy(p *etcdv1beta2.BackupPolicy, c randfill.Continue) {
+	*p = etcdv1beta2.BackupPolicy{}
+	if c.Intn(4) != 0 {
+		p.TimeoutInSecond = 1 + c.Int63n(86400)
+	}
+	if c.Intn(4) != 0 {
+		p.BackupIntervalInSecond = 1 + c.Int63n(86400)
+	}
+	if c.Intn(4) != 0 {
+		p.MaxBackups = 1 + c.Int31n(1000)
+	}
+	if c.Intn(8) == 0 {
+		p.BackupIntervalInSecond = c.Int63n(3) - 1
+	}
+}
+
+// fillEtcdBackupSpec fills a backup of a cluster by name or of endpoints
+// (seven times in eight one of the two), kept where its storage type
+// says.
+func fillEtcdBackupSpec(s *etcdv1beta2.EtcdBackupSpec, c randfill.Continue) {
+	c.FillNoCustom(s)
+	if s.BackupPolicy != nil {
+		fillBackupPolicy(s.BackupPolicy, c)
+	}
+	if c.Intn(8) != 0 {
+		s.ClusterName, s.EtcdEndpoints = "", nil
+		if c.Intn(2) == 0 {
+			s.ClusterName = label(c, 20)
+		} else {
+			for range 1 + c.Intn(3) {
+				s.EtcdEndpoints = append(s.EtcdEndpoints, "http://"+label(c, 20)+":2379")
+			}
+		}
+	}
+	s.StorageType = storageType(c)
+	c.FillNoCustom(&s.BackupLocation)
+	locationFor(s.StorageType, &s.BackupLocation, c)
+}
+
+// fillEtcdRestoreSpec fills a restore: a snapshot's place, a cluster's
+// name and its spec, without the restore the restore itself sets.
+func fillEtcdRestoreSpec(s *etcdv1beta2.EtcdRestoreSpec, c randfill.Continue) {
+	c.FillNoCustom(s)
+	fillSnapshotSource(&s.SnapshotSource, c)
+	fillEtcdClusterSpec(&s.ClusterSpec, c)
+	if c.Intn(16) != 0 {
+		s.ClusterSpec.Restore = nil
+	}
+	s.EtcdCluster.Name = label(c, 20)
 }
