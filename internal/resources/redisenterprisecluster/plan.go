@@ -268,15 +268,6 @@ func plan(in Observation) Decision {
 	if rolling {
 		d.State = redisv1alpha1.StateRunningRollingUpdate
 	}
-	if len(unsynced) > 0 && primary.Cordoned && i < in.Want {
-		// A drain does not wait for every replica: one that is down may
-		// be waiting for this very node (its volume is there), and the
-		// primary's disruption budget holds the drain until the primary
-		// is handed over. A replica in sync takes every write.
-		if hd, ok := handover(d, in.Want, i, primary, nodes, answering); ok {
-			return hd
-		}
-	}
 	if len(unsynced) > 0 {
 		d = waiting(d, fmt.Sprintf("waiting for %v to be ready and in sync with the primary %s", unsynced, recorded))
 		switch {
@@ -320,10 +311,9 @@ func plan(in Observation) Decision {
 // go: scaled in below its ordinal i (the StatefulSet keeps its pod until
 // it is handed over to the node furthest along of those that stay), or on
 // a cordoned Kubernetes node, as a drain begins (to the replica furthest
-// along of those in sync on a node that is not, whether or not the others
-// are; the primary's disruption budget holds its eviction until its pod is
-// labelled a replica). When no replica in sync is on a node that is not
-// cordoned, the primary stays, and d says why.
+// along on a node that is not; the primary's disruption budget holds its
+// eviction until its pod is labelled a replica). When every replica's node
+// is cordoned too, the primary stays, and d says why.
 func handover(d Decision, want, i int, primary Node, nodes, answering []Node) (Decision, bool) {
 	var target Node
 	switch {
@@ -334,10 +324,8 @@ func handover(d Decision, want, i int, primary Node, nodes, answering []Node) (D
 		d.Reason = fmt.Sprintf("handed the primary over from %s to %s: %s is beyond the %d nodes wanted", primary.Name, target.Name, primary.Name, want)
 	case primary.Cordoned:
 		var ok bool
-		if target, ok = best(slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool {
-			return n.Name == primary.Name || n.Cordoned || n.Pod != PodReady || !n.Answered || !InSync(n)
-		})); !ok {
-			d.Reason = fmt.Sprintf("the node of the primary %s is cordoned, and no replica in sync is on a node that is not: the primary stays, its disruption budget holding its eviction", primary.Name)
+		if target, ok = best(slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool { return n.Name == primary.Name || n.Cordoned })); !ok {
+			d.Reason = fmt.Sprintf("the node of the primary %s is cordoned, and so is every replica's: the primary stays, its disruption budget holding its eviction", primary.Name)
 			return d, false
 		}
 		d.Repoint = others(answering, primary.Name, target.Name)

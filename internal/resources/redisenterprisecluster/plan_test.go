@@ -49,7 +49,7 @@ func TestPlan(t *testing.T) {
 	}{
 		{
 			name:  "should wait for a node to answer before choosing the first primary",
-			nodes: []Node{{Name: p0, Pod: PodNotReady}, {Name: p1, Pod: PodMissing}, {Name: p2, Pod: PodNotReady, Current: true, RoleLabel: redisv1alpha1.RoleReplica}},
+			nodes: []Node{{Name: p0, Pod: PodNotReady}, {Name: p1, Pod: PodMissing}, {Name: p2, Pod: PodNotReady}},
 			want:  Decision{Waiting: true, State: redisv1alpha1.StateBootstrappingFirstPod},
 		},
 		{
@@ -260,24 +260,9 @@ func TestPlan(t *testing.T) {
 			want:     Decision{Action: Handover, Target: p2, Primary: p2, Repoint: []string{p1}, State: redisv1alpha1.StateInitializing},
 		},
 		{
-			name:     "should hand the primary of a cordoned node over to a replica in sync while another is behind",
+			name:     "should wait for every node to be in sync before handing over the primary of a cordoned node",
 			recorded: p0,
 			nodes:    []Node{cordoned(primaryNode(p0, 100)), orphanNode(p1, p0, 90), replicaNode(p2, p0, 100)},
-			want:     Decision{Action: Handover, Target: p2, Primary: p2, Repoint: []string{p1}, State: redisv1alpha1.StateInitializing},
-		},
-		{
-			// Two pods on the node drained: the replica evicted first waits
-			// for the node (its volume is there) while the primary's budget
-			// holds the drain.
-			name:     "should hand the primary of a cordoned node over while a replica of that node is down",
-			recorded: p0,
-			nodes:    []Node{cordoned(primaryNode(p0, 100)), replicaNode(p1, p0, 100), {Name: p2, Pod: PodNotReady, Current: true, RoleLabel: redisv1alpha1.RoleReplica}},
-			want:     Decision{Action: Handover, Target: p1, Primary: p1, State: redisv1alpha1.StateInitializing},
-		},
-		{
-			name:     "should keep the primary of a cordoned node while no replica on another node is in sync",
-			recorded: p0,
-			nodes:    []Node{cordoned(primaryNode(p0, 100)), orphanNode(p1, p0, 90), cordoned(replicaNode(p2, p0, 100))},
 			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonReplicaBehind, State: redisv1alpha1.StateInitializing},
 		},
 		{
