@@ -150,9 +150,9 @@ test: controlplane realnode olm $(HELM) $(PROMTOOL) $(WEED) ## Run every test: u
 	cat $$summary; rm -f $$summary; exit $$status
 
 .PHONY: test-nodes
-test-nodes: controlplane realnode ## Run the tests of node faults (a node lost, drained, cut off) on three real nodes.
+test-nodes: controlplane realnode $(WEED) ## Run the tests of node faults (a node lost, drained, cut off) on three real nodes.
 	@summary=$$(mktemp); status=0; \
-	APP_OPERATOR_NODES=3 APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -run '^TestNodes' ./test/realpods || status=$$?; \
+	APP_OPERATOR_NODES=3 WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -run '^TestNodes' ./test/realpods || status=$$?; \
 	cat $$summary; rm -f $$summary; exit $$status
 
 # The numbers of applications `make bench` measures, e.g. BENCH_N=1000,5000,10000;
