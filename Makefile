@@ -15,6 +15,10 @@ HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 # promtool, built from the Prometheus module pinned in hack/promtool/go.mod.
 PROMETHEUS_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" && $$2 ~ /^v/ {print $$2}' hack/promtool/go.mod)
 PROMTOOL := $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
+# weed (SeaweedFS), the real-pods tests' S3 object store, built from the
+# module pinned in hack/seaweedfs/go.mod.
+SEAWEEDFS_VERSION := $(shell awk '$$1 == "github.com/seaweedfs/seaweedfs" && $$2 ~ /^v/ {print $$2}' hack/seaweedfs/go.mod)
+WEED := $(LOCALBIN)/weed-$(SEAWEEDFS_VERSION)
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/controlplane/go.mod)
 KWOK_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kwok" {print $$2}' hack/controlplane/kwok/go.mod)
 CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
@@ -130,24 +134,25 @@ verify: manifests generate bundle lint ## Fail when generated files (CRDs, RBAC,
 	cd hack/realnode && go mod tidy -diff
 	cd hack/realnode/metrics-server && go mod tidy -diff
 	cd hack/promtool && go mod tidy -diff
+	cd hack/seaweedfs && go mod tidy -diff
 	cd hack/olm && go mod tidy -diff
 	@git diff --exit-code -- api config internal charts bundle catalog || { echo "Generated files are stale: run 'make manifests generate bundle' and commit the result."; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts bundle catalog)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts bundle catalog; exit 1; }
 	go vet ./...
 
 .PHONY: test
-test: controlplane realnode olm $(HELM) $(PROMTOOL) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM), the alerts' promtool tests.
+test: controlplane realnode olm $(HELM) $(PROMTOOL) $(WEED) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM), the alerts' promtool tests.
 	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
 	@# file too, printed at the end: go test shows a passing package's output
 	@# only with -v.
 	@summary=$$(mktemp); status=0; \
-	HELM=$(HELM) PROMTOOL=$(PROMTOOL) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./... || status=$$?; \
+	HELM=$(HELM) PROMTOOL=$(PROMTOOL) WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./... || status=$$?; \
 	cat $$summary; rm -f $$summary; exit $$status
 
 .PHONY: test-nodes
-test-nodes: controlplane realnode ## Run the tests of node faults (a node lost, drained, cut off) on three real nodes.
+test-nodes: controlplane realnode $(WEED) ## Run the tests of node faults (a node lost, drained, cut off) on three real nodes.
 	@summary=$$(mktemp); status=0; \
-	APP_OPERATOR_NODES=3 APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -run '^TestNodes' ./test/realpods || status=$$?; \
+	APP_OPERATOR_NODES=3 WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -run '^TestNodes' ./test/realpods || status=$$?; \
 	cat $$summary; rm -f $$summary; exit $$status
 
 # The numbers of applications `make bench` measures, e.g. BENCH_N=1000,5000,10000;
@@ -272,6 +277,12 @@ $(PROMTOOL):
 	@# Without the service discoveries (remove_all_sd): the rule checks and
 	@# tests need none, and they are most of the build.
 	cd hack/promtool && go build -tags remove_all_sd -o $@ github.com/prometheus/prometheus/cmd/promtool
+
+.PHONY: seaweedfs
+seaweedfs: $(WEED) ## Build weed (the SeaweedFS module pinned in hack/seaweedfs/go.mod), the real-pods tests' S3 object store, into bin/.
+$(WEED):
+	@mkdir -p $(LOCALBIN)
+	cd hack/seaweedfs && go build -o $@ github.com/seaweedfs/seaweedfs/weed
 
 .PHONY: helm
 helm: $(HELM) ## Install Helm into bin/.

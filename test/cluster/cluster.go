@@ -82,6 +82,11 @@ type Options struct {
 	// host's own network when 0 or 1, or each in a network namespace of
 	// its own (realnode_agent.go).
 	Nodes int
+	// ObjectStore starts an S3 object store with the RealPods profile's
+	// nodes (objectstore.go): SeaweedFS, the weed binary that the WEED
+	// environment variable names. Cluster.ObjectStore says where it
+	// answers.
+	ObjectStore bool
 }
 
 // AuditLogPath is where kube-apiserver writes its audit log when
@@ -114,6 +119,15 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	binDir, realNodeBinDir, err := findBinaries(opts)
 	if err != nil {
 		return nil, err
+	}
+	var weed string
+	if opts.ObjectStore {
+		if opts.Profile != RealPods {
+			return nil, errors.New("the object store comes with the RealPods profile only")
+		}
+		if weed, err = weedBinary(); err != nil {
+			return nil, err
+		}
 	}
 	dir := opts.Dir
 	if dir == "" {
@@ -183,7 +197,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if opts.Profile == RealPods {
-		if err := cl.startRealNode(ctx, realNodeBinDir, opts.Nodes, ports.node, tokens.node, keys, progress); err != nil {
+		if err := cl.startRealNode(ctx, realNodeBinDir, weed, opts.Nodes, ports.node, tokens.node, keys, progress); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(progress, "Cluster ready (%s Ready, pods run for real)\n", strings.Join(cl.NodeNames(), ", "))

@@ -93,6 +93,8 @@ type realNode struct {
 	procs []*process
 	// stopStorage stops the volume provisioner (storage.go).
 	stopStorage func()
+	// store is the S3 object store (objectstore.go); nil without one.
+	store *objectStore
 }
 
 // DefaultRealNodeBinDir is the folder `make realnode` builds into:

@@ -18,9 +18,10 @@ import (
 // control plane, in order.
 
 // startRealNode starts the nodes on top of the running control plane and
-// returns once every node is Ready. On failure the caller's Stop undoes
+// returns once every node is Ready (and the object store answers, when weed
+// names its binary). On failure the caller's Stop undoes
 // what was done: c.node is set as soon as the machine-wide lock is held.
-func (c *Cluster) startRealNode(ctx context.Context, binDir string, nodes int, ports realNodePorts, tokens realNodeTokens, keys *pki, progress io.Writer) error {
+func (c *Cluster) startRealNode(ctx context.Context, binDir, weed string, nodes int, ports realNodePorts, tokens realNodeTokens, keys *pki, progress io.Writer) error {
 	lock, err := lockRealNode(ctx, progress)
 	if err != nil {
 		return err
@@ -47,6 +48,14 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, nodes int, p
 	}
 	if err != nil {
 		return err
+	}
+	if weed != "" {
+		// Started now, on the host's address that the network above
+		// made; its start-up overlaps the nodes'.
+		fmt.Fprintf(progress, "Starting the object store (SeaweedFS: master, volume, filer, S3) on %s\n", n.hostIP)
+		if err := n.startObjectStore(weed); err != nil {
+			return err
+		}
 	}
 	if err := n.startImageRegistry(ctx, ports.registry, progress); err != nil {
 		return err
@@ -82,7 +91,13 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, nodes int, p
 	if err := c.writeKubeconfig(msConfig, "metrics-server", tokens.metricsServer); err != nil {
 		return err
 	}
-	return c.startMetricsServer(ctx, msConfig, keys.caCert, ports.metricsServer)
+	if err := c.startMetricsServer(ctx, msConfig, keys.caCert, ports.metricsServer); err != nil {
+		return err
+	}
+	if n.store != nil {
+		return n.waitObjectStore(ctx, progress)
+	}
+	return nil
 }
 
 // cleanupPreviousRealNode removes what a run killed before its teardown

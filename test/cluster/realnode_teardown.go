@@ -61,6 +61,10 @@ func (n *realNode) stop() error {
 	stopNamed("coredns")
 	stopNamed("containerd")
 	stopNamed("registry")
+	if n.store != nil {
+		errs = append(errs, n.store.stop())
+		n.store = nil
+	}
 	n.procs = nil
 	for _, a := range n.agents {
 		a.procs = nil
@@ -148,6 +152,9 @@ func cleanupRealNode(rec realNodeRecordData, proxyCleaned bool) error {
 		errs = append(errs, os.RemoveAll(cniCacheDir))
 	}
 	errs = append(errs, os.RemoveAll(realNodeState))
+	// The object store's data and identities, of a run killed before it
+	// removed them.
+	errs = append(errs, os.RemoveAll(filepath.Join(rec.Dir, objectStoreDir)))
 	return errors.Join(errs...)
 }
 

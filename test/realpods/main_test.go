@@ -56,6 +56,9 @@ func run(m *testing.M) int {
 		Progress: os.Stderr,
 		CRDDir:   filepath.Join(root, "config", "crd", "bases"),
 		Nodes:    nodes,
+		// An S3 object store for the tests that write to S3; it needs
+		// WEED, the weed binary.
+		ObjectStore: true,
 	}
 	if nodes > 1 {
 		// A node that stops renewing its lease is NotReady after 40 s,
