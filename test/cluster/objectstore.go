@@ -163,9 +163,12 @@ func (n *realNode) startObjectStore(weed string) error {
 		// Its Iceberg and Lance catalogs would take fixed ports.
 		"-s3.port.iceberg=0",
 		"-s3.port.lance=0",
-		// Volumes of 64 MB, at most 8: small files, little memory.
+		// Volumes of 64 MB, not preallocated. Every bucket is a
+		// collection that grows 7 volumes at its first write: 8 would
+		// fill up at the second bucket, so up to 256 (empty ones take
+		// no room).
 		"-master.volumeSizeLimitMB=64",
-		"-volume.max=8",
+		"-volume.max=256",
 		"-master.telemetry=false",
 		// Stop at once on SIGTERM rather than after 10 s.
 		"-volume.preStopSeconds=0",
