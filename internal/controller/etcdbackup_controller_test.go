@@ -342,7 +342,7 @@ func TestEtcdBackupTakenOnceIsNotTakenAgain(t *testing.T) {
 	}
 	job := waitForBackupJobs(t, ns, b.Name, 1)[0]
 	args := job.Spec.Template.Spec.Containers[0].Args
-	for _, want := range []string{"--to=s3://etcd-backups/example", "--s3-endpoint=http://s3.example.internal:8333", "--s3-force-path-style", "--aws-credentials-file=/etc/etcd-backup/aws/credentials"} {
+	for _, want := range []string{"--to=s3://etcd-backups/example", "--s3-endpoint=http://s3.example.internal:8333", "--s3-force-path-style", "--aws-credentials-file=/etc/etcd-backup/aws/credentials", "--aws-secret=etcd-backup-credentials"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}

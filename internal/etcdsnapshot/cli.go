@@ -62,6 +62,7 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.s3.ForcePathStyle, "s3-force-path-style", false, "address buckets as ENDPOINT/BUCKET rather than BUCKET.ENDPOINT")
 	fs.StringVar(&c.s3.Region, "s3-region", "", "region of the bucket; empty lets the client find it")
 	fs.StringVar(&c.s3.CredentialsFile, "aws-credentials-file", "", "AWS shared credentials file (profile default); empty: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	fs.StringVar(&c.s3.CredentialsSecret, "aws-secret", "", "the Secret the credentials file is mounted from, named when the file is missing")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "time limit of the whole run")
 	fs.StringVar(&c.resultFile, "result-file", DefaultResultFile, "file the result JSON is also written to (ignored when it cannot be written)")
 	fs.StringVar(&c.logLevel, "log-level", "warn", "level of the messages on stderr: debug, info, warn or error")
@@ -161,7 +162,7 @@ func report(stdout, stderr io.Writer, resultFile string, res Result, err error) 
 // once), 1 otherwise.
 func exitCode(reason Reason) int {
 	switch reason {
-	case ReasonAccessDenied, ReasonBucketNotFound, ReasonInvalidArgument, ReasonCorrupt, ReasonNotFound:
+	case ReasonAccessDenied, ReasonBucketNotFound, ReasonInvalidArgument, ReasonCorrupt, ReasonNotFound, ReasonCredentialsMissing:
 		return etcdbackup.ExitPermanent
 	}
 	return 1

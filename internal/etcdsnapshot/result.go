@@ -37,6 +37,9 @@ const (
 	ReasonCorrupt Reason = "Corrupt"
 	// ReasonInvalidArgument: a flag is missing or malformed.
 	ReasonInvalidArgument Reason = "InvalidArgument"
+	// ReasonCredentialsMissing: the Secret of the S3 credentials is
+	// missing, or has no credentials file.
+	ReasonCredentialsMissing Reason = "CredentialsMissing"
 	// ReasonTimeout: the run did not finish within its timeout.
 	ReasonTimeout Reason = "Timeout"
 	// ReasonFailed: any other failure.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -27,6 +28,9 @@ type S3Options struct {
 	// "default" holds the keys. Empty: AWS_ACCESS_KEY_ID and
 	// AWS_SECRET_ACCESS_KEY from the environment.
 	CredentialsFile string
+	// CredentialsSecret names the Secret CredentialsFile comes from, for
+	// the message when the file is missing; empty outside a pod.
+	CredentialsSecret string
 }
 
 // s3PartSize is the size of the parts a snapshot is uploaded in: a stream of
@@ -51,6 +55,9 @@ func newS3Store(bucket string, opts S3Options) (*s3Store, error) {
 	var creds *credentials.Credentials
 	if opts.CredentialsFile != "" {
 		if _, err := os.Stat(opts.CredentialsFile); err != nil {
+			if opts.CredentialsSecret != "" {
+				return nil, failure(ReasonCredentialsMissing, "the Secret %q (spec.s3.awsSecret) is missing or has no key %q", opts.CredentialsSecret, filepath.Base(opts.CredentialsFile))
+			}
 			return nil, failure(ReasonInvalidArgument, "cannot read the AWS credentials file: %w", err)
 		}
 		creds = credentials.NewFileAWSCredentials(opts.CredentialsFile, "default")

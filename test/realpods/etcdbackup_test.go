@@ -261,6 +261,7 @@ func TestEtcdBackupThatCannotBeWrittenSaysWhyAndLeavesTheClusterAlone(t *testing
 	}{
 		{"nobucket", "BucketNotFound", func(s *etcdv1beta2.S3BackupSource) { s.Path = "no-such-bucket-" + ns + "/etcd" }},
 		{"refused", "AccessDenied", func(s *etcdv1beta2.S3BackupSource) { s.AWSSecret = wrong.Name }},
+		{"nosecret", "CredentialsMissing", func(s *etcdv1beta2.S3BackupSource) { s.AWSSecret = "absent" }},
 	} {
 		loc := s3
 		tc.mutate(&loc)

@@ -74,7 +74,7 @@ func LocationOf(flag string, storage etcdv1beta2.BackupStorageType, loc etcdv1be
 	switch {
 	case storage == etcdv1beta2.BackupStorageTypeS3 && loc.S3 != nil:
 		s3 := loc.S3
-		args := []string{fmt.Sprintf("--%s=s3://%s", flag, s3.Path), "--aws-credentials-file=" + credentialsDir + "/" + etcdv1beta2.AWSSecretCredentialsFileName}
+		args := []string{fmt.Sprintf("--%s=s3://%s", flag, s3.Path), "--aws-credentials-file=" + credentialsDir + "/" + etcdv1beta2.AWSSecretCredentialsFileName, "--aws-secret=" + s3.AWSSecret}
 		if s3.Endpoint != "" {
 			args = append(args, "--s3-endpoint="+s3.Endpoint)
 		}
