@@ -156,8 +156,9 @@ type EtcdBackupStatus struct {
 	// from.
 	// +optional
 	EtcdVersion string `json:"etcdVersion,omitempty"`
-	// EtcdRevision is the revision of etcd's key space in the last
-	// snapshot: every write acknowledged at or before it is in it.
+	// EtcdRevision is the revision of etcd's key space when the last
+	// snapshot was begun: every write acknowledged at or before it is in
+	// it (with, it may be, a few acknowledged while it was read).
 	// +optional
 	EtcdRevision int64 `json:"etcdRevision,omitempty"`
 	// LastSuccessDate is when the last snapshot that succeeded was taken.
