@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
 	"io"
 	"os"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
 )
 
 // DefaultResultFile is where a run writes its result when --result-file is

@@ -11,8 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
 	"os"
+
+	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
 )
 
 // Reason is a short, machine-readable cause of a failed save or restore,
