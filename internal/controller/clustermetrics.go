@@ -213,3 +213,30 @@ func boolGauge(b bool) float64 {
 	}
 	return 0
 }
+
+// backupGauges hold, for each EtcdBackup, when the last snapshot it
+// stored was taken: the alert on backups that stop succeeding reads its
+// age. Labelled kind (EtcdBackup), namespace and name.
+type backupGauges struct {
+	lastSuccess *prometheus.GaugeVec
+}
+
+// backupKind is the value of the kind label of a backup's gauge.
+const backupKind = "EtcdBackup"
+
+func newBackupGauges(reg prometheus.Registerer) *backupGauges {
+	return &backupGauges{lastSuccess: registerGauge(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "app_operator_backup_last_success_timestamp_seconds",
+		Help: "The Unix time the last snapshot an EtcdBackup stored was taken (absent until one is).",
+	}, []string{"kind", labelNamespace, labelName}))}
+}
+
+// record sets b's gauge from its status.
+func (g *backupGauges) record(b *etcdv1beta2.EtcdBackup) {
+	if b.Status.LastSuccessDate == nil {
+		return
+	}
+	g.lastSuccess.WithLabelValues(backupKind, b.Namespace, b.Name).Set(float64(b.Status.LastSuccessDate.Unix()))
+}
+
+func (g *backupGauges) forget(key client.ObjectKey) { forgetCluster(key, g.lastSuccess) }

@@ -42,11 +42,13 @@ const backupJobsKept = 3
 func etcdBackupKind(opts Options) kind[*etcdv1beta2.EtcdBackup] {
 	gvk := etcdv1beta2.GroupVersion.WithKind("EtcdBackup")
 	ops := &backupOps{image: cmp.Or(opts.SnapshotImage, DefaultSnapshotImage), clock: opts.Clock}
+	gauges := newBackupGauges(opts.Metrics)
 	k := kind[*etcdv1beta2.EtcdBackup]{
 		name:      etcdbackup.KindName,
 		gvk:       gvk,
 		newObject: func() *etcdv1beta2.EtcdBackup { return &etcdv1beta2.EtcdBackup{} },
 		owns:      []client.Object{&batchv1.Job{}},
+		forget:    gauges.forget,
 	}
 	return stepKind[*etcdv1beta2.EtcdBackup, backupLook]{
 		look: ops.look,
@@ -65,6 +67,7 @@ func etcdBackupKind(opts Options) kind[*etcdv1beta2.EtcdBackup] {
 				runs = look.runs
 			}
 			status.EtcdBackup(&o.Status, o.Generation, runs, pass.step.Waiting, pass.failure, now)
+			gauges.record(o)
 		},
 	}.with(k)
 }

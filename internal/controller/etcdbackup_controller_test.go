@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"slices"
 	"strings"
 	"testing"
@@ -246,7 +247,8 @@ func waitForEvent(t *testing.T, obj client.Object, reason string) {
 func TestEtcdBackupRunsAJobPerIntervalAndRecordsWhatEachStored(t *testing.T) {
 	ctx := context.Background()
 	ns := testenv.NewNamespace(t, k8s)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{SnapshotImage: snapshotImage}})
+	reg := prometheus.NewRegistry()
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{SnapshotImage: snapshotImage, Metrics: reg}})
 	b := &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "periodic"},
 		Spec: etcdv1beta2.EtcdBackupSpec{
@@ -288,6 +290,10 @@ func TestEtcdBackupRunsAJobPerIntervalAndRecordsWhatEachStored(t *testing.T) {
 		t.Errorf("status %+v, want the snapshot of revision 42 taken at %s", b.Status, taken)
 	}
 	waitForEvent(t, b, controller.EventBackupSucceeded)
+	gauge := fmt.Sprintf("app_operator_backup_last_success_timestamp_seconds{kind=%q,name=%q,namespace=%q}", "EtcdBackup", b.Name, ns)
+	if got := scrape(t, reg, "app_operator_backup_"); got[gauge] != float64(taken.Unix()) {
+		t.Errorf("backup gauges %v, want %s = %d", got, gauge, taken.Unix())
+	}
 
 	// The next one, an interval later, fails: the status says why, and
 	// keeps the snapshot stored before.
