@@ -13,12 +13,14 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
 	"github.com/app-operator/app-operator/test/cluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -171,45 +173,120 @@ func waitBackup(t *testing.T, c client.Client, b *etcdv1beta2.EtcdBackup, status
 // a prefix of the writes (none missing before the latest it holds). The
 // cluster backed up is left as it was.
 func TestEtcdBackupToS3ThenRestoreHoldsEveryWriteUpToItsRevision(t *testing.T) {
+	c, ns, source := startBackupSource(t)
+	mc, s3 := objectStoreFor(t, c, ns, "backups-"+ns)
+	loc := etcdv1beta2.BackupLocation{S3: &s3}
+	run := backupThenRestore(t, c, source, etcdv1beta2.BackupStorageTypeS3, loc, nil)
+	obj, err := mc.StatObject(context.Background(), "backups-"+ns, strings.TrimPrefix(run.key, "s3://backups-"+ns+"/"), minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatalf("the snapshot %s is not in the store: %v", run.key, err)
+	}
+	t.Logf("S3: %s; the snapshot is %d bytes", run, obj.Size)
+}
+
+// TestEtcdBackupToAClaimWhileTheClusterGrowsThenRestore keeps snapshots
+// every few seconds on a PersistentVolumeClaim while the cluster grows
+// from 3 members to 5: every backup taken meanwhile either succeeds or
+// says why not, and the newest restores as the S3 one does.
+func TestEtcdBackupToAClaimWhileTheClusterGrowsThenRestore(t *testing.T) {
+	c, ns, source := startBackupSource(t)
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backups"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}
+	if err := c.Create(context.Background(), claim); err != nil {
+		t.Fatal(err)
+	}
+	loc := etcdv1beta2.BackupLocation{PersistentVolumeClaim: &etcdv1beta2.PVCBackupSource{ClaimName: claim.Name, Path: "etcd/source"}}
+	grow := func(b *etcdv1beta2.EtcdBackup) {
+		setEtcdSpec(t, c, source, func(s *etcdv1beta2.EtcdClusterSpec) { s.Size = 5 })
+		waitEtcdReady(t, c, source, 5, etcdVersion, 5*time.Minute)
+	}
+	run := backupThenRestore(t, c, source, etcdv1beta2.BackupStorageTypePersistentVolumeClaim, loc, grow)
+	t.Logf("claim: %s", run)
+}
+
+// startBackupSource starts an operator that runs the snapshot tool of the
+// operator's image, and a Ready cluster of three to back up.
+func startBackupSource(t *testing.T) (client.Client, string, *etcdv1beta2.EtcdCluster) {
+	t.Helper()
 	needCluster(t)
 	t.Parallel()
-	ctx := context.Background()
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns},
 		Options: controller.Options{SnapshotImage: operatorImage(t)}})
-	source := createEtcdSample(t, c, ns, "source", etcdVersion)
-	pods, restarts := etcdPodUIDs(t, c, source), etcdRestarts(t, c, source)
-	mc, s3 := objectStoreFor(t, c, ns, "backups-"+ns)
+	return c, ns, createEtcdSample(t, c, ns, "source", etcdVersion)
+}
 
+// backupRun is what backupThenRestore saw.
+type backupRun struct {
+	key             string
+	revision        int64
+	took, restore   time.Duration
+	held, after     int
+	acked, attempts int
+}
+
+func (r backupRun) String() string {
+	return fmt.Sprintf("backup of revision %d Ready %s after it was created (%d backup jobs ended); restore Ready with 3 members %s after; %d of %d acknowledged writes restored, with no gap (%d of them acknowledged after the revision the backup reports, while the snapshot was read)",
+		r.revision, r.took.Round(100*time.Millisecond), r.attempts, r.restore.Round(100*time.Millisecond), r.held, r.acked, r.after)
+}
+
+// backupThenRestore backs source up at loc while a client writes, once
+// or, with during, every 5 s while during runs; restores the last
+// snapshot into a new cluster of three; and checks the writes the
+// restored cluster holds, and that source is as it was (but for during).
+func backupThenRestore(t *testing.T, c client.Client, source *etcdv1beta2.EtcdCluster, storage etcdv1beta2.BackupStorageType, loc etcdv1beta2.BackupLocation,
+	during func(*etcdv1beta2.EtcdBackup)) backupRun {
+	t.Helper()
+	ctx, ns := context.Background(), source.Namespace
+	pods, restarts := etcdPodUIDs(t, c, source), etcdRestarts(t, c, source)
 	w := startBackupWrites(t, clientServiceURL(t, c, source))
 	time.Sleep(2 * time.Second)
 	b := &etcdv1beta2.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "once"},
-		Spec: etcdv1beta2.EtcdBackupSpec{ClusterName: source.Name, StorageType: etcdv1beta2.BackupStorageTypeS3,
-			BackupLocation: etcdv1beta2.BackupLocation{S3: &s3}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backup"},
+		Spec:       etcdv1beta2.EtcdBackupSpec{ClusterName: source.Name, StorageType: storage, BackupLocation: loc},
+	}
+	if during != nil {
+		b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 5, MaxBackups: 3}
 	}
 	start := time.Now()
 	if err := c.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	waitBackup(t, c, b, metav1.ConditionTrue, 3*time.Minute)
-	took := time.Since(start)
+	run := backupRun{took: time.Since(start)}
+	if during != nil {
+		ended := watchBackupJobs(t, c, b)
+		during(b)
+		// Once the change is done, one more backup, to restore.
+		since := time.Now()
+		testenv.EventuallyInNamespace(t, c, ns, 3*time.Minute, func() (bool, string) {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+				return false, err.Error()
+			}
+			ok := b.Status.LastSuccessDate != nil && b.Status.LastSuccessDate.After(since.Add(time.Second)) && b.Status.Succeeded
+			return ok, fmt.Sprintf("status %+v", b.Status)
+		})
+		if err := c.Delete(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		run.attempts = ended()
+	}
 	time.Sleep(2 * time.Second)
 	w.Stop()
-	revision := b.Status.EtcdRevision
-	if revision == 0 || b.Status.EtcdVersion != etcdVersion || b.Status.LastBackup == "" {
+	run.key, run.revision = b.Status.LastBackup, b.Status.EtcdRevision
+	if run.revision == 0 || b.Status.EtcdVersion != etcdVersion || run.key == "" {
 		t.Fatalf("backup status %+v, want a revision, version %s and where it is", b.Status, etcdVersion)
-	}
-	obj, err := mc.StatObject(ctx, "backups-"+ns, strings.TrimPrefix(b.Status.LastBackup, "s3://backups-"+ns+"/"), minio.StatObjectOptions{})
-	if err != nil {
-		t.Fatalf("the snapshot %s is not in the store: %v", b.Status.LastBackup, err)
 	}
 
 	r := &etcdv1beta2.EtcdRestore{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore"},
 		Spec: etcdv1beta2.EtcdRestoreSpec{
-			SnapshotSource: etcdv1beta2.SnapshotSource{BackupStorageType: etcdv1beta2.BackupStorageTypeS3, BackupLocation: etcdv1beta2.BackupLocation{S3: &s3}},
+			// The snapshot the backup says it stored last.
+			SnapshotSource: etcdv1beta2.SnapshotSource{BackupStorageType: storage, BackupLocation: atKey(loc, run.key)},
 			EtcdCluster:    etcdv1beta2.EtcdClusterRef{Name: "restored"},
 			ClusterSpec:    etcdv1beta2.EtcdClusterSpec{Size: 3, Version: etcdVersion},
 		},
@@ -225,20 +302,85 @@ func TestEtcdBackupToS3ThenRestoreHoldsEveryWriteUpToItsRevision(t *testing.T) {
 		}
 		return r.Status.Succeeded, fmt.Sprintf("restore status %+v", r.Status)
 	})
-	restoreTook := time.Since(restoreStart)
+	run.restore = time.Since(restoreStart)
 	waitEtcdReady(t, c, restored, 3, etcdVersion, time.Minute)
-	held, after := w.check(t, etcdClientOf(t, c, restored), revision)
-	if held == 0 || held-after == 0 {
-		t.Errorf("the restored cluster holds %d acknowledged writes, %d of them after the snapshot's revision: want the writes before it", held, after)
+	run.held, run.after = w.check(t, etcdClientOf(t, c, restored), run.revision)
+	run.acked = len(w.acked)
+	if run.held == 0 || run.held-run.after == 0 {
+		t.Errorf("the restored cluster holds %d acknowledged writes, %d of them after the snapshot's revision: want the writes before it", run.held, run.after)
 	}
+	if during == nil {
+		// The cluster backed up is as it was.
+		checkMembersKept(t, c, source, "backed up", etcdMemberIDs(source), pods, etcdClaimUIDs(t, c, source))
+		if got := etcdRestarts(t, c, source); fmt.Sprint(got) != fmt.Sprint(restarts) {
+			t.Errorf("restarts %v of the cluster backed up, want %v", got, restarts)
+		}
+	}
+	return run
+}
 
-	// The cluster backed up is as it was.
-	checkMembersKept(t, c, source, "backed up", etcdMemberIDs(source), pods, etcdClaimUIDs(t, c, source))
-	if got := etcdRestarts(t, c, source); fmt.Sprint(got) != fmt.Sprint(restarts) {
-		t.Errorf("restarts %v of the cluster backed up, want %v", got, restarts)
+// atKey is loc narrowed to the snapshot key, as the backup reports it.
+func atKey(loc etcdv1beta2.BackupLocation, key string) etcdv1beta2.BackupLocation {
+	switch {
+	case loc.S3 != nil:
+		s3 := *loc.S3
+		s3.Path = strings.TrimPrefix(key, "s3://")
+		return etcdv1beta2.BackupLocation{S3: &s3}
+	case loc.PersistentVolumeClaim != nil:
+		pvc := *loc.PersistentVolumeClaim
+		pvc.Path = strings.TrimPrefix(key, "/backup/")
+		return etcdv1beta2.BackupLocation{PersistentVolumeClaim: &pvc}
 	}
-	t.Logf("backup of revision %d (%d bytes) Ready %s after it was created; restore Ready with 3 members %s after; %d of %d acknowledged writes restored, with no gap (%d of them acknowledged after the revision the backup reports, while the snapshot was read)",
-		revision, obj.Size, took.Round(100*time.Millisecond), restoreTook.Round(100*time.Millisecond), held, len(w.acked), after)
+	return loc
+}
+
+// watchBackupJobs follows b's Jobs until the returned function is called,
+// and fails t for a Job that ended neither with a snapshot stored nor
+// with the tool's reason; the function returns how many Jobs ended.
+func watchBackupJobs(t *testing.T, c client.Client, b *etcdv1beta2.EtcdBackup) func() int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	ended := map[string]string{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			pods := &corev1.PodList{}
+			if err := c.List(ctx, pods, client.InNamespace(b.Namespace), client.MatchingLabels(etcdbackup.Selector(b.Name))); err == nil {
+				mu.Lock()
+				for _, p := range pods.Items {
+					for _, s := range p.Status.ContainerStatuses {
+						if term := s.State.Terminated; term != nil {
+							ended[p.Name] = term.Message
+						}
+					}
+				}
+				mu.Unlock()
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}()
+	return func() int {
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for pod, msg := range ended {
+			r, err := etcdbackup.ParseResult(msg)
+			switch {
+			case err != nil:
+				t.Errorf("backup pod %s ended without a result: %q (%v)", pod, msg, err)
+			case r.Failed() && r.Reason == "":
+				t.Errorf("backup pod %s failed without a reason: %+v", pod, r)
+			case !r.Failed() && (r.Key == "" || r.Revision == 0):
+				t.Errorf("backup pod %s stored no snapshot: %+v", pod, r)
+			case r.Failed():
+				t.Logf("backup pod %s failed during the change: %s: %s", pod, r.Reason, r.Error)
+			}
+		}
+		return len(ended)
+	}
 }
 
 // TestEtcdBackupThatCannotBeWrittenSaysWhyAndLeavesTheClusterAlone: a
