@@ -91,15 +91,10 @@ func runSave(args []string, stdout, stderr io.Writer) int {
 	opts.S3 = c.s3
 	// TLS to the members: opts.TLS gets the client certificates here once
 	// the flags for them exist.
-	logger, err := newLogger(c.logLevel, stderr)
-	if err != nil {
-		return report(stdout, stderr, c.resultFile, Result{}, failure(ReasonInvalidArgument, "%w", err))
-	}
-	opts.Logger = logger
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	res, err := Save(ctx, opts)
-	return report(stdout, stderr, c.resultFile, res, err)
+	return c.run(stdout, stderr, func(ctx context.Context, logger *zap.Logger) (Result, error) {
+		opts.Logger = logger
+		return Save(ctx, opts)
+	})
 }
 
 func runRestore(args []string, stdout, stderr io.Writer) int {
@@ -130,14 +125,22 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 	}
 	opts.InitialAdvertisePeerURLs = splitList(peerURLs)
 	opts.S3 = c.s3
+	return c.run(stdout, stderr, func(ctx context.Context, logger *zap.Logger) (Result, error) {
+		opts.Logger = logger
+		return Restore(ctx, opts)
+	})
+}
+
+// run runs do with the logger of c's level and c's time limit, and
+// reports what it returns.
+func (c *commonFlags) run(stdout, stderr io.Writer, do func(context.Context, *zap.Logger) (Result, error)) int {
 	logger, err := newLogger(c.logLevel, stderr)
 	if err != nil {
 		return report(stdout, stderr, c.resultFile, Result{}, failure(ReasonInvalidArgument, "%w", err))
 	}
-	opts.Logger = logger
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	res, err := Restore(ctx, opts)
+	res, err := do(ctx, logger)
 	return report(stdout, stderr, c.resultFile, res, err)
 }
 

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -20,13 +19,7 @@ import (
 // says whether the members were down or only the status was wrong.
 func EventuallyInNamespace(t testing.TB, c client.Reader, ns string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		ok, why := cond()
-		last = why
-		return ok, nil
-	})
-	if err != nil {
+	if last, err := poll(timeout, cond); err != nil {
 		t.Fatalf("condition not met within %s: %s\n%s", timeout, last, NamespaceState(c, ns))
 	}
 }

@@ -217,15 +217,21 @@ func NewNamespace(t testing.TB, c client.Client) string {
 // with the last explanation after timeout.
 func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
+	if last, err := poll(timeout, cond); err != nil {
+		t.Fatalf("condition not met within %s: %s", timeout, last)
+	}
+}
+
+// poll polls cond every 100ms until it returns true or timeout passes,
+// and returns its last explanation.
+func poll(timeout time.Duration, cond func() (bool, string)) (string, error) {
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		ok, why := cond()
 		last = why
 		return ok, nil
 	})
-	if err != nil {
-		t.Fatalf("condition not met within %s: %s", timeout, last)
-	}
+	return last, err
 }
 
 // Sorted returns a sorted copy of s, for stable failure messages.
