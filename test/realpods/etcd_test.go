@@ -115,6 +115,13 @@ func watchEtcd(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *etcdW
 		}
 	}()
 	t.Cleanup(func() { w.Stop() })
+	// The membership before the fault: a fault that heals within one
+	// poll would otherwise leave no count at all.
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.sizes) > 0, "no member list read yet"
+	})
 	return w
 }
 
