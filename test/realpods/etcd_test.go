@@ -105,6 +105,7 @@ type etcdWatch struct {
 }
 
 func watchEtcd(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *etcdWatch {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &etcdWatch{stop: cancel, done: make(chan struct{})}
 	go func() {
