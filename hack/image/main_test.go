@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/app-operator/app-operator/test/cluster"
@@ -160,50 +161,9 @@ func TestContentImage(t *testing.T) {
 	if err := buildContent([]string{src + "=/configs"}, []string{"operators.operatorframework.io.index.configs.v1=/configs"}, archive, "catalog:test", "amd64"); err != nil {
 		t.Fatal(err)
 	}
-	layoutDir := filepath.Join(dir, "layout")
-	untar(t, archive, layoutDir)
-	index, err := layout.ImageIndexFromPath(layoutDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest, err := index.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := index.Image(manifest.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, files := readImage(t, archive, filepath.Join(dir, "layout"), nil)
 	if got := cfg.Config.Labels["operators.operatorframework.io.index.configs.v1"]; got != "/configs" {
 		t.Errorf("labels = %v", cfg.Config.Labels)
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{}
-	for _, l := range layers {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := tar.NewReader(rc)
-		for {
-			hdr, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, _ := io.ReadAll(tr)
-			files[hdr.Name] = string(data)
-		}
-		rc.Close()
 	}
 	want := map[string]string{"configs/": "", "configs/sub/": "", "configs/a.yaml": "a: 1\n", "configs/sub/b.yaml": "b: 2\n"}
 	if !maps.Equal(files, want) {
@@ -227,9 +187,30 @@ func TestExtraBinary(t *testing.T) {
 	if err := build(manager, []string{extra + "=/etcd-snapshot"}, archive, "app-operator:test", "amd64"); err != nil {
 		t.Fatal(err)
 	}
-	layoutDir := filepath.Join(dir, "layout")
-	untar(t, archive, layoutDir)
-	index, err := layout.ImageIndexFromPath(layoutDir)
+	cfg, files := readImage(t, archive, filepath.Join(dir, "layout"), func(hdr *tar.Header) {
+		if hdr.Mode != 0o555 || hdr.Uid != 0 {
+			t.Errorf("%s: mode %o uid %d, want 555 owned by root", hdr.Name, hdr.Mode, hdr.Uid)
+		}
+	})
+	if got := strings.Join(cfg.Config.Entrypoint, " "); got != "/manager" {
+		t.Errorf("entrypoint = %q, want /manager", got)
+	}
+	want := map[string]string{"manager": "manager bytes", "etcd-snapshot": "snapshot bytes"}
+	if !maps.Equal(files, want) {
+		t.Errorf("files = %q, want %q", files, want)
+	}
+	if err := build(manager, []string{extra + "=/manager"}, archive, "app-operator:test", "amd64"); err == nil {
+		t.Error("an extra binary at /manager was accepted")
+	}
+}
+
+// readImage reads the image of archive back through an OCI layout in
+// dir, and returns its config and its files' contents by path; each
+// file's header goes to check first, when given.
+func readImage(t *testing.T, archive, dir string, check func(*tar.Header)) (*v1.ConfigFile, map[string]string) {
+	t.Helper()
+	untar(t, archive, dir)
+	index, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,9 +225,6 @@ func TestExtraBinary(t *testing.T) {
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
-	}
-	if got := strings.Join(cfg.Config.Entrypoint, " "); got != "/manager" {
-		t.Errorf("entrypoint = %q, want /manager", got)
 	}
 	layers, err := img.Layers()
 	if err != nil {
@@ -267,19 +245,13 @@ func TestExtraBinary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if hdr.Mode != 0o555 || hdr.Uid != 0 {
-				t.Errorf("%s: mode %o uid %d, want 555 owned by root", hdr.Name, hdr.Mode, hdr.Uid)
+			if check != nil {
+				check(hdr)
 			}
 			data, _ := io.ReadAll(tr)
 			files[hdr.Name] = string(data)
 		}
 		rc.Close()
 	}
-	want := map[string]string{"manager": "manager bytes", "etcd-snapshot": "snapshot bytes"}
-	if !maps.Equal(files, want) {
-		t.Errorf("files = %q, want %q", files, want)
-	}
-	if err := build(manager, []string{extra + "=/manager"}, archive, "app-operator:test", "amd64"); err == nil {
-		t.Error("an extra binary at /manager was accepted")
-	}
+	return cfg, files
 }
