@@ -19,6 +19,7 @@ import (
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
+	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 	"github.com/app-operator/app-operator/internal/status"
 )
 
@@ -117,7 +118,9 @@ func (b *backupOps) look(ctx context.Context, c clients, o *etcdv1beta2.EtcdBack
 		case len(cluster.Status.Members) == 0:
 			look.waiting = fmt.Sprintf("Waiting for EtcdCluster %s to have members", cluster.Name)
 		default:
-			look.endpoints = etcdbackup.Endpoints(cluster.Name, cluster.Namespace, cluster.Status.Members)
+			for _, m := range cluster.Status.Members {
+				look.endpoints = append(look.endpoints, etcdcluster.ClientURL(cluster.Name, cluster.Namespace, m.Name))
+			}
 		}
 	}
 	jobs := &batchv1.JobList{}

@@ -49,7 +49,7 @@ func Funcs() []any {
 		fillRedisEnterpriseClusterSpec, fillRedisNodeResources, optional[redislabsv1alpha1.NodeResources], fillPullPolicy,
 		fillLabelValue, fillToleration, fillSpread, optional[placement.Spread],
 		fillEtcdBackupSpec, fillEtcdRestoreSpec, fillSnapshotSource, optional[etcdv1beta2.SnapshotSource],
-		fillBackupLocation, fillS3BackupSource, optional[etcdv1beta2.S3BackupSource],
+		fillS3BackupSource, optional[etcdv1beta2.S3BackupSource],
 		fillPVCBackupSource, optional[etcdv1beta2.PVCBackupSource], fillBackupPolicy, optional[etcdv1beta2.BackupPolicy],
 	}
 }
@@ -503,12 +503,6 @@ func storageType(c randfill.Continue) etcdv1beta2.BackupStorageType {
 		return etcdv1beta2.BackupStorageType(t)
 	}
 	return pick(c, etcdv1beta2.BackupStorageTypeS3, etcdv1beta2.BackupStorageTypePersistentVolumeClaim)
-}
-
-// fillBackupLocation sets the one location of a storage type, seven times
-// in eight; else any of them.
-func fillBackupLocation(l *etcdv1beta2.BackupLocation, c randfill.Continue) {
-	c.FillNoCustom(l)
 }
 
 // locationFor makes l the location of storage type t seven times in

@@ -50,16 +50,6 @@ func Selector(name string) map[string]string { return resources.Selector(KindNam
 // JobName is the name of the Job of the backup name scheduled at t.
 func JobName(name string, t time.Time) string { return name + "-" + strconv.FormatInt(t.Unix(), 10) }
 
-// Endpoints are the client URLs of the members of the EtcdCluster cluster,
-// through their stable names.
-func Endpoints(cluster, namespace string, members []etcdv1beta2.EtcdMember) []string {
-	out := make([]string, 0, len(members))
-	for _, m := range members {
-		out = append(out, fmt.Sprintf("http://%s.%s.%s.svc:2379", m.Name, cluster, namespace))
-	}
-	return out
-}
-
 // Location is where the tool finds or puts snapshots: its arguments, and
 // the volumes and mounts that give it the credentials or the claim.
 type Location struct {

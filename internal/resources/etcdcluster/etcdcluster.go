@@ -237,6 +237,11 @@ func PeerURL(cluster, namespace, member string) string {
 	return fmt.Sprintf("http://%s.%s.%s.svc:%d", member, cluster, namespace, PeerPort)
 }
 
+// ClientURL is the client URL member advertises: its stable name.
+func ClientURL(cluster, namespace, member string) string {
+	return fmt.Sprintf("http://%s.%s.%s.svc:%d", member, cluster, namespace, ClientPort)
+}
+
 // MemberOfPeerURL returns the member name a peer URL of cluster names;
 // false when it is not one of its members' URLs.
 func MemberOfPeerURL(cluster, namespace, url string) (string, bool) {
@@ -320,7 +325,6 @@ type Config struct {
 // only itself, with which etcd restarts from the member's data but, with
 // no data, finds no peer to join and exits.
 func MemberConfig(cluster, namespace string, m etcdv1beta2.EtcdMember, members []etcdv1beta2.EtcdMember) Config {
-	host := fmt.Sprintf("%s.%s.%s.svc", m.Name, cluster, namespace)
 	initial := InitialCluster(cluster, namespace, members)
 	if m.ClaimUID != "" {
 		initial = InitialCluster(cluster, namespace, []etcdv1beta2.EtcdMember{m})
@@ -330,7 +334,7 @@ func MemberConfig(cluster, namespace string, m etcdv1beta2.EtcdMember, members [
 		DataDir:                  DataDir + "/data",
 		ListenClientURLs:         fmt.Sprintf("http://0.0.0.0:%d", ClientPort),
 		ListenPeerURLs:           fmt.Sprintf("http://0.0.0.0:%d", PeerPort),
-		AdvertiseClientURLs:      fmt.Sprintf("http://%s:%d", host, ClientPort),
+		AdvertiseClientURLs:      ClientURL(cluster, namespace, m.Name),
 		InitialAdvertisePeerURLs: PeerURL(cluster, namespace, m.Name),
 		InitialCluster:           initial,
 		InitialClusterState:      InitialClusterState(members),
