@@ -131,14 +131,48 @@ func (r *reconciler[T]) newObjectOf(gvk schema.GroupVersionKind) (client.Object,
 
 // checkOwnership stops the pass, before anything is written, when a live
 // child is an object obj neither controls nor may adopt: a conflict on any
-// child leaves all of them untouched.
-func (r *reconciler[T]) checkOwnership(obj T, desired []desiredChild, live []client.Object) outcome {
+// child leaves all of them untouched. A pass that would adopt a child
+// first confirms obj with the API server (see ownerGone).
+func (r *reconciler[T]) checkOwnership(ctx context.Context, obj T, desired []desiredChild, live []client.Object) outcome {
+	adopts := false
 	for i, d := range desired {
-		if o := live[i]; o != nil && !metav1.IsControlledBy(o, obj) && !adoptable(o, d, r.fieldOwner) {
+		o := live[i]
+		if o == nil || metav1.IsControlledBy(o, obj) {
+			continue
+		}
+		if !adoptable(o, d, r.fieldOwner) {
 			return childConflict(d, o, ctrl.Result{RequeueAfter: r.recheck})
 		}
+		adopts = true
+	}
+	if !adopts {
+		return outcome{}
+	}
+	switch gone, err := r.ownerGone(ctx, obj); {
+	case err != nil:
+		return apiFailed(err)
+	case gone:
+		return outcome{ended: true}
 	}
 	return outcome{}
+}
+
+// ownerGone reports whether obj, as the API server has it now, is gone,
+// replaced or being deleted. A child loses its owner reference when its
+// owner is deleted with --cascade=orphan; a pass that began from a cached
+// copy read before that deletion would give the reference back, and the
+// garbage collector would then delete the child, with its pods, once the
+// owner is gone. The cache may show the children orphaned before it shows
+// the owner deleted; the API server never does.
+func (r *reconciler[T]) ownerGone(ctx context.Context, obj T) (bool, error) {
+	now := r.kind.newObject()
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), now); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	return now.GetUID() != obj.GetUID() || !now.GetDeletionTimestamp().IsZero(), nil
 }
 
 // adoptable reports whether live, which the resource does not control, is

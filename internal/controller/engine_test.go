@@ -335,6 +335,52 @@ func TestOrphanedChildrenAreAdopted(t *testing.T) {
 	waitForCondition(t, app, conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutInProgress)
 }
 
+// A pass that began from a cached copy read before the resource was
+// deleted with --cascade=orphan must not give the orphaned children their
+// owner reference back: the garbage collector would delete them, and a
+// StatefulSet's pods with them, once the resource is gone.
+func TestOrphanedChildrenOfAResourceBeingDeletedAreNotAdoptedFromAStaleRead(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, k8s)
+	app := newAppService(t, ns)
+	// Held by a finalizer, as the garbage collector holds it while it
+	// orphans the children.
+	app.Finalizers = []string{"test.app-operator.io/hold"}
+	create(t, app)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
+	if _, err := controller.NewAppServiceReconciler(k8s, k8s, nil).Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	get(t, app)
+	stale := app.DeepCopy()
+	dep, svc := children(ns, app.Name)
+	t.Cleanup(func() {
+		_ = k8s.Patch(ctx, app, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+
+	if err := k8s.Delete(ctx, app, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []client.Object{dep, svc} {
+		patch := []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`)
+		if err := k8s.Patch(ctx, o, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+			t.Fatalf("orphan %T: %v", o, err)
+		}
+	}
+
+	cache := &laggingCache{Client: k8s}
+	cache.hold(stale)
+	if _, err := controller.NewAppServiceReconciler(cache, k8s, nil).Reconcile(ctx, req); err != nil {
+		t.Fatalf("a pass over a resource being deleted: %v", err)
+	}
+	for _, o := range []client.Object{dep, svc} {
+		get(t, o)
+		if refs := o.GetOwnerReferences(); len(refs) != 0 {
+			t.Errorf("%T owner references %v after a pass read the resource before its deletion, want none", o, refs)
+		}
+	}
+}
+
 func TestChildrenStrippedOfOwnerAndLabelsAreAdopted(t *testing.T) {
 	app, dep, svc := appServiceWithChildren(t)
 

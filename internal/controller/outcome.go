@@ -22,10 +22,13 @@ type outcome struct {
 	failure *status.Failure
 	err     error
 	result  ctrl.Result
+	// ended is set when the resource turned out to be gone or being
+	// deleted: the pass ends there, without a status write.
+	ended bool
 }
 
 // stopped reports whether the pass stops here.
-func (o outcome) stopped() bool { return o.failure != nil || o.err != nil }
+func (o outcome) stopped() bool { return o.failure != nil || o.err != nil || o.ended }
 
 // invalidSpec is a spec the builders cannot turn into children: reported,
 // and not retried until the spec changes.

@@ -90,6 +90,9 @@ func (r *reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	// What lookup read is in the pass from the start: the step sees it too.
 	pass := report{children: maps.Clone(in)}
 	out := r.converge(ctx, obj, in, &pass)
+	if out.ended {
+		return ctrl.Result{}, nil
+	}
 	if r.kind.runsPods() {
 		if err := observePods(ctx, r.client, r.kind.name, obj, pass.children); err != nil {
 			return ctrl.Result{}, errors.Join(out.err, err)
@@ -139,7 +142,7 @@ func (r *reconciler[T]) applyChildren(ctx context.Context, obj T, in observed, p
 	if err != nil {
 		return apiFailed(err)
 	}
-	if out := r.checkOwnership(obj, desired, live); out.stopped() {
+	if out := r.checkOwnership(ctx, obj, desired, live); out.stopped() {
 		return out
 	}
 	if out := r.applyChanged(ctx, obj, desired, handovers, live, pass.children); out.stopped() {

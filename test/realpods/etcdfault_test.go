@@ -439,7 +439,8 @@ func TestEtcdClusterRecreatedOverRunningMembersAdoptsThemWithoutARestart(t *test
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		if now := etcdPodUIDs(t, c, e); !maps.Equal(now, pods) {
-			t.Fatalf("member pods %v after the EtcdCluster was applied again, want %v: none deleted (clients saw: %s)", now, pods, h.failureSummary())
+			t.Fatalf("member pods %v after the EtcdCluster was applied again, want %v: none deleted (clients saw: %s)\n%s",
+				now, pods, h.failureSummary(), testenv.NamespaceState(c, ns))
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
 			t.Fatal(err)
