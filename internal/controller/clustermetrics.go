@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -214,29 +215,33 @@ func boolGauge(b bool) float64 {
 	return 0
 }
 
-// backupGauges hold, for each EtcdBackup, when the last snapshot it
-// stored was taken: the alert on backups that stop succeeding reads its
-// age. Labelled kind (EtcdBackup), namespace and name.
+// backupGauges hold, for each resource of one kind that takes backups
+// (an EtcdBackup, a RedisEnterpriseCluster with spec.backup), when the
+// last backup it stored was taken: the alert on backups that stop
+// succeeding reads its age. Labelled kind, namespace and name.
 type backupGauges struct {
+	kind        string
 	lastSuccess *prometheus.GaugeVec
 }
 
-// backupKind is the value of the kind label of a backup's gauge.
-const backupKind = "EtcdBackup"
-
-func newBackupGauges(reg prometheus.Registerer) *backupGauges {
-	return &backupGauges{lastSuccess: registerGauge(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+func newBackupGauges(reg prometheus.Registerer, kind string) *backupGauges {
+	return &backupGauges{kind: kind, lastSuccess: registerGauge(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "app_operator_backup_last_success_timestamp_seconds",
-		Help: "The Unix time the last snapshot an EtcdBackup stored was taken (absent until one is).",
+		Help: "The Unix time the last backup a resource stored was taken (absent until one is).",
 	}, []string{"kind", labelNamespace, labelName}))}
 }
 
-// record sets b's gauge from its status.
-func (g *backupGauges) record(b *etcdv1beta2.EtcdBackup) {
-	if b.Status.LastSuccessDate == nil {
+// record sets the gauge of the resource key to taken, when a backup was
+// taken.
+func (g *backupGauges) record(key client.ObjectKey, taken *metav1.Time) {
+	if taken == nil {
 		return
 	}
-	g.lastSuccess.WithLabelValues(backupKind, b.Namespace, b.Name).Set(float64(b.Status.LastSuccessDate.Unix()))
+	g.lastSuccess.WithLabelValues(g.kind, key.Namespace, key.Name).Set(float64(taken.Unix()))
 }
 
-func (g *backupGauges) forget(key client.ObjectKey) { forgetCluster(key, g.lastSuccess) }
+func (g *backupGauges) forget(key client.ObjectKey) {
+	labels := labelsOf(key)
+	labels["kind"] = g.kind
+	g.lastSuccess.DeletePartialMatch(labels)
+}

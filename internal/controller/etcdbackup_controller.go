@@ -31,11 +31,6 @@ import (
 // backupAction is the action of a backup's events.
 const backupAction = "Backup"
 
-// backupJobsKept is how many finished Jobs of an EtcdBackup stay, for
-// `kubectl logs`: the older ones are deleted. The status keeps what the
-// last ones said.
-const backupJobsKept = 3
-
 // etcdBackupKind is the EtcdBackup's controller: each backup is a Job that
 // runs the snapshot tool (see internal/resources/etcdbackup); the
 // controller starts them on the schedule, reads what each said, and
@@ -43,7 +38,7 @@ const backupJobsKept = 3
 func etcdBackupKind(opts Options) kind[*etcdv1beta2.EtcdBackup] {
 	gvk := etcdv1beta2.GroupVersion.WithKind("EtcdBackup")
 	ops := &backupOps{image: cmp.Or(opts.SnapshotImage, DefaultSnapshotImage), clock: opts.Clock}
-	gauges := newBackupGauges(opts.Metrics)
+	gauges := newBackupGauges(opts.Metrics, gvk.Kind)
 	k := kind[*etcdv1beta2.EtcdBackup]{
 		name:      etcdbackup.KindName,
 		gvk:       gvk,
@@ -68,7 +63,7 @@ func etcdBackupKind(opts Options) kind[*etcdv1beta2.EtcdBackup] {
 				runs = look.runs
 			}
 			status.EtcdBackup(&o.Status, o.Generation, runs, pass.step.Waiting, pass.failure, now)
-			gauges.record(o)
+			gauges.record(client.ObjectKeyFromObject(o), o.Status.LastSuccessDate)
 		},
 	}.with(k)
 }
@@ -123,17 +118,10 @@ func (b *backupOps) look(ctx context.Context, c clients, o *etcdv1beta2.EtcdBack
 			}
 		}
 	}
-	jobs := &batchv1.JobList{}
-	if err := c.List(ctx, jobs, client.InNamespace(o.Namespace), client.MatchingLabels(etcdbackup.Selector(o.Name))); err != nil {
-		return look, fmt.Errorf("list jobs: %w", err)
+	var err error
+	if look.jobs, err = backupJobsOf(ctx, c, o, etcdbackup.Selector(o.Name)); err != nil {
+		return look, err
 	}
-	for i := range jobs.Items {
-		if ref := metav1.GetControllerOf(&jobs.Items[i]); ref != nil && ref.UID == o.UID {
-			look.jobs = append(look.jobs, &jobs.Items[i])
-		}
-	}
-	// Newest first.
-	slices.SortStableFunc(look.jobs, func(a, b *batchv1.Job) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
 	for _, j := range look.jobs {
 		run, err := backupRunOf(ctx, c, j)
 		if err != nil {
@@ -149,37 +137,13 @@ func (b *backupOps) look(ctx context.Context, c clients, o *etcdv1beta2.EtcdBack
 func backupRunOf(ctx context.Context, c client.Reader, j *batchv1.Job) (status.BackupRun, error) {
 	gen, _ := strconv.ParseInt(j.Annotations[etcdbackup.GenerationAnnotation], 10, 64)
 	run := status.BackupRun{Job: j.Name, Generation: gen, Started: j.CreationTimestamp}
-	for _, cond := range j.Status.Conditions {
-		if cond.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch cond.Type {
-		case batchv1.JobComplete:
-			run.Done, run.Succeeded = true, true
-		case batchv1.JobFailed:
-			run.Done, run.Message = true, fmt.Sprintf("Job %s failed: %s: %s", j.Name, cond.Reason, cond.Message)
-		}
+	jr, err := readJobRun(ctx, c, j, etcdbackup.ContainerName)
+	if err != nil {
+		return run, err
 	}
-	if !run.Done {
-		return run, nil
-	}
-	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.InNamespace(j.Namespace), client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err != nil {
-		return run, fmt.Errorf("list the pods of job %s: %w", j.Name, err)
-	}
-	// The tool's word from the last pod that ended.
-	var last *corev1.ContainerStateTerminated
-	for _, p := range pods.Items {
-		for _, s := range p.Status.ContainerStatuses {
-			if t := s.State.Terminated; s.Name == etcdbackup.ContainerName && t != nil && (last == nil || t.FinishedAt.After(last.FinishedAt.Time)) {
-				last = t
-			}
-		}
-	}
-	if last != nil {
-		if r, err := etcdbackup.ParseResult(last.Message); err == nil {
-			run.Result = &r
-		}
+	run.Done, run.Succeeded, run.Message = jr.done, jr.succeeded, jr.message
+	if r, err := etcdbackup.ParseResult(jr.said); err == nil && jr.said != "" {
+		run.Result = &r
 	}
 	return run, nil
 }
@@ -241,19 +205,7 @@ func nextBackup(o *etcdv1beta2.EtcdBackup, runs []status.BackupRun, now time.Tim
 // prune deletes the finished Jobs beyond the newest backupJobsKept, with
 // their pods.
 func (b *backupOps) prune(ctx context.Context, c clients, look *backupLook) error {
-	finished := 0
-	for i, j := range look.jobs {
-		if !look.runs[i].Done {
-			continue
-		}
-		if finished++; finished <= backupJobsKept {
-			continue
-		}
-		if err := c.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete the old backup job %s: %w", j.Name, err)
-		}
-	}
-	return nil
+	return pruneBackupJobs(ctx, c, look.jobs, func(i int) bool { return look.runs[i].Done })
 }
 
 // endedEvent is the event of a backup that ended, with its note.

@@ -34,6 +34,7 @@ func NewObservedRedisReconciler(c client.Client, nodes redisnode.Nodes, clk cloc
 		clock:         clk,
 		failoverAfter: failoverAfter,
 		gauges:        newRedisGauges(reg),
+		backups:       newRedisBackups("app-operator:test", reg),
 	}
 	return newReconciler(x.kind(), c, c, recorder, newEngine(c.Scheme(), Options{Clock: clk}))
 }

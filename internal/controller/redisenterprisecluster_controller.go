@@ -13,6 +13,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -83,6 +84,7 @@ type redisConnector struct {
 	clock         clock.PassiveClock
 	failoverAfter time.Duration
 	gauges        *redisGauges
+	backups       *redisBackups
 }
 
 // redisEnterpriseClusterKind reconciles RedisEnterpriseCluster: the
@@ -95,6 +97,7 @@ func redisEnterpriseClusterKind(opts Options) kind[*redisv1alpha1.RedisEnterpris
 		clock:         cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}),
 		failoverAfter: cmp.Or(opts.RedisFailoverAfter, DefaultRedisFailoverAfter),
 		gauges:        newRedisGauges(opts.Metrics),
+		backups:       newRedisBackups(opts.SnapshotImage, opts.Metrics),
 	}
 	return x.kind()
 }
@@ -106,22 +109,29 @@ func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 		gvk:       gvk,
 		newObject: func() *redisv1alpha1.RedisEnterpriseCluster { return &redisv1alpha1.RedisEnterpriseCluster{} },
 		owns: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}, &appsv1.StatefulSet{},
-			&policyv1.PodDisruptionBudget{}},
+			&policyv1.PodDisruptionBudget{}, &batchv1.Job{}},
 		watch: func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
 			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner(rec.KindName)),
 				builder.WithPredicates(redisPodChanges())).
 				Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(ownersOfPodsOn(mgr.GetClient(), rec.KindName)),
 					builder.WithPredicates(cordonChanged())), nil
 		},
-		forget: x.gauges.forget,
+		forget: func(key client.ObjectKey) {
+			x.gauges.forget(key)
+			x.backups.gauges.forget(key)
+		},
 	}
 	return stepKind[*redisv1alpha1.RedisEnterpriseCluster, redisLook]{
 		look: func(ctx context.Context, c clients, o *redisv1alpha1.RedisEnterpriseCluster) (redisLook, error) {
 			s, err := x.with(c).secret(ctx, o, gvk)
-			return redisLook{secret: s}, err
+			if err != nil {
+				return redisLook{}, err
+			}
+			backups, err := x.backups.look(ctx, c, o)
+			return redisLook{secret: s, backups: backups}, err
 		},
 		build: func(o *redisv1alpha1.RedisEnterpriseCluster, look *redisLook) ([]runtime.ApplyConfiguration, error) {
-			input := rec.Input{Primary: o.Status.Primary}
+			input := rec.Input{Primary: o.Status.Primary, SnapshotImage: x.backups.image}
 			if look != nil {
 				input.Password = string(look.secret.Data[rec.SecretPassword])
 			}
@@ -132,11 +142,23 @@ func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			return c.Objects(), nil
 		},
 		step: func(ctx context.Context, c clients, o *redisv1alpha1.RedisEnterpriseCluster, look *redisLook, children observed, scope stepScope) (Step, error) {
-			return x.with(c).step(ctx, o, look, children, scope)
+			s, err := x.with(c).step(ctx, o, look, children, scope)
+			if err != nil || scope == safetySteps || !s.converged() {
+				return s, err
+			}
+			// A Running cluster: its backups.
+			b, err := x.backups.step(ctx, c, o, gvk, &look.backups, x.clock.Now())
+			if b.RequeueAfter == 0 || b.RequeueAfter > s.RequeueAfter {
+				b.RequeueAfter = s.RequeueAfter
+			}
+			return b, err
 		},
 		setStatus: func(o *redisv1alpha1.RedisEnterpriseCluster, look *redisLook, pass report, now metav1.Time) {
 			if look != nil && look.stepped != nil {
 				o.Status.Primary, o.Status.State, o.Status.Nodes = look.stepped.primary, look.stepped.state, look.stepped.nodes
+			}
+			if look != nil {
+				x.backups.setStatus(o, &look.backups)
 			}
 			status.RedisEnterpriseCluster(&o.Status, o.Generation, pass.step.Took, pass.step.Waiting, pass.step.Cause, pass.failure, now)
 		},
@@ -148,6 +170,7 @@ func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 // found and decided (nil when no step ran), for the status.
 type redisLook struct {
 	secret  *corev1.Secret
+	backups redisBackupLook
 	stepped *redisStepped
 }
 

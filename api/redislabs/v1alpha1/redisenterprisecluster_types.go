@@ -32,6 +32,7 @@ const (
 
 // RedisEnterpriseClusterSpec is the desired state: `nodes` Redis servers,
 // one primary and the others its replicas.
+// +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="spec.restore can only be set when the RedisEnterpriseCluster is created"
 type RedisEnterpriseClusterSpec struct {
 	// Nodes is the number of Redis servers: one primary, the others its
 	// replicas. Odd, and at least 3, as in Redis Enterprise, so that a
@@ -79,6 +80,18 @@ type RedisEnterpriseClusterSpec struct {
 	// how they spread over the nodes (by default each on a node of its
 	// own, as a preference).
 	placement.Placement `json:",inline"`
+
+	// Backup backs the dataset up on a schedule, to S3 or a claim.
+	// +optional
+	Backup *Backup `json:"backup,omitempty"`
+
+	// Restore starts a new cluster from a backup: the first node loads
+	// it before Redis starts, is elected the primary (it is the node
+	// furthest along), and the others sync from it. It can only be set
+	// when the cluster is created.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.restore cannot change"
+	Restore *RestoreSource `json:"restore,omitempty"`
 }
 
 // PersistentSpec selects the nodes' storage.
@@ -256,6 +269,10 @@ type RedisEnterpriseClusterStatus struct {
 	// ObservedGeneration is the generation the status reflects.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// BackupInfo is what the operator knows of the periodic backup (see
+	// spec.backup).
+	// +optional
+	BackupInfo *BackupInfo `json:"backupInfo,omitempty"`
 	// Conditions: Ready, Progressing and Degraded.
 	// +optional
 	// +listType=map

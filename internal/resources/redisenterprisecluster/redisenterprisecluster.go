@@ -28,6 +28,7 @@ import (
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/redisbackup"
 )
 
 const (
@@ -158,7 +159,14 @@ type Input struct {
 	Password string
 	// Primary is status.primary: the node the operator made the primary.
 	Primary string
+	// SnapshotImage is the image of the snapshot tool, which restores the
+	// first node of a cluster of spec.restore.
+	SnapshotImage string
 }
+
+// DefaultSnapshotImage is the image of the snapshot tool when
+// Input.SnapshotImage is empty (a preview): the operator's own.
+const DefaultSnapshotImage = "app-operator:latest"
 
 // Build returns the desired children of the cluster owner with the given
 // spec.
@@ -181,7 +189,7 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 		NodesService:   nodesService(owner, selector, labels),
 		PrimaryService: primaryService(owner.Name, corev1.ServiceTypeClusterIP, owner, selector, labels),
 		UIService:      primaryService(UIServiceName(owner.Name), cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), owner, selector, labels),
-		StatefulSet:    statefulSet(owner, spec, Members(owner.Name, spec, in.Primary), res, conf, selector, labels),
+		StatefulSet:    statefulSet(owner, spec, Members(owner.Name, spec, in.Primary), res, conf, cmp.Or(in.SnapshotImage, DefaultSnapshotImage), selector, labels),
 		ReplicasBudget: replicasBudget(owner, Nodes(spec), selector, labels),
 		PrimaryBudget:  primaryBudget(owner, selector, labels),
 	}, nil
@@ -361,7 +369,7 @@ func Args(username string) []string {
 	}
 }
 
-func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, members int, res corev1.ResourceRequirements, conf string, selector, labels map[string]string) *appsv1ac.StatefulSetApplyConfiguration {
+func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, members int, res corev1.ResourceRequirements, conf, snapshotImage string, selector, labels map[string]string) *appsv1ac.StatefulSetApplyConfiguration {
 	image, pullPolicy := Image(spec)
 	sum := sha256.Sum256([]byte(conf))
 	probe := func() *corev1ac.ProbeApplyConfiguration {
@@ -408,6 +416,11 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(corev1ac.Volume().WithName(configVolume).
 			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
+	if spec.Restore != nil {
+		restore, volumes := redisbackup.RestoreContainer(spec.Restore, redisbackup.RestoreInput{
+			Image: snapshotImage, Pod: PodName(owner.Name, 0), DataVolume: dataVolume, DataDir: dataDir})
+		podSpec.WithInitContainers(restore).WithVolumes(volumes...)
+	}
 	// One node per Kubernetes node as far as the nodes allow
 	// (spec.spread): a node lost takes the primary or a replica, not both.
 	resources.SpreadMembers(podSpec, spec.Spread, selector)

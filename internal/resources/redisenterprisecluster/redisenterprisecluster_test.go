@@ -157,3 +157,38 @@ func TestBudgetsSelectEachPodOnceAndHoldThePrimary(t *testing.T) {
 		}
 	}
 }
+
+// A cluster of spec.restore has the restoring init container, from the
+// snapshot tool's image, in every node's template (the tool restores only
+// in the first node); any other cluster has none.
+func TestRestoreAddsTheInitContainerToEveryNodeTemplate(t *testing.T) {
+	owner := resources.Owner{GVK: redisv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster"), Name: "r", Namespace: "ns", UID: "u"}
+	restore := &redisv1alpha1.RestoreSource{Backup: "old", BackupStorage: redisv1alpha1.BackupStorage{
+		PersistentVolumeClaim: &redisv1alpha1.ClaimStorage{ClaimName: "backups"}}}
+	for _, tt := range []struct {
+		name    string
+		restore *redisv1alpha1.RestoreSource
+		want    []string
+	}{
+		{"no restore", nil, nil},
+		{"a restore", restore, []string{"op:2 restore --only-pod=r-0 --data-dir=/data --from=/backup/old"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Build(owner, &redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, Restore: tt.restore}, Input{SnapshotImage: "op:2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string //nolint:prealloc // nil when there is none, as want
+			for _, ic := range c.StatefulSet.Spec.Template.Spec.InitContainers {
+				line := *ic.Image
+				for _, a := range ic.Args {
+					line += " " + a
+				}
+				got = append(got, line)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("init containers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
