@@ -116,9 +116,11 @@ func (r *redisCluster) waitRunning(timeout time.Duration) string {
 // when WAIT says a replica has it, as a careful client would during a
 // failure or a change.
 type writer struct {
-	r       *redisCluster
-	mu      sync.Mutex
-	acked   []string
+	r     *redisCluster
+	mu    sync.Mutex
+	acked []string
+	// ackedAt is when each of acked was acknowledged.
+	ackedAt []time.Time
 	errors  int
 	lastErr string
 	// longestGap is the longest time between two acknowledged writes.
@@ -184,6 +186,7 @@ func (r *redisCluster) startWriterWaiting(prefix string, replicas int, pause tim
 				time.Sleep(50 * time.Millisecond)
 			} else {
 				w.acked = append(w.acked, key)
+				w.ackedAt = append(w.ackedAt, time.Now())
 				w.longestGap = max(w.longestGap, time.Since(last))
 				last = time.Now()
 			}

@@ -1,0 +1,205 @@
+package realpods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/controller"
+	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// startRedisBackupSource starts an operator that runs the snapshot tool
+// of the operator's image, a running cluster of three called name, and a
+// bucket of the object store with a Secret of its credentials in the
+// Redis Enterprise database's layout.
+func startRedisBackupSource(t *testing.T, name string) (client.Client, *redisCluster, *minio.Client, redisv1alpha1.S3Storage) {
+	t.Helper()
+	needCluster(t)
+	t.Parallel()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	opts := cellOperatorOptions(ns)
+	opts.Options.SnapshotImage = operatorImage(t)
+	testenv.StartOperator(t, testCluster.Config(), opts)
+	r := newRedisCell(t, c, ns, name, false, 3)
+
+	bucket := "redis-" + ns
+	mc, _ := objectStoreFor(t, c, ns, bucket)
+	store, _ := testCluster.ObjectStore()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redis-backup-credentials"},
+		StringData: map[string]string{redisv1alpha1.AWSAccessKeyIDKey: store.AccessKey, redisv1alpha1.AWSSecretAccessKeyKey: store.SecretKey}}
+	if err := c.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	return c, r, mc, redisv1alpha1.S3Storage{AWSSecretName: secret.Name, BucketName: bucket, Subdir: "redis/prod", Endpoint: store.Endpoint, ForcePathStyle: true}
+}
+
+// setBackup sets the cluster's spec.backup.
+func (r *redisCluster) setBackup(b *redisv1alpha1.Backup) {
+	r.t.Helper()
+	r.refresh()
+	patch := client.MergeFrom(r.rec.DeepCopy())
+	r.rec.Spec.Backup = b
+	if err := r.c.Patch(context.Background(), r.rec, patch); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// waitBackupStatus waits for status.backupInfo.backupStatus to be want
+// and returns the backup info.
+func (r *redisCluster) waitBackupStatus(want string, timeout time.Duration) *redisv1alpha1.BackupInfo {
+	r.t.Helper()
+	testenv.EventuallyInNamespace(r.t, r.c, r.rec.Namespace, timeout, func() (bool, string) {
+		r.refresh()
+		info := r.rec.Status.BackupInfo
+		return info != nil && info.BackupStatus == want, fmt.Sprintf("backupInfo %+v", info)
+	})
+	return r.rec.Status.BackupInfo
+}
+
+// podUIDs maps the cluster's pods to their uids.
+func (r *redisCluster) podUIDs() map[string]types.UID {
+	uids := map[string]types.UID{}
+	for _, n := range r.rec.Status.Nodes {
+		uids[n.Name] = r.podUID(n.Name)
+	}
+	return uids
+}
+
+// A backup to the object store, taken while a client writes (each write
+// acknowledged once both replicas hold it), restored into a new cluster:
+// the restored cluster's first node, which alone holds data, is elected
+// the primary; it holds every write acknowledged before the backup
+// started, and what it holds of the writes is a prefix of them (no write
+// missing before the newest it holds); the cluster backed up keeps its
+// pods and stays Running.
+func TestRedisBackupToS3ThenRestoreHoldsEveryWriteAcknowledgedBeforeIt(t *testing.T) {
+	ctx := context.Background()
+	c, source, mc, s3 := startRedisBackupSource(t, "source")
+	pods := source.podUIDs()
+	w := source.startWriterWaiting("k", 2, cellWritePause)
+	waitWrites(t, w, 200)
+	start := time.Now()
+	source.setBackup(&redisv1alpha1.Backup{Interval: 3600, BackupStorage: redisv1alpha1.BackupStorage{S3: &s3}})
+	info := source.waitBackupStatus(redisv1alpha1.BackupStatusSucceeded, 3*time.Minute)
+	took := time.Since(start)
+	waitWrites(t, w, 50)
+	acked := w.Stop()
+	w.mu.Lock()
+	ackedAt := w.ackedAt
+	w.mu.Unlock()
+	if info.LastBackupTime == nil || info.ReplicationOffset <= 0 || !strings.HasPrefix(info.LastBackup, "s3://"+s3.BucketName+"/redis/prod/source_") {
+		t.Fatalf("backupInfo %+v, want where the backup is, when it was taken and its offset", info)
+	}
+	key := strings.TrimPrefix(info.LastBackup, "s3://"+s3.BucketName+"/")
+	obj, err := mc.StatObject(ctx, s3.BucketName, key, minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatalf("the backup %s is not in the store: %v", info.LastBackup, err)
+	}
+	source.checkRunningTakesWrites()
+	if got := source.podUIDs(); fmt.Sprint(got) != fmt.Sprint(pods) {
+		t.Errorf("pods %v of the cluster backed up, want %v: a backup restarts no node", got, pods)
+	}
+
+	restoreStart := time.Now()
+	restored := &redisv1alpha1.RedisEnterpriseCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: source.rec.Namespace, Name: "restored"},
+		Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, RedisEnterpriseNodeResources: source.rec.Spec.RedisEnterpriseNodeResources,
+			Restore: &redisv1alpha1.RestoreSource{Backup: path.Base(key), BackupStorage: redisv1alpha1.BackupStorage{S3: &s3}}},
+	}
+	if err := c.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	r := &redisCluster{t: t, c: c, rec: restored}
+	primary := r.waitRunning(redisReadyTimeout)
+	toRunning := time.Since(restoreStart)
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(restored), secret); err != nil {
+		t.Fatal(err)
+	}
+	r.password = string(secret.Data[rec.SecretPassword])
+	if primary != "restored-0" {
+		t.Fatalf("primary %s of the restored cluster, want restored-0, the node that holds the backup", primary)
+	}
+	held, before := checkRestoredPrefix(t, r, primary, acked, ackedAt, info.LastScheduleTime.Time)
+	r.checkRunningTakesWrites()
+	t.Logf("backup Succeeded %s after spec.backup was set, %d bytes at offset %d; restored cluster Running %s after it was created; it holds %d of %d acknowledged writes, with no gap, and all %d acknowledged before the backup started",
+		took.Round(100*time.Millisecond), obj.Size, info.ReplicationOffset, toRunning.Round(100*time.Millisecond), held, len(acked), before)
+}
+
+// checkRestoredPrefix reads every acknowledged write back from node: it
+// must hold every write acknowledged before scheduled (both replicas had
+// it before the backup began), and no write it lacks may come before one
+// it holds (the writes were sent one after the other). It returns how
+// many it holds, and how many were acknowledged before scheduled.
+func checkRestoredPrefix(t *testing.T, r *redisCluster, node string, acked []string, ackedAt []time.Time, scheduled time.Time) (held, before int) {
+	t.Helper()
+	cli := r.client(r.podIP(node))
+	defer cli.Close()
+	firstMissing := -1
+	for i, k := range acked {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		v, err := cli.Get(ctx, k).Result()
+		cancel()
+		switch {
+		case errors.Is(err, redis.Nil):
+			if firstMissing < 0 {
+				firstMissing = i
+			}
+		case err != nil:
+			t.Fatal(err)
+		case v != k:
+			t.Fatalf("%s holds %q, want %q", k, v, k)
+		default:
+			held++
+			if firstMissing >= 0 {
+				t.Errorf("the restored cluster holds %s but not %s, acknowledged before it", k, acked[firstMissing])
+			}
+		}
+		if ackedAt[i].Before(scheduled) {
+			before++
+			if firstMissing == i {
+				t.Errorf("the restored cluster lacks %s, acknowledged by both replicas at %s, before the backup started at %s",
+					k, ackedAt[i].Format(time.RFC3339Nano), scheduled.Format(time.RFC3339))
+			}
+		}
+	}
+	if before == 0 || held < before {
+		t.Errorf("%d writes acknowledged before the backup started, %d restored", before, held)
+	}
+	return held, before
+}
+
+// A backup to a bucket that does not exist fails with the reason in
+// status.backupInfo and an event, and the cluster stays Running.
+func TestRedisBackupThatCannotBeWrittenSaysWhyAndLeavesTheClusterRunning(t *testing.T) {
+	_, r, _, s3 := startRedisBackupSource(t, "kept")
+	pods := r.podUIDs()
+	s3.BucketName = "no-such-bucket-" + r.rec.Namespace
+	r.setBackup(&redisv1alpha1.Backup{Interval: 3600, BackupStorage: redisv1alpha1.BackupStorage{S3: &s3}})
+	info := r.waitBackupStatus(redisv1alpha1.BackupStatusFailed, 3*time.Minute)
+	if !strings.HasPrefix(info.BackupFailureReason, "BucketNotFound: ") {
+		t.Errorf("backupFailureReason %q, want BucketNotFound", info.BackupFailureReason)
+	}
+	waitEventReasons(t, r.c, "RedisEnterpriseCluster", client.ObjectKeyFromObject(r.rec), controller.EventBackupStarted, controller.EventBackupFailed)
+	r.waitRunning(time.Minute)
+	r.checkRunningTakesWrites()
+	if got := r.podUIDs(); fmt.Sprint(got) != fmt.Sprint(pods) {
+		t.Errorf("pods %v, want %v: a failed backup restarts no node", got, pods)
+	}
+	t.Logf("failed backup: %s", info.BackupFailureReason)
+}
