@@ -3,11 +3,12 @@ package etcdsnapshot
 import (
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"os"
+
+	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
 // An etcd snapshot is the database followed by the sha256 of the database;
@@ -20,7 +21,7 @@ func hasChecksum(size int64) bool {
 }
 
 // errCorrupt is the error of a snapshot that fails its integrity check.
-var errCorrupt = errors.New("the snapshot failed its integrity check")
+var errCorrupt = snapshotstore.ErrCorrupt
 
 // verifyingReader passes a snapshot stream through and, at its end, checks
 // the trailing sha256 against the content before it: a stream that fails
@@ -34,7 +35,7 @@ type verifyingReader struct {
 	done bool
 }
 
-func newVerifyingReader(r io.Reader) *verifyingReader {
+func newVerifyingReader(r io.Reader) io.Reader {
 	return &verifyingReader{r: r, h: sha256.New()}
 }
 
