@@ -2,8 +2,6 @@ package etcdsnapshot
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 
@@ -24,32 +22,16 @@ Run "etcd-snapshot save -h" or "etcd-snapshot restore -h" for the flags.
 // printing the result JSON to stdout and messages to stderr, and returns the
 // exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "save":
-		return runSave(args[1:], stdout, stderr)
-	case "restore":
-		return runRestore(args[1:], stdout, stderr)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "unknown command %q\n%s", args[0], usage)
-	return 2
+	return snapshotstore.Main(args, stdout, stderr, usage, map[string]snapshotstore.Command{"save": runSave, "restore": runRestore})
 }
 
 func runSave(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("etcd-snapshot save", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var (
 		c         snapshotstore.Flags
 		endpoints string
 		opts      SaveOptions
 	)
-	c.Register(fs)
+	fs := c.FlagSet("etcd-snapshot save", stderr)
 	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the etcd members")
 	fs.StringVar(&opts.To, "to", "", "target: s3://BUCKET/PATH or a local path; backups are stored as PATH_v<revision>_<UTC time>")
 	fs.IntVar(&opts.MaxBackups, "max-backups", 0, "how many backups of the same PATH to keep (0 keeps all)")
@@ -67,14 +49,12 @@ func runSave(args []string, stdout, stderr io.Writer) int {
 }
 
 func runRestore(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("etcd-snapshot restore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var (
 		c        snapshotstore.Flags
 		peerURLs string
 		opts     RestoreOptions
 	)
-	c.Register(fs)
+	fs := c.FlagSet("etcd-snapshot restore", stderr)
 	fs.StringVar(&opts.From, "from", "", "backup: s3://BUCKET/PATH or a local path, exact or a prefix (the backup with the highest revision under it)")
 	fs.StringVar(&opts.DataDir, "data-dir", "", "the member's data dir; nothing is done when it already holds a member")
 	fs.StringVar(&opts.Name, "name", "", "the member's name")

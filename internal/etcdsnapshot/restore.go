@@ -45,10 +45,7 @@ const memberDir = "member"
 // a half-restored data dir.
 func Restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 	res, err := restore(ctx, opts)
-	if err != nil && ctx.Err() != nil {
-		err = &Error{Reason: ReasonTimeout, Err: fmt.Errorf("the restore did not finish within its timeout: %w", err)}
-	}
-	return res, err
+	return res, snapshotstore.TimedOut(ctx, err, "restore")
 }
 
 func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
@@ -63,11 +60,8 @@ func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 		return Result{AlreadyRestored: true}, nil
 	}
 
-	st, name, err := snapshotstore.Open(opts.From, opts.S3)
+	st, name, err := snapshotstore.Reach(ctx, opts.From, opts.S3)
 	if err != nil {
-		return Result{}, err
-	}
-	if err := st.Check(ctx); err != nil {
 		return Result{}, err
 	}
 	chosen, revision, err := findBackup(ctx, st, name)

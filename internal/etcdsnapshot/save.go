@@ -53,10 +53,7 @@ type memberStatus struct {
 // backup's name appears only once the whole snapshot was stored and checked.
 func Save(ctx context.Context, opts SaveOptions) (Result, error) {
 	res, err := save(ctx, opts)
-	if err != nil && ctx.Err() != nil {
-		err = &Error{Reason: ReasonTimeout, Err: fmt.Errorf("the save did not finish within its timeout: %w", err)}
-	}
-	return res, err
+	return res, snapshotstore.TimedOut(ctx, err, "save")
 }
 
 func save(ctx context.Context, opts SaveOptions) (Result, error) {
@@ -69,11 +66,8 @@ func save(ctx context.Context, opts SaveOptions) (Result, error) {
 	if len(opts.Endpoints) == 0 {
 		return Result{}, failure(ReasonInvalidArgument, "no etcd endpoints given")
 	}
-	st, prefix, err := snapshotstore.Open(opts.To, opts.S3)
+	st, prefix, err := snapshotstore.Reach(ctx, opts.To, opts.S3)
 	if err != nil {
-		return Result{}, err
-	}
-	if err := st.Check(ctx); err != nil {
 		return Result{}, err
 	}
 	source, err := pickMember(ctx, opts)

@@ -2,8 +2,6 @@ package redissnapshot
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 
@@ -27,32 +25,16 @@ Run "redis-snapshot save -h" or "redis-snapshot restore -h" for the flags.
 // name), printing the result JSON to stdout and messages to stderr, and
 // returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "save":
-		return runSave(args[1:], stdout, stderr)
-	case "restore":
-		return runRestore(args[1:], stdout, stderr)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "unknown command %q\n%s", args[0], usage)
-	return 2
+	return snapshotstore.Main(args, stdout, stderr, usage, map[string]snapshotstore.Command{"save": runSave, "restore": runRestore})
 }
 
 func runSave(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("redis-snapshot save", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var (
 		c     snapshotstore.Flags
 		addrs string
 		opts  SaveOptions
 	)
-	c.Register(fs)
+	fs := c.FlagSet("redis-snapshot save", stderr)
 	fs.StringVar(&addrs, "addrs", "", "comma-separated addresses of the Redis nodes, HOST:PORT")
 	fs.StringVar(&opts.To, "to", "", "target: s3://BUCKET/PATH or a local path; backups are stored as PATH_<UTC time>_o<offset>.rdb")
 	fs.IntVar(&opts.MaxBackups, "max-backups", 0, "how many backups of the same PATH to keep (0 keeps all)")
@@ -69,14 +51,12 @@ func runSave(args []string, stdout, stderr io.Writer) int {
 }
 
 func runRestore(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("redis-snapshot restore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var (
 		c       snapshotstore.Flags
 		opts    RestoreOptions
 		onlyPod string
 	)
-	c.Register(fs)
+	fs := c.FlagSet("redis-snapshot restore", stderr)
 	fs.StringVar(&opts.From, "from", "", "backup: s3://BUCKET/PATH or a local path, exact or a prefix (the newest backup under it)")
 	fs.StringVar(&opts.DataDir, "data-dir", "", "the node's data dir; nothing is done when it already holds Redis data")
 	fs.StringVar(&onlyPod, "only-pod", "", "restore only in the pod of this name (the POD_NAME environment variable); in any other, do nothing")

@@ -6,10 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// TimeLayout is the layout of the UTC time in a backup's name.
-const TimeLayout = "20060102-150405"
+	"github.com/app-operator/app-operator/internal/snapshotstore"
+)
 
 // backupSuffix ends every backup's name: the file is an RDB.
 const backupSuffix = ".rdb"
@@ -17,7 +16,7 @@ const backupSuffix = ".rdb"
 // BackupName is the name of a backup under prefix:
 // <prefix>_<UTC time as 20060102-150405>_o<replication offset>.rdb.
 func BackupName(prefix string, t time.Time, offset int64) string {
-	return fmt.Sprintf("%s_%s_o%d%s", prefix, t.UTC().Format(TimeLayout), offset, backupSuffix)
+	return fmt.Sprintf("%s_%s_o%d%s", prefix, t.UTC().Format(snapshotstore.TimeLayout), offset, backupSuffix)
 }
 
 // ParseBackupName returns the time and offset in name, a backup's name
@@ -35,7 +34,7 @@ func ParseBackupName(prefix, name string) (t time.Time, offset int64, ok bool) {
 	if !found {
 		return time.Time{}, 0, false
 	}
-	t, err := time.Parse(TimeLayout, timeText)
+	t, err := time.Parse(snapshotstore.TimeLayout, timeText)
 	if err != nil {
 		return time.Time{}, 0, false
 	}

@@ -42,67 +42,44 @@ func crc64Update(crc uint64, p []byte) uint64 {
 	return ^crc64.Update(^crc, crcTable, p)
 }
 
-// checkingReader passes an RDB stream through and, at its end, checks the
-// magic, the EOF opcode and the trailing CRC-64: a stream that fails ends
-// with an error wrapping snapshotstore.ErrCorrupt instead of io.EOF.
-type checkingReader struct {
-	r    io.Reader
+// rdbSum is the CRC-64 of an RDB and its first rdbHeaderSize bytes.
+type rdbSum struct {
 	crc  uint64
-	head []byte // the first rdbHeaderSize bytes
-	tail []byte // the last rdbTrailer bytes seen, not yet summed
-	n    int64
-	done bool
+	head []byte
 }
 
+func (s *rdbSum) Write(p []byte) (int, error) {
+	if missing := rdbHeaderSize - len(s.head); missing > 0 {
+		s.head = append(s.head, p[:min(missing, len(p))]...)
+	}
+	s.crc = crc64Update(s.crc, p)
+	return len(p), nil
+}
+
+// newCheckingReader passes an RDB stream through and, at its end, checks
+// the magic, the EOF opcode and the trailing CRC-64: a stream that fails
+// ends with an error wrapping snapshotstore.ErrCorrupt instead of io.EOF.
 func newCheckingReader(r io.Reader) io.Reader {
-	return &checkingReader{r: r}
-}
-
-// Read reads from the stream, summing all but its last rdbTrailer bytes.
-func (c *checkingReader) Read(p []byte) (int, error) {
-	if c.done {
-		return 0, io.EOF
-	}
-	n, err := c.r.Read(p)
-	if n > 0 {
-		c.n += int64(n)
-		if missing := rdbHeaderSize - len(c.head); missing > 0 {
-			c.head = append(c.head, p[:min(missing, n)]...)
+	sum := &rdbSum{}
+	return snapshotstore.NewTrailerReader(r, rdbTrailer, sum, func(trailer []byte, n int64) error {
+		if n < int64(rdbHeaderSize+rdbTrailer) {
+			return fmt.Errorf("%w: %d bytes is not a whole RDB (truncated?)", snapshotstore.ErrCorrupt, n)
 		}
-		c.tail = append(c.tail, p[:n]...)
-		if extra := len(c.tail) - rdbTrailer; extra > 0 {
-			c.crc = crc64Update(c.crc, c.tail[:extra])
-			c.tail = append(c.tail[:0], c.tail[extra:]...)
+		if err := checkMagic(sum.head); err != nil {
+			return err
 		}
-	}
-	if err == io.EOF {
-		if cerr := c.check(); cerr != nil {
-			return n, cerr
+		// The trailer is the EOF opcode and the CRC-64 of all before it,
+		// the opcode included.
+		if trailer[0] != opEOF {
+			return fmt.Errorf("%w: it does not end with the EOF opcode (truncated?)", snapshotstore.ErrCorrupt)
 		}
-		c.done = true
-	}
-	return n, err
-}
-
-// check checks the whole stream once it ended.
-func (c *checkingReader) check() error {
-	if c.n < int64(rdbHeaderSize+rdbTrailer) {
-		return fmt.Errorf("%w: %d bytes is not a whole RDB (truncated?)", snapshotstore.ErrCorrupt, c.n)
-	}
-	if err := checkMagic(c.head); err != nil {
-		return err
-	}
-	// The tail is the EOF opcode and the CRC-64 of all before it, the
-	// opcode included.
-	if c.tail[0] != opEOF {
-		return fmt.Errorf("%w: it does not end with the EOF opcode (truncated?)", snapshotstore.ErrCorrupt)
-	}
-	sum := crc64Update(c.crc, c.tail[:1])
-	want := binary.LittleEndian.Uint64(c.tail[1:])
-	if want != 0 && want != sum {
-		return fmt.Errorf("%w: its CRC-64 %016x does not match its content (%016x)", snapshotstore.ErrCorrupt, want, sum)
-	}
-	return nil
+		got := crc64Update(sum.crc, trailer[:1])
+		want := binary.LittleEndian.Uint64(trailer[1:])
+		if want != 0 && want != got {
+			return fmt.Errorf("%w: its CRC-64 %016x does not match its content (%016x)", snapshotstore.ErrCorrupt, want, got)
+		}
+		return nil
+	})
 }
 
 // checkMagic checks that head starts as an RDB does.

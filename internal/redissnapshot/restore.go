@@ -39,10 +39,7 @@ const (
 // a crash never leaves a half-restored node.
 func Restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 	res, err := restore(ctx, opts)
-	if err != nil && ctx.Err() != nil {
-		err = &snapshotstore.Error{Reason: snapshotstore.ReasonTimeout, Err: fmt.Errorf("the restore did not finish within its timeout: %w", err)}
-	}
-	return res, err
+	return res, snapshotstore.TimedOut(ctx, err, "restore")
 }
 
 func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
@@ -55,11 +52,8 @@ func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 		return Result{AlreadyRestored: has}, err
 	}
 
-	st, name, err := snapshotstore.Open(opts.From, opts.S3)
+	st, name, err := snapshotstore.Reach(ctx, opts.From, opts.S3)
 	if err != nil {
-		return Result{}, err
-	}
-	if err := st.Check(ctx); err != nil {
 		return Result{}, err
 	}
 	chosen, err := findBackup(ctx, st, name)

@@ -52,10 +52,7 @@ type nodeStatus struct {
 // RDB was stored and checked.
 func Save(ctx context.Context, opts SaveOptions) (Result, error) {
 	res, err := save(ctx, opts)
-	if err != nil && ctx.Err() != nil {
-		err = &snapshotstore.Error{Reason: snapshotstore.ReasonTimeout, Err: fmt.Errorf("the save did not finish within its timeout: %w", err)}
-	}
-	return res, err
+	return res, snapshotstore.TimedOut(ctx, err, "save")
 }
 
 func save(ctx context.Context, opts SaveOptions) (Result, error) {
@@ -68,11 +65,8 @@ func save(ctx context.Context, opts SaveOptions) (Result, error) {
 	if len(opts.Addrs) == 0 {
 		return Result{}, snapshotstore.Failure(snapshotstore.ReasonInvalidArgument, "no Redis addresses given")
 	}
-	st, prefix, err := snapshotstore.Open(opts.To, opts.S3)
+	st, prefix, err := snapshotstore.Reach(ctx, opts.To, opts.S3)
 	if err != nil {
-		return Result{}, err
-	}
-	if err := st.Check(ctx); err != nil {
 		return Result{}, err
 	}
 	source, err := pickNode(ctx, opts)

@@ -19,6 +19,29 @@ import (
 // not given: the container's termination message.
 const DefaultResultFile = "/dev/termination-log"
 
+// Command is one command of a tool, such as save: it runs with the
+// arguments after its name and returns the exit code.
+type Command func(args []string, stdout, stderr io.Writer) int
+
+// Main runs the command of commands that args[0] names, printing usage for
+// help, and returns the exit code: 2 for no or an unknown command.
+func Main(args []string, stdout, stderr io.Writer, usage string, commands map[string]Command) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if run, ok := commands[args[0]]; ok {
+		return run(args[1:], stdout, stderr)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
 // Flags are the flags every command of a backup tool has: how to reach
 // S3, the time limit, where the result goes and the log level.
 type Flags struct {
@@ -28,8 +51,16 @@ type Flags struct {
 	LogLevel   string
 }
 
-// Register adds the flags to fs.
-func (c *Flags) Register(fs *flag.FlagSet) {
+// FlagSet is the flag set of the command name, with c's flags, that
+// prints its messages to stderr.
+func (c *Flags) FlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs)
+	return fs
+}
+
+func (c *Flags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.S3.Endpoint, "s3-endpoint", "", "URL of the S3 service (http:// or https://); empty means AWS")
 	fs.BoolVar(&c.S3.ForcePathStyle, "s3-force-path-style", false, "address buckets as ENDPOINT/BUCKET rather than BUCKET.ENDPOINT")
 	fs.StringVar(&c.S3.Region, "s3-region", "", "region of the bucket; empty lets the client find it")

@@ -85,3 +85,12 @@ func ExitCode(reason Reason) int {
 	}
 	return 1
 }
+
+// TimedOut gives err the reason Timeout when ctx ended: the run did not
+// finish within its time limit while doing what.
+func TimedOut(ctx context.Context, err error, what string) error {
+	if err != nil && ctx.Err() != nil {
+		return &Error{Reason: ReasonTimeout, Err: fmt.Errorf("the %s did not finish within its timeout: %w", what, err)}
+	}
+	return err
+}

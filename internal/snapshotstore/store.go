@@ -72,6 +72,22 @@ func Open(target string, s3opts S3Options) (Store, string, error) {
 	return LocalStore{}, name, nil
 }
 
+// Reach opens the store of target, as Open does, and checks that it can be
+// used.
+func Reach(ctx context.Context, target string, s3opts S3Options) (Store, string, error) {
+	st, name, err := Open(target, s3opts)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := st.Check(ctx); err != nil {
+		return nil, "", err
+	}
+	return st, name, nil
+}
+
+// TimeLayout is the layout of the UTC time in a backup's name.
+const TimeLayout = "20060102-150405"
+
 // LocalStore keeps backups as files; names are file paths.
 type LocalStore struct{}
 
