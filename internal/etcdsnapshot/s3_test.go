@@ -9,18 +9,18 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/app-operator/app-operator/internal/snapshotstore/s3test"
+	"github.com/app-operator/app-operator/internal/snapshotstore/snapshottest"
 )
 
 // TestS3SaveAndRestore saves a real etcd's snapshot into a bucket (keeping
 // one backup), restores the newest from the prefix, and reads the keys back
 // from etcd started on the restored data dir.
 func TestS3SaveAndRestore(t *testing.T) {
-	endpoint := s3test.Start(t)
+	endpoint := snapshottest.StartS3(t)
 	ctx := testContext(t)
 	src := startEtcd(t, etcdConfig(t, "source", t.TempDir()), true)
 	cli := src.client(t)
-	s3opts := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: s3test.CredentialsFile(t, s3test.SecretKey)}
+	s3opts := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: snapshottest.CredentialsFile(t, snapshottest.SecretKey)}
 
 	put(t, cli, "first", "1")
 	first, err := Save(ctx, SaveOptions{Endpoints: []string{src.clientURL}, To: "s3://backups/clusters/c1", S3: s3opts, MaxBackups: 1})
@@ -39,7 +39,7 @@ func TestS3SaveAndRestore(t *testing.T) {
 	put(t, cli, "after", "x")
 
 	var keys []string
-	for obj := range s3test.Client(t, endpoint, s3test.SecretKey).ListObjects(ctx, "backups", minio.ListObjectsOptions{Recursive: true}) {
+	for obj := range snapshottest.S3Client(t, endpoint, snapshottest.SecretKey).ListObjects(ctx, "backups", minio.ListObjectsOptions{Recursive: true}) {
 		if obj.Err != nil {
 			t.Fatal(obj.Err)
 		}
@@ -50,8 +50,8 @@ func TestS3SaveAndRestore(t *testing.T) {
 	}
 
 	// Credentials from the environment this time.
-	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+	t.Setenv("AWS_ACCESS_KEY_ID", snapshottest.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", snapshottest.SecretKey)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	cfg := etcdConfig(t, "restored", dataDir)
 	peer := cfg.AdvertisePeerUrls[0].String()
@@ -79,11 +79,11 @@ func TestS3SaveAndRestore(t *testing.T) {
 // TestS3Failures: a missing bucket gives BucketNotFound, a wrong secret
 // AccessDenied, for a save and for a restore.
 func TestS3Failures(t *testing.T) {
-	endpoint := s3test.Start(t)
+	endpoint := snapshottest.StartS3(t)
 	ctx := testContext(t)
 	src := startEtcd(t, etcdConfig(t, "m", t.TempDir()), true)
-	good := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: s3test.CredentialsFile(t, s3test.SecretKey)}
-	bad := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: s3test.CredentialsFile(t, "wrong-secret")}
+	good := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: snapshottest.CredentialsFile(t, snapshottest.SecretKey)}
+	bad := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: snapshottest.CredentialsFile(t, "wrong-secret")}
 	restoreTo := func(from string, s3opts S3Options) error {
 		_, err := Restore(ctx, RestoreOptions{From: from, S3: s3opts, DataDir: filepath.Join(t.TempDir(), "d"), Name: "m",
 			InitialCluster: "m=http://127.0.0.1:1", InitialAdvertisePeerURLs: []string{"http://127.0.0.1:1"}})

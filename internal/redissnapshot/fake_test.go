@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/app-operator/app-operator/internal/snapshotstore/snapshottest"
 )
 
 // fakeNode is a Redis node in the test: it speaks enough RESP for the
@@ -144,11 +146,5 @@ func writeBulk(w io.Writer, s string) {
 
 // freeAddr is a loopback address nobody listens at.
 func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", snapshottest.FreePort(t))
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/app-operator/app-operator/internal/snapshotstore"
-	"github.com/app-operator/app-operator/internal/snapshotstore/s3test"
+	"github.com/app-operator/app-operator/internal/snapshotstore/snapshottest"
 )
 
 // TestS3SaveAndRestore saves twice into a bucket with the keys from the
@@ -19,10 +19,10 @@ import (
 // and fails with the reasons of a missing bucket, a wrong secret and
 // missing keys.
 func TestS3SaveAndRestore(t *testing.T) {
-	endpoint := s3test.Start(t)
+	endpoint := snapshottest.StartS3(t)
 	ctx := testContext(t)
-	t.Setenv(snapshotstore.AccessKeyEnv, s3test.AccessKey)
-	t.Setenv(snapshotstore.SecretKeyEnv, s3test.SecretKey)
+	t.Setenv(snapshotstore.AccessKeyEnv, snapshottest.AccessKey)
+	t.Setenv(snapshotstore.SecretKeyEnv, snapshottest.SecretKey)
 	s3opts := snapshotstore.S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsSecret: "redis-backup-s3"}
 	first := &fakeNode{role: "master", offset: 10, rdb: testRDB(10, 1)}
 	second := &fakeNode{role: "master", offset: 20, rdb: fixture(t)}
@@ -34,7 +34,7 @@ func TestS3SaveAndRestore(t *testing.T) {
 		}
 	}
 	var keys []string
-	for obj := range s3test.Client(t, endpoint, s3test.SecretKey).ListObjects(ctx, "backups", minio.ListObjectsOptions{Recursive: true}) {
+	for obj := range snapshottest.S3Client(t, endpoint, snapshottest.SecretKey).ListObjects(ctx, "backups", minio.ListObjectsOptions{Recursive: true}) {
 		if obj.Err != nil {
 			t.Fatal(obj.Err)
 		}

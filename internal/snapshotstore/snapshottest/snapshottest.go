@@ -1,6 +1,6 @@
-// Package s3test starts an S3 server for the tests of the backup tools:
-// SeaweedFS, from the binary in $WEED.
-package s3test
+// Package snapshottest helps the tests of the backup tools: an S3 server
+// (SeaweedFS, from the binary in $WEED) and free loopback ports.
+package snapshottest
 
 import (
 	"context"
@@ -23,11 +23,11 @@ const (
 	SecretKey = "snapshot-test-secret"
 )
 
-// Start starts a SeaweedFS server (the binary in $WEED) with its S3 API on
+// StartS3 starts a SeaweedFS server (the binary in $WEED) with its S3 API on
 // a free loopback port and one identity, creates the bucket "backups" and
 // returns the S3 endpoint URL. The server stops with the test. Without WEED
 // the test is skipped.
-func Start(t *testing.T) string {
+func StartS3(t *testing.T) string {
 	t.Helper()
 	weed := os.Getenv("WEED")
 	if weed == "" {
@@ -43,15 +43,15 @@ func Start(t *testing.T) string {
 	if err := os.Mkdir(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s3Port := freePort(t)
+	s3Port := FreePort(t)
 	// Every port is chosen, the gRPC ones too (by default each is its
 	// HTTP port plus 10000, which may be taken or out of range).
 	args := []string{
 		"server", "-dir=" + dataDir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-volume.max=5",
-		fmt.Sprintf("-master.port=%d", freePort(t)), fmt.Sprintf("-master.port.grpc=%d", freePort(t)),
-		fmt.Sprintf("-volume.port=%d", freePort(t)), fmt.Sprintf("-volume.port.grpc=%d", freePort(t)),
-		fmt.Sprintf("-filer.port=%d", freePort(t)), fmt.Sprintf("-filer.port.grpc=%d", freePort(t)),
-		"-s3", fmt.Sprintf("-s3.port=%d", s3Port), fmt.Sprintf("-s3.port.grpc=%d", freePort(t)), "-s3.config=" + configPath,
+		fmt.Sprintf("-master.port=%d", FreePort(t)), fmt.Sprintf("-master.port.grpc=%d", FreePort(t)),
+		fmt.Sprintf("-volume.port=%d", FreePort(t)), fmt.Sprintf("-volume.port.grpc=%d", FreePort(t)),
+		fmt.Sprintf("-filer.port=%d", FreePort(t)), fmt.Sprintf("-filer.port.grpc=%d", FreePort(t)),
+		"-s3", fmt.Sprintf("-s3.port=%d", s3Port), fmt.Sprintf("-s3.port.grpc=%d", FreePort(t)), "-s3.config=" + configPath,
 	}
 	logFile, err := os.Create(filepath.Join(dir, "weed.log"))
 	if err != nil {
@@ -69,7 +69,7 @@ func Start(t *testing.T) string {
 	})
 
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", s3Port)
-	client := Client(t, endpoint, SecretKey)
+	client := S3Client(t, endpoint, SecretKey)
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -87,8 +87,8 @@ func Start(t *testing.T) string {
 	return endpoint
 }
 
-// Client is a path-style client of endpoint with the test's access key.
-func Client(t *testing.T, endpoint, secret string) *minio.Client {
+// S3Client is a path-style client of endpoint with the test's access key.
+func S3Client(t *testing.T, endpoint, secret string) *minio.Client {
 	t.Helper()
 	client, err := minio.New(strings.TrimPrefix(endpoint, "http://"), &minio.Options{
 		Creds:        credentials.NewStaticV4(AccessKey, secret, ""),
@@ -112,8 +112,8 @@ func CredentialsFile(t *testing.T, secret string) string {
 	return path
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
