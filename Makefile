@@ -196,19 +196,24 @@ test-unit: ## Run the tests that need no cluster.
 MANAGER_BUILD_TAGS = grpcnotrace
 
 .PHONY: build
-build: ## Build the manager binary into bin/app-operator, and the backup and restore command into bin/etcd-snapshot.
+build: ## Build the manager binary into bin/app-operator, and the backup and restore commands into bin/etcd-snapshot and bin/redis-snapshot.
 	go build -tags $(MANAGER_BUILD_TAGS) -o $(LOCALBIN)/app-operator ./cmd/app-operator
 	go build -o $(LOCALBIN)/etcd-snapshot ./cmd/etcd-snapshot
+	go build -o $(LOCALBIN)/redis-snapshot ./cmd/redis-snapshot
 
 IMG ?= app-operator:latest
 IMAGE_ARCH ?= amd64
 
 .PHONY: image
-image: ## Build the container image (the manager, and etcd-snapshot beside it) as an OCI archive in dist/ without a container engine (IMG, IMAGE_ARCH).
+image: ## Build the container image (the manager, and etcd-snapshot and redis-snapshot beside it) as an OCI archive in dist/ without a container engine (IMG, IMAGE_ARCH).
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -tags $(MANAGER_BUILD_TAGS) -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/manager ./cmd/app-operator
-	@# The backup Jobs and the restore init containers run etcd-snapshot from the same image.
+	@# The backup Jobs and the restore init containers run etcd-snapshot and redis-snapshot from the same image.
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/etcd-snapshot ./cmd/etcd-snapshot
-	go run ./hack/image --binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/manager --extra-binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/etcd-snapshot=/etcd-snapshot --arch=$(IMAGE_ARCH) --tag=$(IMG) --output=dist/app-operator-$(IMAGE_ARCH).oci.tar
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/redis-snapshot ./cmd/redis-snapshot
+	go run ./hack/image --binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/manager \
+		--extra-binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/etcd-snapshot=/etcd-snapshot \
+		--extra-binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/redis-snapshot=/redis-snapshot \
+		--arch=$(IMAGE_ARCH) --tag=$(IMG) --output=dist/app-operator-$(IMAGE_ARCH).oci.tar
 
 # The OLM bundle's image (bundle/, labelled with its metadata/annotations.yaml)
 # and the file-based catalog's image (catalog/ at /configs), as OCI

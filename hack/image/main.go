@@ -8,10 +8,11 @@
 //	go run ./hack/image --binary=bin/linux_amd64/manager --output=dist/app-operator.oci.tar --tag=app-operator:dev
 //
 // Each --extra-binary=SRC=/DEST puts another static binary beside the
-// manager, such as the etcd-snapshot command that the backup Jobs and the
-// restore init containers run from the same image:
+// manager, such as the etcd-snapshot and redis-snapshot commands that the
+// backup Jobs and the restore init containers run from the same image:
 //
-//	go run ./hack/image --binary=bin/linux_amd64/manager --extra-binary=bin/linux_amd64/etcd-snapshot=/etcd-snapshot ...
+//	go run ./hack/image --binary=bin/linux_amd64/manager --extra-binary=bin/linux_amd64/etcd-snapshot=/etcd-snapshot \
+//		--extra-binary=bin/linux_amd64/redis-snapshot=/redis-snapshot ...
 //
 // With --content instead of --binary it builds an image that only carries
 // files, such as the OLM bundle's and catalog's images: each

@@ -171,20 +171,20 @@ func TestContentImage(t *testing.T) {
 	}
 }
 
-// TestExtraBinary puts a second binary beside the manager, as `make image`
-// does with etcd-snapshot, and reads both back with their modes; an
-// --extra-binary at the manager's own path is refused.
+// TestExtraBinary puts two more binaries beside the manager, as `make
+// image` does with etcd-snapshot and redis-snapshot, and reads them all
+// back with their modes; an --extra-binary at the manager's own path is
+// refused.
 func TestExtraBinary(t *testing.T) {
 	dir := t.TempDir()
-	manager, extra := filepath.Join(dir, "manager"), filepath.Join(dir, "etcd-snapshot")
-	if err := os.WriteFile(manager, []byte("manager bytes"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(extra, []byte("snapshot bytes"), 0o755); err != nil {
-		t.Fatal(err)
+	manager, extra, second := filepath.Join(dir, "manager"), filepath.Join(dir, "etcd-snapshot"), filepath.Join(dir, "redis-snapshot")
+	for path, content := range map[string]string{manager: "manager bytes", extra: "snapshot bytes", second: "redis bytes"} {
+		if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	archive := filepath.Join(dir, "image.oci.tar")
-	if err := build(manager, []string{extra + "=/etcd-snapshot"}, archive, "app-operator:test", "amd64"); err != nil {
+	if err := build(manager, []string{extra + "=/etcd-snapshot", second + "=/redis-snapshot"}, archive, "app-operator:test", "amd64"); err != nil {
 		t.Fatal(err)
 	}
 	cfg, files := readImage(t, archive, filepath.Join(dir, "layout"), func(hdr *tar.Header) {
@@ -195,7 +195,7 @@ func TestExtraBinary(t *testing.T) {
 	if got := strings.Join(cfg.Config.Entrypoint, " "); got != "/manager" {
 		t.Errorf("entrypoint = %q, want /manager", got)
 	}
-	want := map[string]string{"manager": "manager bytes", "etcd-snapshot": "snapshot bytes"}
+	want := map[string]string{"manager": "manager bytes", "etcd-snapshot": "snapshot bytes", "redis-snapshot": "redis bytes"}
 	if !maps.Equal(files, want) {
 		t.Errorf("files = %q, want %q", files, want)
 	}

@@ -3,7 +3,6 @@ package etcdsnapshot
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"sync"
 	"testing"
@@ -12,6 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/app-operator/app-operator/internal/snapshotstore/snapshottest"
 )
 
 // testEtcd is an etcd member running in the test's process.
@@ -24,15 +25,7 @@ type testEtcd struct {
 }
 
 // freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+var freePort = snapshottest.FreePort
 
 // etcdConfig is the configuration of a one-member etcd in dataDir on free
 // loopback ports.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/version"
+
+	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
 // restoreOptions restores into dataDir a one-member cluster named like cfg's
@@ -284,13 +286,13 @@ func TestPartialSnapshotNeverStored(t *testing.T) {
 	whole := append(bytes.Clone(content), sum[:]...)
 	dir := t.TempDir()
 	name := filepath.Join(dir, "c_v1_20260101-000000")
-	if _, err := (localStore{}).put(ctx, name, newVerifyingReader(bytes.NewReader(whole[:len(whole)-1]))); !errors.Is(err, errCorrupt) {
+	if _, err := (snapshotstore.LocalStore{}).Put(ctx, name, newVerifyingReader(bytes.NewReader(whole[:len(whole)-1]))); !errors.Is(err, errCorrupt) {
 		t.Fatalf("put of a partial stream: %v, want a failed integrity check", err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("a partial stream left %v", entries)
 	}
-	if n, err := (localStore{}).put(ctx, name, newVerifyingReader(bytes.NewReader(whole))); err != nil || n != int64(len(whole)) {
+	if n, err := (snapshotstore.LocalStore{}).Put(ctx, name, newVerifyingReader(bytes.NewReader(whole))); err != nil || n != int64(len(whole)) {
 		t.Fatalf("put of a whole stream: %d, %v", n, err)
 	}
 }

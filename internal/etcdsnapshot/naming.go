@@ -6,10 +6,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
 // TimeLayout is the layout of the UTC time in a backup's name.
-const TimeLayout = "20060102-150405"
+const TimeLayout = snapshotstore.TimeLayout
 
 // BackupName is the name of a backup under prefix:
 // <prefix>_v<revision>_<UTC time as 20060102-150405>.

@@ -2,16 +2,15 @@ package etcdsnapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/minio/minio-go/v7"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
+
+	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
 // RestoreOptions says which backup to restore and the member it seeds, as
@@ -46,10 +45,7 @@ const memberDir = "member"
 // a half-restored data dir.
 func Restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 	res, err := restore(ctx, opts)
-	if err != nil && ctx.Err() != nil {
-		err = &Error{Reason: ReasonTimeout, Err: fmt.Errorf("the restore did not finish within its timeout: %w", err)}
-	}
-	return res, err
+	return res, snapshotstore.TimedOut(ctx, err, "restore")
 }
 
 func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
@@ -64,11 +60,8 @@ func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 		return Result{AlreadyRestored: true}, nil
 	}
 
-	st, name, err := openStore(opts.From, opts.S3)
+	st, name, err := snapshotstore.Reach(ctx, opts.From, opts.S3)
 	if err != nil {
-		return Result{}, err
-	}
-	if err := st.check(ctx); err != nil {
 		return Result{}, err
 	}
 	chosen, revision, err := findBackup(ctx, st, name)
@@ -92,15 +85,15 @@ func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 		work = filepath.Join(dataDir, ".restore")
 	}
 	if err := os.RemoveAll(work); err != nil {
-		return Result{}, localFailure(err, "cannot clear "+work)
+		return Result{}, snapshotstore.LocalFailure(err, "cannot clear "+work)
 	}
 	if err := os.MkdirAll(work, 0o700); err != nil {
-		return Result{}, localFailure(err, "cannot create "+work)
+		return Result{}, snapshotstore.LocalFailure(err, "cannot create "+work)
 	}
 	defer os.RemoveAll(work)
 
 	dbPath := filepath.Join(work, "snapshot.db")
-	size, err := download(ctx, st, chosen, dbPath)
+	size, err := snapshotstore.Download(ctx, st, chosen, dbPath, newVerifyingReader)
 	if err != nil {
 		return Result{}, err
 	}
@@ -114,7 +107,7 @@ func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 		InitialClusterToken: opts.InitialClusterToken,
 	})
 	if err != nil {
-		return Result{}, failure(ReasonFailed, "etcd could not restore %s: %w", st.display(chosen), err)
+		return Result{}, failure(ReasonFailed, "etcd could not restore %s: %w", st.Display(chosen), err)
 	}
 
 	if dataDirExists {
@@ -123,17 +116,17 @@ func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 		err = os.Rename(restored, dataDir)
 	}
 	if err != nil {
-		return Result{}, localFailure(err, "cannot move the restored member into "+dataDir)
+		return Result{}, snapshotstore.LocalFailure(err, "cannot move the restored member into "+dataDir)
 	}
-	syncDir(dataDir)
-	syncDir(filepath.Dir(dataDir))
-	return Result{Key: st.display(chosen), Revision: revision, Size: size}, nil
+	snapshotstore.SyncDir(dataDir)
+	snapshotstore.SyncDir(filepath.Dir(dataDir))
+	return Result{Key: st.Display(chosen), Revision: revision, Size: size}, nil
 }
 
 // findBackup returns name itself when it is a stored backup, else the
 // backup with the highest revision under the prefix name.
-func findBackup(ctx context.Context, st store, name string) (string, int64, error) {
-	exact, err := st.exists(ctx, name)
+func findBackup(ctx context.Context, st snapshotstore.Store, name string) (string, int64, error) {
+	exact, err := st.Exists(ctx, name)
 	if err != nil {
 		return "", 0, err
 	}
@@ -146,43 +139,14 @@ func findBackup(ctx context.Context, st store, name string) (string, int64, erro
 		}
 		return name, 0, nil
 	}
-	names, err := st.list(ctx, name)
+	names, err := st.List(ctx, name)
 	if err != nil {
 		return "", 0, err
 	}
 	backups := backupsUnder(name, names)
 	if len(backups) == 0 {
-		return "", 0, &Error{Reason: ReasonNotFound, Err: fmt.Errorf("no backup found at or under %s", st.display(name))}
+		return "", 0, &Error{Reason: ReasonNotFound, Err: fmt.Errorf("no backup found at or under %s", st.Display(name))}
 	}
 	newest := backups[len(backups)-1]
 	return newest.Name, newest.Revision, nil
-}
-
-// download copies the backup name into the file path, checking its sha256
-// on the way, and returns its size.
-func download(ctx context.Context, st store, name, path string) (int64, error) {
-	r, err := st.open(ctx, name)
-	if err != nil {
-		return 0, err
-	}
-	defer r.Close()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return 0, localFailure(err, "cannot create "+path)
-	}
-	defer f.Close()
-	n, err := io.Copy(f, newVerifyingReader(r))
-	if err != nil {
-		if errors.Is(err, errCorrupt) {
-			return n, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("the backup %s is incomplete or damaged, refusing to restore it: %w", st.display(name), err)}
-		}
-		if s3, ok := st.(*s3Store); ok && minio.ToErrorResponse(err).Code != "" {
-			return n, s3.failure(err, "cannot read "+st.display(name))
-		}
-		return n, localFailure(err, "cannot copy "+st.display(name)+" to "+path)
-	}
-	if err := f.Sync(); err != nil {
-		return n, localFailure(err, "cannot sync "+path)
-	}
-	return n, nil
 }

@@ -2,122 +2,25 @@ package etcdsnapshot
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/app-operator/app-operator/internal/snapshotstore/snapshottest"
 )
-
-// The S3 identity the test server knows.
-const (
-	testAccessKey = "snapshot-test"
-	testSecretKey = "snapshot-test-secret"
-)
-
-// startS3 starts a SeaweedFS server (the binary in $WEED) with its S3 API on
-// a free loopback port and one identity, creates the bucket "backups" and
-// returns the S3 endpoint URL. The server stops with the test. Without WEED
-// the test is skipped.
-func startS3(t *testing.T) string {
-	t.Helper()
-	weed := os.Getenv("WEED")
-	if weed == "" {
-		t.Skip("WEED is unset: the S3 tests need a SeaweedFS binary (make test sets WEED)")
-	}
-	dir := t.TempDir()
-	config := fmt.Sprintf(`{"identities":[{"name":"test","credentials":[{"accessKey":%q,"secretKey":%q}],"actions":["Admin","Read","Write","List","Tagging"]}]}`, testAccessKey, testSecretKey)
-	configPath := filepath.Join(dir, "s3.json")
-	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dataDir := filepath.Join(dir, "data")
-	if err := os.Mkdir(dataDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	s3Port := freePort(t)
-	// Every port is chosen, the gRPC ones too (by default each is its
-	// HTTP port plus 10000, which may be taken or out of range).
-	args := []string{
-		"server", "-dir=" + dataDir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-volume.max=5",
-		fmt.Sprintf("-master.port=%d", freePort(t)), fmt.Sprintf("-master.port.grpc=%d", freePort(t)),
-		fmt.Sprintf("-volume.port=%d", freePort(t)), fmt.Sprintf("-volume.port.grpc=%d", freePort(t)),
-		fmt.Sprintf("-filer.port=%d", freePort(t)), fmt.Sprintf("-filer.port.grpc=%d", freePort(t)),
-		"-s3", fmt.Sprintf("-s3.port=%d", s3Port), fmt.Sprintf("-s3.port.grpc=%d", freePort(t)), "-s3.config=" + configPath,
-	}
-	logFile, err := os.Create(filepath.Join(dir, "weed.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(weed, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", weed, err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logFile.Close()
-	})
-
-	endpoint := fmt.Sprintf("http://127.0.0.1:%d", s3Port)
-	client := s3Client(t, endpoint, testSecretKey)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := client.MakeBucket(ctx, "backups", minio.MakeBucketOptions{})
-		cancel()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logFile.Name())
-			t.Fatalf("the S3 server did not create a bucket within 90s: %v\n%s", err, log)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	return endpoint
-}
-
-// s3Client is a path-style client of endpoint with the test's access key.
-func s3Client(t *testing.T, endpoint, secret string) *minio.Client {
-	t.Helper()
-	client, err := minio.New(strings.TrimPrefix(endpoint, "http://"), &minio.Options{
-		Creds:        credentials.NewStaticV4(testAccessKey, secret, ""),
-		BucketLookup: minio.BucketLookupPath,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client
-}
-
-// credentialsFile writes an AWS shared credentials file with the test's
-// access key and secret, as a mounted Secret holds it.
-func credentialsFile(t *testing.T, secret string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "credentials")
-	content := fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", testAccessKey, secret)
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestS3SaveAndRestore saves a real etcd's snapshot into a bucket (keeping
 // one backup), restores the newest from the prefix, and reads the keys back
 // from etcd started on the restored data dir.
 func TestS3SaveAndRestore(t *testing.T) {
-	endpoint := startS3(t)
+	endpoint := snapshottest.StartS3(t)
 	ctx := testContext(t)
 	src := startEtcd(t, etcdConfig(t, "source", t.TempDir()), true)
 	cli := src.client(t)
-	s3opts := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: credentialsFile(t, testSecretKey)}
+	s3opts := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: snapshottest.CredentialsFile(t, snapshottest.SecretKey)}
 
 	put(t, cli, "first", "1")
 	first, err := Save(ctx, SaveOptions{Endpoints: []string{src.clientURL}, To: "s3://backups/clusters/c1", S3: s3opts, MaxBackups: 1})
@@ -136,7 +39,7 @@ func TestS3SaveAndRestore(t *testing.T) {
 	put(t, cli, "after", "x")
 
 	var keys []string
-	for obj := range s3Client(t, endpoint, testSecretKey).ListObjects(ctx, "backups", minio.ListObjectsOptions{Recursive: true}) {
+	for obj := range snapshottest.S3Client(t, endpoint, snapshottest.SecretKey).ListObjects(ctx, "backups", minio.ListObjectsOptions{Recursive: true}) {
 		if obj.Err != nil {
 			t.Fatal(obj.Err)
 		}
@@ -147,8 +50,8 @@ func TestS3SaveAndRestore(t *testing.T) {
 	}
 
 	// Credentials from the environment this time.
-	t.Setenv("AWS_ACCESS_KEY_ID", testAccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", testSecretKey)
+	t.Setenv("AWS_ACCESS_KEY_ID", snapshottest.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", snapshottest.SecretKey)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	cfg := etcdConfig(t, "restored", dataDir)
 	peer := cfg.AdvertisePeerUrls[0].String()
@@ -176,11 +79,11 @@ func TestS3SaveAndRestore(t *testing.T) {
 // TestS3Failures: a missing bucket gives BucketNotFound, a wrong secret
 // AccessDenied, for a save and for a restore.
 func TestS3Failures(t *testing.T) {
-	endpoint := startS3(t)
+	endpoint := snapshottest.StartS3(t)
 	ctx := testContext(t)
 	src := startEtcd(t, etcdConfig(t, "m", t.TempDir()), true)
-	good := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: credentialsFile(t, testSecretKey)}
-	bad := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: credentialsFile(t, "wrong-secret")}
+	good := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: snapshottest.CredentialsFile(t, snapshottest.SecretKey)}
+	bad := S3Options{Endpoint: endpoint, ForcePathStyle: true, CredentialsFile: snapshottest.CredentialsFile(t, "wrong-secret")}
 	restoreTo := func(from string, s3opts S3Options) error {
 		_, err := Restore(ctx, RestoreOptions{From: from, S3: s3opts, DataDir: filepath.Join(t.TempDir(), "d"), Name: "m",
 			InitialCluster: "m=http://127.0.0.1:1", InitialAdvertisePeerURLs: []string{"http://127.0.0.1:1"}})

@@ -3,7 +3,6 @@ package etcdsnapshot
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +10,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
 // statusTimeout bounds each member's answer to the status request.
@@ -52,10 +53,7 @@ type memberStatus struct {
 // backup's name appears only once the whole snapshot was stored and checked.
 func Save(ctx context.Context, opts SaveOptions) (Result, error) {
 	res, err := save(ctx, opts)
-	if err != nil && ctx.Err() != nil {
-		err = &Error{Reason: ReasonTimeout, Err: fmt.Errorf("the save did not finish within its timeout: %w", err)}
-	}
-	return res, err
+	return res, snapshotstore.TimedOut(ctx, err, "save")
 }
 
 func save(ctx context.Context, opts SaveOptions) (Result, error) {
@@ -68,11 +66,8 @@ func save(ctx context.Context, opts SaveOptions) (Result, error) {
 	if len(opts.Endpoints) == 0 {
 		return Result{}, failure(ReasonInvalidArgument, "no etcd endpoints given")
 	}
-	st, prefix, err := openStore(opts.To, opts.S3)
+	st, prefix, err := snapshotstore.Reach(ctx, opts.To, opts.S3)
 	if err != nil {
-		return Result{}, err
-	}
-	if err := st.check(ctx); err != nil {
 		return Result{}, err
 	}
 	source, err := pickMember(ctx, opts)
@@ -98,16 +93,13 @@ func save(ctx context.Context, opts SaveOptions) (Result, error) {
 		revision = resp.Header.Revision
 	}
 	name := BackupName(prefix, revision, takenAt)
-	size, err := st.put(ctx, name, newVerifyingReader(resp.Snapshot))
+	size, err := snapshotstore.Upload(ctx, st, name, newVerifyingReader(resp.Snapshot), source.endpoint)
 	if err != nil {
-		if errors.Is(err, errCorrupt) {
-			return Result{}, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("the snapshot from %s was incomplete or damaged, nothing was stored: %w", source.endpoint, err)}
-		}
 		return Result{}, err
 	}
 
 	res := Result{
-		Key:         st.display(name),
+		Key:         st.Display(name),
 		Revision:    revision,
 		EtcdVersion: source.version,
 		Size:        size,
@@ -220,8 +212,8 @@ func memberNameOf(ctx context.Context, cli *clientv3.Client, id uint64) string {
 
 // prune deletes the oldest backups under prefix (by the time in their
 // names, then revision) beyond keep, never the one just saved.
-func prune(ctx context.Context, st store, prefix, saved string, keep int) error {
-	names, err := st.list(ctx, prefix)
+func prune(ctx context.Context, st snapshotstore.Store, prefix, saved string, keep int) error {
+	names, err := st.List(ctx, prefix)
 	if err != nil {
 		return err
 	}
@@ -232,18 +224,9 @@ func prune(ctx context.Context, st store, prefix, saved string, keep int) error 
 		}
 		return backups[i].Revision < backups[j].Revision
 	})
-	excess := len(backups) - keep
-	for _, b := range backups {
-		if excess <= 0 {
-			break
-		}
-		if b.Name == saved {
-			continue
-		}
-		if err := st.remove(ctx, b.Name); err != nil {
-			return err
-		}
-		excess--
+	oldestFirst := make([]string, len(backups))
+	for i, b := range backups {
+		oldestFirst[i] = b.Name
 	}
-	return nil
+	return snapshotstore.Prune(ctx, st, oldestFirst, saved, keep)
 }

@@ -3,11 +3,11 @@ package etcdsnapshot
 import (
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
+
+	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
 // An etcd snapshot is the database followed by the sha256 of the database;
@@ -20,56 +20,23 @@ func hasChecksum(size int64) bool {
 }
 
 // errCorrupt is the error of a snapshot that fails its integrity check.
-var errCorrupt = errors.New("the snapshot failed its integrity check")
+var errCorrupt = snapshotstore.ErrCorrupt
 
-// verifyingReader passes a snapshot stream through and, at its end, checks
-// the trailing sha256 against the content before it: a stream that fails
-// ends with an error instead of io.EOF, so a consumer never takes a partial
-// or damaged snapshot as whole.
-type verifyingReader struct {
-	r    io.Reader
-	h    hash.Hash
-	tail []byte // the last sha256.Size bytes seen, not yet hashed
-	n    int64
-	done bool
-}
-
-func newVerifyingReader(r io.Reader) *verifyingReader {
-	return &verifyingReader{r: r, h: sha256.New()}
-}
-
-// Read reads from the stream, hashing all but its last sha256.Size bytes.
-func (v *verifyingReader) Read(p []byte) (int, error) {
-	if v.done {
-		return 0, io.EOF
-	}
-	n, err := v.r.Read(p)
-	if n > 0 {
-		v.n += int64(n)
-		v.tail = append(v.tail, p[:n]...)
-		if extra := len(v.tail) - sha256.Size; extra > 0 {
-			v.h.Write(v.tail[:extra])
-			v.tail = append(v.tail[:0], v.tail[extra:]...)
+// newVerifyingReader passes a snapshot stream through and, at its end,
+// checks the trailing sha256 against the content before it: a stream that
+// fails ends with an error instead of io.EOF, so a consumer never takes a
+// partial or damaged snapshot as whole.
+func newVerifyingReader(r io.Reader) io.Reader {
+	h := sha256.New()
+	return snapshotstore.NewTrailerReader(r, sha256.Size, h, func(trailer []byte, n int64) error {
+		if !hasChecksum(n) {
+			return fmt.Errorf("%w: %d bytes is not a whole snapshot with its sha256 (truncated?)", errCorrupt, n)
 		}
-	}
-	if err == io.EOF {
-		if cerr := v.check(); cerr != nil {
-			return n, cerr
+		if !bytes.Equal(h.Sum(nil), trailer) {
+			return fmt.Errorf("%w: its sha256 does not match its content", errCorrupt)
 		}
-		v.done = true
-	}
-	return n, err
-}
-
-// check compares the trailing sha256 with the hash of what came before it.
-func (v *verifyingReader) check() error {
-	if !hasChecksum(v.n) {
-		return fmt.Errorf("%w: %d bytes is not a whole snapshot with its sha256 (truncated?)", errCorrupt, v.n)
-	}
-	if !bytes.Equal(v.h.Sum(nil), v.tail) {
-		return fmt.Errorf("%w: its sha256 does not match its content", errCorrupt)
-	}
-	return nil
+		return nil
+	})
 }
 
 // VerifyFile checks that the file at path is a whole etcd snapshot whose

@@ -8,17 +8,19 @@ import (
 )
 
 // BuildOperatorImage builds, as `make image` does, the manager and the
-// etcd snapshot tool for linux/amd64 and the operator's image of both,
-// tagged ref, into dir, and returns the image archive's path (for
+// etcd and Redis snapshot tools for linux/amd64 and the operator's image of
+// them, tagged ref, into dir, and returns the image archive's path (for
 // PushImageArchive). root is the repository's root.
 func BuildOperatorImage(root, dir, ref string) (string, error) {
-	manager, tool := filepath.Join(dir, "manager"), filepath.Join(dir, "etcd-snapshot")
+	manager := filepath.Join(dir, "manager")
+	etcdTool, redisTool := filepath.Join(dir, "etcd-snapshot"), filepath.Join(dir, "redis-snapshot")
 	for _, b := range []struct {
 		out  string
 		args []string
 	}{
 		{manager, []string{"-tags", ManagerBuildTags, "./cmd/app-operator"}},
-		{tool, []string{"./cmd/etcd-snapshot"}},
+		{etcdTool, []string{"./cmd/etcd-snapshot"}},
+		{redisTool, []string{"./cmd/redis-snapshot"}},
 	} {
 		args := append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", b.out}, b.args...)
 		build := exec.Command("go", args...)
@@ -28,7 +30,7 @@ func BuildOperatorImage(root, dir, ref string) (string, error) {
 		}
 	}
 	archive := filepath.Join(dir, "app-operator.oci.tar")
-	image := exec.Command("go", "run", "./hack/image", "--binary="+manager, "--extra-binary="+tool+"=/etcd-snapshot", "--arch=amd64",
+	image := exec.Command("go", "run", "./hack/image", "--binary="+manager, "--extra-binary="+etcdTool+"=/etcd-snapshot", "--extra-binary="+redisTool+"=/redis-snapshot", "--arch=amd64",
 		"--tag="+ref, "--output="+archive)
 	image.Dir = root
 	if out, err := image.CombinedOutput(); err != nil {

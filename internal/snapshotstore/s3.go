@@ -1,4 +1,4 @@
-package etcdsnapshot
+package snapshotstore
 
 import (
 	"context"
@@ -28,10 +28,18 @@ type S3Options struct {
 	// "default" holds the keys. Empty: AWS_ACCESS_KEY_ID and
 	// AWS_SECRET_ACCESS_KEY from the environment.
 	CredentialsFile string
-	// CredentialsSecret names the Secret CredentialsFile comes from, for
-	// the message when the file is missing; empty outside a pod.
+	// CredentialsSecret names the Secret the credentials come from (the
+	// file, or the two environment variables when there is no file), for
+	// the message when they are missing; empty outside a pod.
 	CredentialsSecret string
 }
+
+// The environment variables of the S3 credentials when there is no
+// credentials file.
+const (
+	AccessKeyEnv = "AWS_ACCESS_KEY_ID"
+	SecretKeyEnv = "AWS_SECRET_ACCESS_KEY"
+)
 
 // s3PartSize is the size of the parts a snapshot is uploaded in: a stream of
 // unknown length is buffered one part at a time.
@@ -48,7 +56,7 @@ func newS3Store(bucket string, opts S3Options) (*s3Store, error) {
 	if opts.Endpoint != "" {
 		u, err := url.Parse(opts.Endpoint)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return nil, failure(ReasonInvalidArgument, "the S3 endpoint %q is not an http:// or https:// URL", opts.Endpoint)
+			return nil, Failure(ReasonInvalidArgument, "the S3 endpoint %q is not an http:// or https:// URL", opts.Endpoint)
 		}
 		host, secure = u.Host, u.Scheme == "https"
 	}
@@ -56,12 +64,15 @@ func newS3Store(bucket string, opts S3Options) (*s3Store, error) {
 	if opts.CredentialsFile != "" {
 		if _, err := os.Stat(opts.CredentialsFile); err != nil {
 			if opts.CredentialsSecret != "" {
-				return nil, failure(ReasonCredentialsMissing, "the Secret %q (spec.s3.awsSecret) is missing or has no key %q", opts.CredentialsSecret, filepath.Base(opts.CredentialsFile))
+				return nil, Failure(ReasonCredentialsMissing, "the Secret %q (spec.s3.awsSecret) is missing or has no key %q", opts.CredentialsSecret, filepath.Base(opts.CredentialsFile))
 			}
-			return nil, failure(ReasonInvalidArgument, "cannot read the AWS credentials file: %w", err)
+			return nil, Failure(ReasonInvalidArgument, "cannot read the AWS credentials file: %w", err)
 		}
 		creds = credentials.NewFileAWSCredentials(opts.CredentialsFile, "default")
 	} else {
+		if opts.CredentialsSecret != "" && (os.Getenv(AccessKeyEnv) == "" || os.Getenv(SecretKeyEnv) == "") {
+			return nil, Failure(ReasonCredentialsMissing, "the Secret %q is missing or has no keys %s and %s", opts.CredentialsSecret, AccessKeyEnv, SecretKeyEnv)
+		}
 		creds = credentials.NewEnvAWS()
 	}
 	lookup := minio.BucketLookupAuto
@@ -70,12 +81,12 @@ func newS3Store(bucket string, opts S3Options) (*s3Store, error) {
 	}
 	client, err := minio.New(host, &minio.Options{Creds: creds, Secure: secure, Region: opts.Region, BucketLookup: lookup})
 	if err != nil {
-		return nil, failure(ReasonInvalidArgument, "cannot set up the S3 client: %w", err)
+		return nil, Failure(ReasonInvalidArgument, "cannot set up the S3 client: %w", err)
 	}
 	return &s3Store{client: client, bucket: bucket}, nil
 }
 
-func (s *s3Store) check(ctx context.Context) error {
+func (s *s3Store) Check(ctx context.Context) error {
 	ok, err := s.client.BucketExists(ctx, s.bucket)
 	if err != nil {
 		return s.failure(err, "cannot reach the bucket "+s.bucket)
@@ -86,18 +97,18 @@ func (s *s3Store) check(ctx context.Context) error {
 	return nil
 }
 
-func (s *s3Store) put(ctx context.Context, name string, r io.Reader) (int64, error) {
+func (s *s3Store) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
 	info, err := s.client.PutObject(ctx, s.bucket, name, r, -1, minio.PutObjectOptions{PartSize: s3PartSize, ContentType: "application/octet-stream"})
 	if err != nil {
 		// A multipart upload that failed is never completed, so no object
 		// appears under name; drop its parts.
 		_ = s.client.RemoveIncompleteUpload(context.WithoutCancel(ctx), s.bucket, name)
-		return 0, s.failure(err, "cannot upload the snapshot to "+s.display(name))
+		return 0, s.failure(err, "cannot upload the snapshot to "+s.Display(name))
 	}
 	return info.Size, nil
 }
 
-func (s *s3Store) exists(ctx context.Context, name string) (bool, error) {
+func (s *s3Store) Exists(ctx context.Context, name string) (bool, error) {
 	_, err := s.client.StatObject(ctx, s.bucket, name, minio.StatObjectOptions{})
 	if err == nil {
 		return true, nil
@@ -105,36 +116,36 @@ func (s *s3Store) exists(ctx context.Context, name string) (bool, error) {
 	if minio.ToErrorResponse(err).Code == minio.NoSuchKey {
 		return false, nil
 	}
-	return false, s.failure(err, "cannot look up "+s.display(name))
+	return false, s.failure(err, "cannot look up "+s.Display(name))
 }
 
-func (s *s3Store) list(ctx context.Context, prefix string) ([]string, error) {
+func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {
 	var names []string
 	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix}) {
 		if obj.Err != nil {
-			return nil, s.failure(obj.Err, "cannot list "+s.display(prefix))
+			return nil, s.failure(obj.Err, "cannot list "+s.Display(prefix))
 		}
 		names = append(names, obj.Key)
 	}
 	return names, nil
 }
 
-func (s *s3Store) open(ctx context.Context, name string) (io.ReadCloser, error) {
+func (s *s3Store) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	obj, err := s.client.GetObject(ctx, s.bucket, name, minio.GetObjectOptions{})
 	if err != nil {
-		return nil, s.failure(err, "cannot read "+s.display(name))
+		return nil, s.failure(err, "cannot read "+s.Display(name))
 	}
 	return obj, nil
 }
 
-func (s *s3Store) remove(ctx context.Context, name string) error {
+func (s *s3Store) Remove(ctx context.Context, name string) error {
 	if err := s.client.RemoveObject(ctx, s.bucket, name, minio.RemoveObjectOptions{}); err != nil {
-		return s.failure(err, "cannot remove "+s.display(name))
+		return s.failure(err, "cannot remove "+s.Display(name))
 	}
 	return nil
 }
 
-func (s *s3Store) display(name string) string { return "s3://" + s.bucket + "/" + name }
+func (s *s3Store) Display(name string) string { return "s3://" + s.bucket + "/" + name }
 
 // failure gives an S3 error its reason.
 func (s *s3Store) failure(err error, what string) error {
@@ -151,5 +162,5 @@ func (s *s3Store) failure(err error, what string) error {
 	case errors.As(err, &netErr):
 		return &Error{Reason: ReasonUnreachable, Err: fmt.Errorf("%s: the S3 endpoint is unreachable: %w", what, err)}
 	}
-	return failure(ReasonFailed, "%s: %w", what, err)
+	return Failure(ReasonFailed, "%s: %w", what, err)
 }
