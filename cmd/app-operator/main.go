@@ -112,7 +112,7 @@ func main() {
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0",
 		"Address the Go profiler (net/http/pprof) binds to, e.g. 127.0.0.1:6060; 0 disables it. For benchmarks and debugging only. Heap profiles hold samples only when GODEBUG sets memprofilerate (e.g. GODEBUG=memprofilerate=524288, Go's default).")
 	flag.StringVar(&snapshotImage, "snapshot-image", cmp.Or(os.Getenv("SNAPSHOT_IMAGE"), controller.DefaultSnapshotImage),
-		"The image of the etcd snapshot tool that backup Jobs and restores run: the operator's own image, which carries it (default: $SNAPSHOT_IMAGE).")
+		"The image of the snapshot tools (/etcd-snapshot, /redis-snapshot) that backup Jobs and restores run: the operator's own image, which carries them (default: $SNAPSHOT_IMAGE).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

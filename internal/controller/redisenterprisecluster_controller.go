@@ -44,6 +44,8 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// The backup Jobs of spec.backup.
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
 // The role labels and the rolling update, pod by pod.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch;delete
 
