@@ -33,7 +33,7 @@ func startRedisBackupSource(t *testing.T, name string) (client.Client, *redisClu
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
 	opts := cellOperatorOptions(ns)
-	opts.Options.SnapshotImage = operatorImage(t)
+	opts.SnapshotImage = operatorImage(t)
 	testenv.StartOperator(t, testCluster.Config(), opts)
 	r := newRedisCell(t, c, ns, name, false, 3)
 
