@@ -203,3 +203,62 @@ func TestRedisBackupThatCannotBeWrittenSaysWhyAndLeavesTheClusterRunning(t *test
 	}
 	t.Logf("failed backup: %s", info.BackupFailureReason)
 }
+
+// A backup taken while the primary fails over: the primary's pod is
+// deleted as soon as the backup's Job is created. The backup ends, the
+// Job retrying what may pass, either Succeeded, and its dataset then
+// restores with every write acknowledged (by both replicas) before it
+// started and no gap, or Failed with a reason; either way the cluster
+// fails over with no acknowledged write lost and ends Running.
+func TestRedisBackupDuringAFailoverIsCompleteOrReportedFailed(t *testing.T) {
+	ctx := context.Background()
+	c, source, _, s3 := startRedisBackupSource(t, "failover")
+	ns, primary := source.rec.Namespace, source.rec.Status.Primary
+	w := source.startWriterWaiting("f", 2, cellWritePause)
+	waitWrites(t, w, 200)
+	source.setBackup(&redisv1alpha1.Backup{Interval: 3600, BackupStorage: redisv1alpha1.BackupStorage{S3: &s3}})
+	source.waitBackupStatus(redisv1alpha1.BackupStatusRunning, 2*time.Minute)
+	deleted := time.Now()
+	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: primary}}); err != nil {
+		t.Fatal(err)
+	}
+	var info *redisv1alpha1.BackupInfo
+	testenv.EventuallyInNamespace(t, c, ns, 3*time.Minute, func() (bool, string) {
+		source.refresh()
+		info = source.rec.Status.BackupInfo
+		return info != nil && (info.BackupStatus == redisv1alpha1.BackupStatusSucceeded || info.BackupStatus == redisv1alpha1.BackupStatusFailed),
+			fmt.Sprintf("backupInfo %+v", info)
+	})
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		source.refresh()
+		return source.rec.Status.Primary != primary, "the primary is still " + primary
+	})
+	source.waitRunning(3 * time.Minute)
+	toReady := time.Since(deleted)
+	acked, lost := source.finish(w, "a backup running while the primary's pod is deleted (persistence off)", toReady)
+	if info.BackupStatus == redisv1alpha1.BackupStatusFailed {
+		if info.BackupFailureReason == "" {
+			t.Fatalf("backupInfo %+v: a failed backup without a reason", info)
+		}
+		t.Logf("the backup failed during the failover: %s; %d writes acknowledged, %d lost", info.BackupFailureReason, acked, lost)
+		return
+	}
+	restored := &redisv1alpha1.RedisEnterpriseCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restored"},
+		Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, RedisEnterpriseNodeResources: source.rec.Spec.RedisEnterpriseNodeResources,
+			Restore: &redisv1alpha1.RestoreSource{Backup: path.Base(info.LastBackup), BackupStorage: redisv1alpha1.BackupStorage{S3: &s3}}},
+	}
+	if err := c.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	r := &redisCluster{t: t, c: c, rec: restored}
+	restoredPrimary := r.waitRunning(redisReadyTimeout)
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(restored), secret); err != nil {
+		t.Fatal(err)
+	}
+	r.password = string(secret.Data[rec.SecretPassword])
+	held, before := checkRestoredPrefix(t, r, restoredPrimary, w.acked, w.ackedAt, info.LastScheduleTime.Time)
+	t.Logf("the backup completed during the failover (%s); restored, it holds %d acknowledged writes with no gap, all %d acknowledged before it started; %d writes acknowledged, %d lost",
+		info.LastBackup, held, before, acked, lost)
+}
