@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
@@ -38,7 +36,6 @@ const (
 	credentialsDir = "/etc/etcd-backup/aws"
 	claimDir       = "/backup"
 	tmpDir         = "/tmp"
-	userID         = 65532
 	// retries is how many times a Job retries a backup that failed for a
 	// reason that may pass (a member restarting).
 	retries = 2
@@ -91,16 +88,6 @@ func LocationOf(flag string, storage etcdv1beta2.BackupStorageType, loc etcdv1be
 	return Location{}, fmt.Errorf("storage type %q has no location", storage)
 }
 
-// ToolSecurity is the tool container's security context: no privilege,
-// a read-only root, every capability dropped.
-func ToolSecurity() *corev1ac.SecurityContextApplyConfiguration {
-	return corev1ac.SecurityContext().
-		WithAllowPrivilegeEscalation(false).
-		WithRunAsNonRoot(true).
-		WithReadOnlyRootFilesystem(true).
-		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
-}
-
 // Job is the Job that takes one snapshot for the backup owner: the tool
 // reads it from the member furthest along among endpoints and stores it
 // at the spec's location, and writes what it did (or why it failed) as
@@ -118,48 +105,26 @@ func Job(owner resources.Owner, generation int64, spec *etcdv1beta2.EtcdBackupSp
 	mounts := append([]*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName("tmp").WithMountPath(tmpDir)}, loc.Mounts...)
 	volumes := append([]*corev1ac.VolumeApplyConfiguration{corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource())}, loc.Volumes...)
 
-	selector := Selector(owner.Name)
-	labels := resources.Labels(selector)
-	container := corev1ac.Container().
-		WithName(ContainerName).
-		WithImage(image).
-		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithCommand(Tool).
-		WithArgs(args...).
-		WithTerminationMessagePolicy(corev1.TerminationMessageReadFile).
-		WithVolumeMounts(mounts...).
-		WithResources(corev1ac.ResourceRequirements().
-			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")})).
-		WithSecurityContext(ToolSecurity())
-	pod := corev1ac.PodSpec().
-		WithRestartPolicy(corev1.RestartPolicyNever).
-		WithAutomountServiceAccountToken(false).
-		WithSecurityContext(corev1ac.PodSecurityContext().
-			WithRunAsNonRoot(true).
-			WithRunAsUser(userID).WithRunAsGroup(userID).WithFSGroup(userID).
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-		WithContainers(container).
-		WithVolumes(volumes...)
+	labels := resources.Labels(Selector(owner.Name))
+	job, pod := resources.ToolJob{
+		Name:        name,
+		Labels:      labels,
+		Annotations: map[string]string{GenerationAnnotation: strconv.FormatInt(generation, 10)},
+		Container: corev1ac.Container().
+			WithName(ContainerName).
+			WithImage(image).
+			WithCommand(Tool).
+			WithArgs(args...).
+			WithVolumeMounts(mounts...),
+		Volumes:       volumes,
+		Timeout:       spec.Timeout(),
+		Retries:       retries,
+		PermanentExit: ExitPermanent,
+	}.Build(owner)
 	if spec.Pod != nil {
 		resources.Place(pod, spec.Pod.Placement)
 	}
-	return batchv1ac.Job(name, owner.Namespace).
-		WithLabels(labels).
-		WithAnnotations(map[string]string{GenerationAnnotation: strconv.FormatInt(generation, 10)}).
-		WithOwnerReferences(owner.Reference()).
-		WithSpec(batchv1ac.JobSpec().
-			WithBackoffLimit(retries).
-			WithActiveDeadlineSeconds(spec.Timeout()).
-			WithPodFailurePolicy(batchv1ac.PodFailurePolicy().WithRules(
-				batchv1ac.PodFailurePolicyRule().
-					WithAction("FailJob").
-					WithOnExitCodes(batchv1ac.PodFailurePolicyOnExitCodesRequirement().
-						WithContainerName(ContainerName).
-						WithOperator("In").
-						WithValues(ExitPermanent)))).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(labels).
-				WithSpec(pod))), nil
+	return job, nil
 }
 
 // The condition reasons of an EtcdBackup, beyond the reasons the snapshot

@@ -510,7 +510,7 @@ func restoreContainer(owner resources.Owner, r *Restore) (*corev1ac.ContainerApp
 			WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name")))).
 		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
 		WithVolumeMounts(mounts...).
-		WithSecurityContext(etcdbackup.ToolSecurity())
+		WithSecurityContext(resources.ToolSecurity())
 	volumes := append([]*corev1ac.VolumeApplyConfiguration{
 		corev1ac.Volume().WithName(restoreTmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 	}, loc.Volumes...)

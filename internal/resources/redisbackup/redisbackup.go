@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
@@ -33,7 +32,6 @@ const (
 
 	claimDir = "/backup"
 	tmpDir   = "/tmp"
-	userID   = 65532
 	// retries is how many times a Job retries a backup that failed for a
 	// reason that may pass (a node restarting).
 	retries = 2
@@ -112,16 +110,6 @@ func LocationOf(flag string, storage redisv1alpha1.BackupStorage, name string) (
 	return Location{}, fmt.Errorf("the backup storage names neither s3 nor persistentVolumeClaim")
 }
 
-// security is the tool container's security context: no privilege, a
-// read-only root, every capability dropped.
-func security() *corev1ac.SecurityContextApplyConfiguration {
-	return corev1ac.SecurityContext().
-		WithAllowPrivilegeEscalation(false).
-		WithRunAsNonRoot(true).
-		WithReadOnlyRootFilesystem(true).
-		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
-}
-
 // passwordEnv is the tool's Redis password, from the cluster's Secret
 // (secret, key).
 func passwordEnv(secret, key string) *corev1ac.EnvVarApplyConfiguration {
@@ -165,46 +153,23 @@ func Job(owner resources.Owner, b *redisv1alpha1.Backup, in JobInput) (*batchv1a
 	mounts := append([]*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName("tmp").WithMountPath(tmpDir)}, loc.Mounts...)
 	volumes := append([]*corev1ac.VolumeApplyConfiguration{corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource())}, loc.Volumes...)
 
-	selector := Selector(owner.Name)
-	labels := resources.Labels(selector)
-	container := corev1ac.Container().
-		WithName(ContainerName).
-		WithImage(in.Image).
-		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithCommand(Tool).
-		WithArgs(args...).
-		WithEnv(append([]*corev1ac.EnvVarApplyConfiguration{passwordEnv(in.Secret, in.PasswordKey)}, loc.Env...)...).
-		WithTerminationMessagePolicy(corev1.TerminationMessageReadFile).
-		WithVolumeMounts(mounts...).
-		WithResources(corev1ac.ResourceRequirements().
-			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")})).
-		WithSecurityContext(security())
-	pod := corev1ac.PodSpec().
-		WithRestartPolicy(corev1.RestartPolicyNever).
-		WithAutomountServiceAccountToken(false).
-		WithSecurityContext(corev1ac.PodSecurityContext().
-			WithRunAsNonRoot(true).
-			WithRunAsUser(userID).WithRunAsGroup(userID).WithFSGroup(userID).
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-		WithContainers(container).
-		WithVolumes(volumes...)
-	return batchv1ac.Job(in.Name, owner.Namespace).
-		WithLabels(labels).
-		WithAnnotations(map[string]string{ScheduledAnnotation: in.Scheduled.UTC().Format(time.RFC3339)}).
-		WithOwnerReferences(owner.Reference()).
-		WithSpec(batchv1ac.JobSpec().
-			WithBackoffLimit(retries).
-			WithActiveDeadlineSeconds(timeout).
-			WithPodFailurePolicy(batchv1ac.PodFailurePolicy().WithRules(
-				batchv1ac.PodFailurePolicyRule().
-					WithAction("FailJob").
-					WithOnExitCodes(batchv1ac.PodFailurePolicyOnExitCodesRequirement().
-						WithContainerName(ContainerName).
-						WithOperator("In").
-						WithValues(ExitPermanent)))).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(labels).
-				WithSpec(pod))), nil
+	job, _ := resources.ToolJob{
+		Name:        in.Name,
+		Labels:      resources.Labels(Selector(owner.Name)),
+		Annotations: map[string]string{ScheduledAnnotation: in.Scheduled.UTC().Format(time.RFC3339)},
+		Container: corev1ac.Container().
+			WithName(ContainerName).
+			WithImage(in.Image).
+			WithCommand(Tool).
+			WithArgs(args...).
+			WithEnv(append([]*corev1ac.EnvVarApplyConfiguration{passwordEnv(in.Secret, in.PasswordKey)}, loc.Env...)...).
+			WithVolumeMounts(mounts...),
+		Volumes:       volumes,
+		Timeout:       timeout,
+		Retries:       retries,
+		PermanentExit: ExitPermanent,
+	}.Build(owner)
+	return job, nil
 }
 
 // RestoreInput is what the restoring init container of a cluster's nodes
@@ -242,7 +207,7 @@ func RestoreContainer(r *redisv1alpha1.RestoreSource, in RestoreInput) (*corev1a
 		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
 		WithVolumeMounts(append([]*corev1ac.VolumeMountApplyConfiguration{
 			corev1ac.VolumeMount().WithName(in.DataVolume).WithMountPath(in.DataDir)}, loc.Mounts...)...).
-		WithSecurityContext(security())
+		WithSecurityContext(resources.ToolSecurity())
 	return c, loc.Volumes
 }
 
