@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -23,13 +24,13 @@ import (
 
 // redisBackupFixture is a Running redisFixture with spec.backup, whose
 // events go to recorder.
-func redisBackupFixture(t *testing.T, backup redisv1alpha1.Backup) (*redisFixture, *events.FakeRecorder) {
+func redisBackupFixture(t *testing.T, backup redisv1alpha1.Backup) (*redisFixture, *events.FakeRecorder, *prometheus.Registry) {
 	t.Helper()
 	primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 100,
 		ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 0}}}
 	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true)})
-	recorder := events.NewFakeRecorder(100)
-	f.r = controller.NewObservedRedisReconciler(k8s, f.redis, f.clock, failoverWindow, prometheus.NewRegistry(), recorder)
+	recorder, reg := events.NewFakeRecorder(100), prometheus.NewRegistry()
+	f.r = controller.NewObservedRedisReconciler(k8s, f.redis, f.clock, failoverWindow, reg, recorder)
 	get(t, f.obj)
 	f.obj.Spec.Backup = &backup
 	if err := k8s.Update(context.Background(), f.obj); err != nil {
@@ -43,7 +44,7 @@ func redisBackupFixture(t *testing.T, backup redisv1alpha1.Backup) (*redisFixtur
 	if err := k8s.Status().Update(context.Background(), sts); err != nil {
 		t.Fatal(err)
 	}
-	return f, recorder
+	return f, recorder, reg
 }
 
 // redisBackupJobs are the backup Jobs of the cluster "r" in ns, oldest
@@ -77,7 +78,7 @@ func recorded(r *events.FakeRecorder) []string {
 // status.backupInfo records what each Job stored, or why it failed, while
 // the cluster stays Ready; each end is an event.
 func TestRedisBackupRunsAJobPerIntervalAndRecordsWhatItStored(t *testing.T) {
-	f, recorder := redisBackupFixture(t, redisv1alpha1.Backup{Interval: 60, MaxBackups: 5, BackupStorage: redisv1alpha1.BackupStorage{
+	f, recorder, reg := redisBackupFixture(t, redisv1alpha1.Backup{Interval: 60, MaxBackups: 5, BackupStorage: redisv1alpha1.BackupStorage{
 		S3: &redisv1alpha1.S3Storage{AWSSecretName: "s3-creds", BucketName: "backups", Subdir: "prod", Endpoint: "http://s3.example:8333", ForcePathStyle: true}}})
 	f.mustPass()
 	f.mustPass()
@@ -115,6 +116,10 @@ func TestRedisBackupRunsAJobPerIntervalAndRecordsWhatItStored(t *testing.T) {
 	if info.BackupStatus != redisv1alpha1.BackupStatusSucceeded || info.LastBackup != "s3://backups/prod/r_x_o4242.rdb" ||
 		info.ReplicationOffset != 4242 || info.LastBackupTime == nil || !info.LastBackupTime.Time.Equal(taken) {
 		t.Fatalf("backupInfo %+v after the Job stored its backup", info)
+	}
+	gauge := fmt.Sprintf("app_operator_backup_last_success_timestamp_seconds{kind=%q,name=%q,namespace=%q}", "RedisEnterpriseCluster", "r", f.obj.Namespace)
+	if got := scrape(t, reg, "app_operator_backup_"); got[gauge] != float64(taken.Unix()) {
+		t.Errorf("backup gauges %v, want %s = %d", got, gauge, taken.Unix())
 	}
 	if n := len(redisBackupJobs(t, f.obj.Namespace)); n != 1 {
 		t.Fatalf("%d jobs before the interval passed, want 1", n)
@@ -155,7 +160,7 @@ func TestRedisBackupRunsAJobPerIntervalAndRecordsWhatItStored(t *testing.T) {
 // No backup starts while the cluster is not Running: here its primary
 // is down and a failover waits for its window.
 func TestRedisBackupWaitsForARunningCluster(t *testing.T) {
-	f, _ := redisBackupFixture(t, redisv1alpha1.Backup{Interval: 60, BackupStorage: redisv1alpha1.BackupStorage{
+	f, _, _ := redisBackupFixture(t, redisv1alpha1.Backup{Interval: 60, BackupStorage: redisv1alpha1.BackupStorage{
 		PersistentVolumeClaim: &redisv1alpha1.ClaimStorage{ClaimName: "backups"}}})
 	f.redis.Nodes[nodeAddr(0)].Silent = true
 	f.redis.Nodes[nodeAddr(1)].Info.LinkUp = false
