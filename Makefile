@@ -87,8 +87,9 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRDs and RBAC from the markers in t
 	cp config/crd/bases/*.yaml charts/app-operator/files/crds/
 	cp config/rbac/role.yaml charts/app-operator/files/role.yaml
 	cp config/rbac/role.yaml internal/permissions/role.yaml
-	# The alerts, for the Helm chart.
+	# The alerts and the etcd members' PodMonitor, for the Helm chart.
 	cp config/prometheus/rules.yaml charts/app-operator/files/prometheus-rules.yaml
+	cp config/prometheus/etcd-monitor.yaml charts/app-operator/files/etcd-podmonitor.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types, and the apply schema of the cached types.

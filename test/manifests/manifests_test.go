@@ -62,11 +62,17 @@ func render(t *testing.T, name string, args ...string) []*unstructured.Unstructu
 
 func kustomize(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
+	return kustomizeOf(t, "config/default")
+}
+
+// kustomizeOf renders the kustomization in dir.
+func kustomizeOf(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
 	bin, err := cluster.DefaultBinDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return render(t, filepath.Join(bin, "kubectl"), "kustomize", "config/default")
+	return render(t, filepath.Join(bin, "kubectl"), "kustomize", dir)
 }
 
 func helm(t *testing.T, set ...string) []*unstructured.Unstructured {

@@ -3,8 +3,10 @@ package realpods
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -331,6 +333,9 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 		"app_operator_etcdcluster_members": 3, "app_operator_etcdcluster_members_healthy": 3, "app_operator_etcdcluster_learners": 0,
 		"app_operator_etcdcluster_has_leader": 1, "app_operator_etcdcluster_quorum_margin": 1,
 	}, 30*time.Second)
+	// etcd's own metrics, where the PodMonitor of
+	// config/prometheus/etcd-monitor.yaml scrapes them.
+	checkMembersServeMetrics(t, c, e)
 
 	// A key through the client Service's cluster IP (kube-proxy on the node).
 	svc := &corev1.Service{}
@@ -771,4 +776,31 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// checkMembersServeMetrics reads etcd's own metrics from every member pod
+// of e, at /metrics on its client port (what the members' PodMonitor
+// scrapes): each says it has a leader.
+func checkMembersServeMetrics(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := c.List(context.Background(), pods, client.InNamespace(e.Namespace), client.MatchingLabels(etcdcluster.Selector(e.Name))); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		url := "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort)) + "/metrics"
+		testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+			resp, err := http.Get(url)
+			if err != nil {
+				return false, err.Error()
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return false, err.Error()
+			}
+			return resp.StatusCode == http.StatusOK && strings.Contains(string(body), "\netcd_server_has_leader 1\n"),
+				fmt.Sprintf("GET %s: %s, %d bytes, etcd_server_has_leader 1 among them: %v", url, resp.Status, len(body), strings.Contains(string(body), "etcd_server_has_leader 1"))
+		})
+	}
 }
