@@ -51,6 +51,8 @@ func Funcs() []any {
 		fillEtcdBackupSpec, fillEtcdRestoreSpec, fillSnapshotSource, optional[etcdv1beta2.SnapshotSource],
 		fillS3BackupSource, optional[etcdv1beta2.S3BackupSource],
 		fillPVCBackupSource, optional[etcdv1beta2.PVCBackupSource], fillBackupPolicy, optional[etcdv1beta2.BackupPolicy],
+		fillRedisBackup, optional[redislabsv1alpha1.Backup], fillRedisRestoreSource, optional[redislabsv1alpha1.RestoreSource],
+		fillRedisBackupStorage,
 	}
 }
 
@@ -376,6 +378,67 @@ func fillRedisEnterpriseClusterSpec(s *redislabsv1alpha1.RedisEnterpriseClusterS
 	c.FillNoCustom(s)
 	if c.Intn(8) != 0 {
 		s.Nodes = pick[int32](c, 3, 5, 7, 9)
+	}
+	// A backup one time in two, a cluster made from a backup one time in
+	// four.
+	if c.Intn(2) == 0 {
+		s.Backup = nil
+	}
+	if c.Intn(4) != 0 {
+		s.Restore = nil
+	}
+}
+
+// fillRedisBackup fills a backup with an interval, a count kept and a
+// timeout the schema admits seven times in eight (each left out one time
+// in four), and its storage.
+func fillRedisBackup(b *redislabsv1alpha1.Backup, c randfill.Continue) {
+	*b = redislabsv1alpha1.Backup{}
+	if c.Intn(4) != 0 {
+		b.Interval = redislabsv1alpha1.MinBackupInterval + c.Int31n(86400)
+	}
+	if c.Intn(4) != 0 {
+		b.MaxBackups = 1 + c.Int31n(1000)
+	}
+	if c.Intn(4) != 0 {
+		b.TimeoutSeconds = 1 + c.Int31n(86400)
+	}
+	if c.Intn(8) == 0 {
+		b.Interval = c.Int31n(redislabsv1alpha1.MinBackupInterval)
+	}
+	fillRedisBackupStorage(&b.BackupStorage, c)
+}
+
+// fillRedisRestoreSource fills the backup a cluster starts from: a
+// backup's or a cluster's name, and its storage.
+func fillRedisRestoreSource(r *redislabsv1alpha1.RestoreSource, c randfill.Continue) {
+	r.Backup = pick(c, label(c, 20), label(c, 10)+"_20261126-120000_o"+fmt.Sprint(c.Int63n(1<<40))+".rdb")
+	fillRedisBackupStorage(&r.BackupStorage, c)
+}
+
+// fillRedisBackupStorage fills one of S3 and a claim seven times in
+// eight, else both or neither: a bucket S3 accepts (one time in sixteen
+// any name), a Secret's name, a subdir or none and an endpoint or none;
+// or a claim's name and a subdir or none.
+func fillRedisBackupStorage(s *redislabsv1alpha1.BackupStorage, c randfill.Continue) {
+	subdir := func() string { return pick(c, "", label(c, 20), label(c, 10)+"/"+label(c, 10)) }
+	s3 := &redislabsv1alpha1.S3Storage{AWSSecretName: label(c, 20), BucketName: "bk" + label(c, 20), Subdir: subdir(),
+		Endpoint: pick(c, "", "http://"+label(c, 20)+":8333", "https://s3."+label(c, 10)+".example"), ForcePathStyle: c.Intn(2) == 0}
+	if c.Intn(16) == 0 {
+		fillString(&s3.BucketName, c)
+	}
+	claim := &redislabsv1alpha1.ClaimStorage{ClaimName: label(c, 20), Subdir: subdir()}
+	switch c.Intn(16) {
+	case 0:
+		*s = redislabsv1alpha1.BackupStorage{S3: s3, PersistentVolumeClaim: claim}
+	case 1:
+		*s = redislabsv1alpha1.BackupStorage{}
+	default:
+		if c.Bool() {
+			*s = redislabsv1alpha1.BackupStorage{S3: s3}
+		} else {
+			*s = redislabsv1alpha1.BackupStorage{PersistentVolumeClaim: claim}
+		}
 	}
 }
 
