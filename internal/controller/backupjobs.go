@@ -11,23 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/internal/status"
 )
 
 // backupJobsKept is how many finished backup Jobs of a resource stay, for
 // `kubectl logs`: the older ones are deleted. The status keeps what the
 // last ones said.
 const backupJobsKept = 3
-
-// jobRun is what one backup Job did: running, or done, with why it
-// failed (from its condition) and its tool's termination message.
-type jobRun struct {
-	done, succeeded bool
-	// message is why the Job failed, from its condition.
-	message string
-	// said is the termination message of the tool's container in the
-	// last pod that ended; empty when none did.
-	said string
-}
 
 // backupJobsOf lists the Jobs of owner's backups (those with labels that
 // owner controls), newest first.
@@ -50,22 +41,25 @@ func backupJobsOf(ctx context.Context, c client.Reader, owner client.Object, lab
 	return jobs, nil
 }
 
-// readJobRun reads what the Job j did; container names the tool's
-// container.
-func readJobRun(ctx context.Context, c client.Reader, j *batchv1.Job, container string) (jobRun, error) {
-	var run jobRun
+// readBackupRun reads what the backup Job j did: running, or done, with
+// why it failed (from its condition) and what its tool said, which parse
+// reads from the termination message of the tool's container (named
+// container) in the last pod that ended. Started is when the Job was
+// created.
+func readBackupRun[R status.BackupResult](ctx context.Context, c client.Reader, j *batchv1.Job, container string, parse func(string) (R, error)) (status.Run[R], error) {
+	run := status.Run[R]{Job: j.Name, Started: j.CreationTimestamp}
 	for _, cond := range j.Status.Conditions {
 		if cond.Status != corev1.ConditionTrue {
 			continue
 		}
 		switch cond.Type {
 		case batchv1.JobComplete:
-			run.done, run.succeeded = true, true
+			run.Done, run.Succeeded = true, true
 		case batchv1.JobFailed:
-			run.done, run.message = true, fmt.Sprintf("Job %s failed: %s: %s", j.Name, cond.Reason, cond.Message)
+			run.Done, run.Message = true, fmt.Sprintf("Job %s failed: %s: %s", j.Name, cond.Reason, cond.Message)
 		}
 	}
-	if !run.done {
+	if !run.Done {
 		return run, nil
 	}
 	pods := &corev1.PodList{}
@@ -81,7 +75,9 @@ func readJobRun(ctx context.Context, c client.Reader, j *batchv1.Job, container 
 		}
 	}
 	if last != nil {
-		run.said = last.Message
+		if r, err := parse(last.Message); err == nil {
+			run.Result = &r
+		}
 	}
 	return run, nil
 }

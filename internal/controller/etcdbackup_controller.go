@@ -135,17 +135,9 @@ func (b *backupOps) look(ctx context.Context, c clients, o *etcdv1beta2.EtcdBack
 // backupRunOf is what the Job j did: running, or done with what its
 // last pod's snapshot tool said.
 func backupRunOf(ctx context.Context, c client.Reader, j *batchv1.Job) (status.BackupRun, error) {
-	gen, _ := strconv.ParseInt(j.Annotations[etcdbackup.GenerationAnnotation], 10, 64)
-	run := status.BackupRun{Job: j.Name, Generation: gen, Started: j.CreationTimestamp}
-	jr, err := readJobRun(ctx, c, j, etcdbackup.ContainerName)
-	if err != nil {
-		return run, err
-	}
-	run.Done, run.Succeeded, run.Message = jr.done, jr.succeeded, jr.message
-	if r, err := etcdbackup.ParseResult(jr.said); err == nil && jr.said != "" {
-		run.Result = &r
-	}
-	return run, nil
+	run, err := readBackupRun(ctx, c, j, etcdbackup.ContainerName, etcdbackup.ParseResult)
+	run.Generation, _ = strconv.ParseInt(j.Annotations[etcdbackup.GenerationAnnotation], 10, 64)
+	return run, err
 }
 
 func (b *backupOps) step(ctx context.Context, c clients, o *etcdv1beta2.EtcdBackup, gvk schema.GroupVersionKind, look *backupLook) (Step, error) {

@@ -54,15 +54,11 @@ func (b *redisBackups) look(ctx context.Context, c client.Reader, o *redisv1alph
 	}
 	look.jobs = jobs
 	for _, j := range jobs {
-		run := status.RedisBackupRun{Job: j.Name, Started: metav1.NewTime(redisbackup.Scheduled(j.Annotations, j.CreationTimestamp.Time))}
-		jr, err := readJobRun(ctx, c, j, redisbackup.ContainerName)
+		run, err := readBackupRun(ctx, c, j, redisbackup.ContainerName, redisbackup.ParseResult)
 		if err != nil {
 			return look, err
 		}
-		run.Done, run.Succeeded, run.Message = jr.done, jr.succeeded, jr.message
-		if r, err := redisbackup.ParseResult(jr.said); err == nil {
-			run.Result = &r
-		}
+		run.Started = metav1.NewTime(redisbackup.Scheduled(j.Annotations, j.CreationTimestamp.Time))
 		look.runs = append(look.runs, run)
 	}
 	return look, nil
@@ -158,5 +154,5 @@ func redisBackupEnded(o *redisv1alpha1.RedisEnterpriseCluster, runs []status.Red
 		return &endedEvent{StepEvent{Type: corev1.EventTypeNormal, Reason: EventBackupSucceeded, Action: backupAction},
 			fmt.Sprintf("Backup Job %s stored %s at replication offset %d", r.Job, key, offset)}
 	}
-	return &endedEvent{StepEvent{Type: corev1.EventTypeWarning, Reason: EventBackupFailed, Action: backupAction}, status.RedisBackupFailure(r).Message}
+	return &endedEvent{StepEvent{Type: corev1.EventTypeWarning, Reason: EventBackupFailed, Action: backupAction}, status.BackupFailure(r).Message}
 }

@@ -1,7 +1,6 @@
 package status
 
 import (
-	"cmp"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,36 +8,6 @@ import (
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
 )
-
-// BackupRun is one backup of an EtcdBackup: its Job, and what the
-// snapshot tool said once it ended.
-type BackupRun struct {
-	// Job is the Job's name.
-	Job string
-	// Generation is the EtcdBackup generation the Job was made for.
-	Generation int64
-	// Started is when the Job was created.
-	Started metav1.Time
-	// Done is whether the Job ended; Succeeded whether it completed.
-	Done, Succeeded bool
-	// Result is what the tool said when it ended; nil when it said
-	// nothing (its pod did not start, say).
-	Result *etcdbackup.Result
-	// Message is why the Job failed, from its condition.
-	Message string
-}
-
-// BackupFailure is why the failed run r failed: the tool's reason and
-// words where it gave them, else the Job's.
-func BackupFailure(r BackupRun) *Failure {
-	if r.Result != nil && r.Result.Failed() {
-		return &Failure{
-			Reason:  cmp.Or(r.Result.Reason, etcdbackup.ReasonBackupFailed),
-			Message: fmt.Sprintf("Backup Job %s failed: %s", r.Job, cmp.Or(r.Result.Error, r.Result.Reason)),
-		}
-	}
-	return &Failure{Reason: etcdbackup.ReasonBackupFailed, Message: cmp.Or(r.Message, fmt.Sprintf("Backup Job %s failed", r.Job))}
-}
 
 // EtcdBackup sets the status of an EtcdBackup from its runs, newest
 // first, and the pass's failure (nil on success). What the last

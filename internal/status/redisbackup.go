@@ -1,47 +1,16 @@
 package status
 
 import (
-	"cmp"
-	"fmt"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/resources/redisbackup"
 )
 
-// RedisBackupRun is one backup of a RedisEnterpriseCluster: its Job, and
-// what the tool said once it ended.
-type RedisBackupRun struct {
-	// Job is the Job's name.
-	Job string
-	// Started is when the Job was created.
-	Started metav1.Time
-	// Done is whether the Job ended; Succeeded whether it completed.
-	Done, Succeeded bool
-	// Result is what the tool said when it ended; nil when it said
-	// nothing (its pod did not start, say).
-	Result *redisbackup.Result
-	// Message is why the Job failed, from its condition.
-	Message string
-}
-
-// RedisBackupFailure is why the failed run r failed: the tool's reason
-// and words where it gave them, else the Job's.
-func RedisBackupFailure(r RedisBackupRun) *Failure {
-	if r.Result != nil && r.Result.Failed() {
-		return &Failure{
-			Reason:  cmp.Or(r.Result.Reason, redisbackup.ReasonBackupFailed),
-			Message: fmt.Sprintf("Backup Job %s failed: %s", r.Job, cmp.Or(r.Result.Error, r.Result.Reason)),
-		}
-	}
-	return &Failure{Reason: redisbackup.ReasonBackupFailed, Message: cmp.Or(r.Message, fmt.Sprintf("Backup Job %s failed", r.Job))}
-}
-
 // RedisBackupFailureReason is status.backupInfo.backupFailureReason of
 // the failed run r: its reason, then why.
 func RedisBackupFailureReason(r RedisBackupRun) string {
-	f := RedisBackupFailure(r)
+	f := BackupFailure(r)
 	return f.Reason + ": " + f.Message
 }
 

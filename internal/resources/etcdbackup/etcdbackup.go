@@ -128,15 +128,13 @@ func Job(owner resources.Owner, generation int64, spec *etcdv1beta2.EtcdBackupSp
 }
 
 // The condition reasons of an EtcdBackup, beyond the reasons the snapshot
-// tool gives a failed backup (AccessDenied, BucketNotFound, ...).
+// tool gives a failed backup (AccessDenied, BucketNotFound, ...) and
+// status.ReasonBackupFailed.
 const (
 	// ReasonClusterNotFound: spec.clusterName names no EtcdCluster.
 	ReasonClusterNotFound = "ClusterNotFound"
 	// ReasonBackupRunning: a backup's Job runs.
 	ReasonBackupRunning = "BackupRunning"
-	// ReasonBackupFailed: the last backup failed and its tool said
-	// nothing (its pod never started, or the Job ran out of time).
-	ReasonBackupFailed = "BackupFailed"
 	// ReasonWaiting: the backup waits for its cluster to have members.
 	ReasonWaiting = "WaitingForCluster"
 	// ReasonBackupPending: no backup has started yet.

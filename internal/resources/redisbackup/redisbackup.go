@@ -210,11 +210,3 @@ func RestoreContainer(r *redisv1alpha1.RestoreSource, in RestoreInput) (*corev1a
 		WithSecurityContext(resources.ToolSecurity())
 	return c, loc.Volumes
 }
-
-// The reasons of status.backupInfo beyond those the tool gives a failed
-// backup (AccessDenied, BucketNotFound, ...).
-const (
-	// ReasonBackupFailed: the last backup failed and its tool said
-	// nothing (its pod never started, or the Job ran out of time).
-	ReasonBackupFailed = "BackupFailed"
-)

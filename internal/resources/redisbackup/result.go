@@ -71,6 +71,9 @@ type Result struct {
 // Failed reports whether r is a failure.
 func (r Result) Failed() bool { return r.Error != "" || r.Reason != "" }
 
+// Cause is, on a failure, the reason and the sentence that says why.
+func (r Result) Cause() (reason, why string) { return r.Reason, r.Error }
+
 // ParseResult reads the tool's termination message.
 func ParseResult(message string) (Result, error) {
 	message = strings.TrimSpace(message)
