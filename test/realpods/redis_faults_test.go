@@ -61,12 +61,18 @@ spec:
 	}
 	r := &redisCluster{t: t, c: c, rec: obj}
 	r.waitRunning(redisReadyTimeout)
+	r.readPassword()
+	return r
+}
+
+// readPassword reads the cluster's password from its Secret.
+func (r *redisCluster) readPassword() {
+	r.t.Helper()
 	secret := &corev1.Secret{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
-		t.Fatal(err)
+	if err := r.c.Get(context.Background(), client.ObjectKeyFromObject(r.rec), secret); err != nil {
+		r.t.Fatal(err)
 	}
 	r.password = string(secret.Data[rec.SecretPassword])
-	return r
 }
 
 // cellOperatorOptions are the options of a cell's operator, run in the

@@ -18,7 +18,6 @@ import (
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/controller"
-	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -89,7 +88,7 @@ func (r *redisCluster) podUIDs() map[string]types.UID {
 // pods and stays Running.
 func TestRedisBackupToS3ThenRestoreHoldsEveryWriteAcknowledgedBeforeIt(t *testing.T) {
 	ctx := context.Background()
-	c, source, mc, s3 := startRedisBackupSource(t, "source")
+	_, source, mc, s3 := startRedisBackupSource(t, "source")
 	pods := source.podUIDs()
 	w := source.startWriterWaiting("k", 2, cellWritePause)
 	waitWrites(t, w, 200)
@@ -116,22 +115,8 @@ func TestRedisBackupToS3ThenRestoreHoldsEveryWriteAcknowledgedBeforeIt(t *testin
 	}
 
 	restoreStart := time.Now()
-	restored := &redisv1alpha1.RedisEnterpriseCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: source.rec.Namespace, Name: "restored"},
-		Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, RedisEnterpriseNodeResources: source.rec.Spec.RedisEnterpriseNodeResources,
-			Restore: &redisv1alpha1.RestoreSource{Backup: path.Base(key), BackupStorage: redisv1alpha1.BackupStorage{S3: &s3}}},
-	}
-	if err := c.Create(ctx, restored); err != nil {
-		t.Fatal(err)
-	}
-	r := &redisCluster{t: t, c: c, rec: restored}
-	primary := r.waitRunning(redisReadyTimeout)
+	r, primary := source.restoreInto("restored", path.Base(key), s3)
 	toRunning := time.Since(restoreStart)
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(restored), secret); err != nil {
-		t.Fatal(err)
-	}
-	r.password = string(secret.Data[rec.SecretPassword])
 	if primary != "restored-0" {
 		t.Fatalf("primary %s of the restored cluster, want restored-0, the node that holds the backup", primary)
 	}
@@ -139,6 +124,24 @@ func TestRedisBackupToS3ThenRestoreHoldsEveryWriteAcknowledgedBeforeIt(t *testin
 	r.checkRunningTakesWrites()
 	t.Logf("backup Succeeded %s after spec.backup was set, %d bytes at offset %d; restored cluster Running %s after it was created; it holds %d of %d acknowledged writes, with no gap, and all %d acknowledged before the backup started",
 		took.Round(100*time.Millisecond), obj.Size, info.ReplicationOffset, toRunning.Round(100*time.Millisecond), held, len(acked), before)
+}
+
+// restoreInto creates a cluster of three called name, like r, from the
+// backup in s3, waits for it to run, and returns it with its primary.
+func (r *redisCluster) restoreInto(name, backup string, s3 redisv1alpha1.S3Storage) (*redisCluster, string) {
+	r.t.Helper()
+	restored := &redisv1alpha1.RedisEnterpriseCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.rec.Namespace, Name: name},
+		Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, RedisEnterpriseNodeResources: r.rec.Spec.RedisEnterpriseNodeResources,
+			Restore: &redisv1alpha1.RestoreSource{Backup: backup, BackupStorage: redisv1alpha1.BackupStorage{S3: &s3}}},
+	}
+	if err := r.c.Create(context.Background(), restored); err != nil {
+		r.t.Fatal(err)
+	}
+	out := &redisCluster{t: r.t, c: r.c, rec: restored}
+	primary := out.waitRunning(redisReadyTimeout)
+	out.readPassword()
+	return out, primary
 }
 
 // checkRestoredPrefix reads every acknowledged write back from node: it
@@ -243,21 +246,7 @@ func TestRedisBackupDuringAFailoverIsCompleteOrReportedFailed(t *testing.T) {
 		t.Logf("the backup failed during the failover: %s; %d writes acknowledged, %d lost", info.BackupFailureReason, acked, lost)
 		return
 	}
-	restored := &redisv1alpha1.RedisEnterpriseCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restored"},
-		Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, RedisEnterpriseNodeResources: source.rec.Spec.RedisEnterpriseNodeResources,
-			Restore: &redisv1alpha1.RestoreSource{Backup: path.Base(info.LastBackup), BackupStorage: redisv1alpha1.BackupStorage{S3: &s3}}},
-	}
-	if err := c.Create(ctx, restored); err != nil {
-		t.Fatal(err)
-	}
-	r := &redisCluster{t: t, c: c, rec: restored}
-	restoredPrimary := r.waitRunning(redisReadyTimeout)
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(restored), secret); err != nil {
-		t.Fatal(err)
-	}
-	r.password = string(secret.Data[rec.SecretPassword])
+	r, restoredPrimary := source.restoreInto("restored", path.Base(info.LastBackup), s3)
 	held, before := checkRestoredPrefix(t, r, restoredPrimary, w.acked, w.ackedAt, info.LastScheduleTime.Time)
 	t.Logf("the backup completed during the failover (%s); restored, it holds %d acknowledged writes with no gap, all %d acknowledged before it started; %d writes acknowledged, %d lost",
 		info.LastBackup, held, before, acked, lost)
