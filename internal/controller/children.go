@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -17,12 +18,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/status"
 )
 
 // desired builds the desired children of obj, and its handovers by child
 // key, from obj and what lookup read into in.
 func (r *reconciler[T]) desired(obj T, in observed) ([]desiredChild, map[string]desiredChild, outcome) {
 	acs, err := r.kind.build(obj, in)
+	if f, ok := errors.AsType[*status.Failure](err); ok {
+		return nil, nil, inputUnusable(f, r.recheck)
+	}
 	if err != nil {
 		return nil, nil, invalidSpec(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,14 @@ func invalidSpec(err error) outcome {
 		failure: &status.Failure{Reason: conditions.ReasonInvalidSpec, Message: err.Error()},
 		err:     reconcile.TerminalError(err),
 	}
+}
+
+// inputUnusable is an object the resource names (a Secret) that is
+// missing or cannot serve, which the build reported as f: nothing is
+// applied, and the resource is looked at again every recheck interval,
+// since the operator is not told when that object changes.
+func inputUnusable(f *status.Failure, recheck time.Duration) outcome {
+	return outcome{failure: f, result: ctrl.Result{RequeueAfter: recheck}}
 }
 
 // apiFailed is a request to the API server that failed for a reason
