@@ -149,7 +149,7 @@ func newEtcdFixture(t *testing.T, size int32) *etcdFixture {
 	members := make([]etcd.Member, 0, 3)
 	for i := range 3 {
 		name := fmt.Sprintf("e-%d", i)
-		members = append(members, etcd.Member{ID: uint64(i + 1), Name: name, PeerURLs: []string{etcdcluster.PeerURL("e", ns, name)}})
+		members = append(members, etcd.Member{ID: uint64(i + 1), Name: name, PeerURLs: []string{etcdcluster.PeerURL(etcdcluster.HTTP, "e", ns, name)}})
 	}
 	for i := range 3 {
 		name := fmt.Sprintf("e-%d", i)

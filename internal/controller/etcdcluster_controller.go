@@ -66,7 +66,7 @@ func etcdClusterKind(opts Options) kind[*etcdv1beta2.EtcdCluster] {
 // etcdClusterKindWith is etcdClusterKind reaching the members through dial.
 func etcdClusterKindWith(opts Options, dial etcd.Dialer) kind[*etcdv1beta2.EtcdCluster] {
 	gvk := etcdv1beta2.GroupVersion.WithKind("EtcdCluster")
-	ops := &etcdOps{dial: dial, clock: opts.Clock}
+	ops := &etcdOps{dial: dial, dialers: &etcdTLSDialers{}, clock: opts.Clock}
 	snapshotImage := cmp.Or(opts.SnapshotImage, DefaultSnapshotImage)
 	gauges := newEtcdGauges(opts.Metrics)
 	k := kind[*etcdv1beta2.EtcdCluster]{
@@ -76,7 +76,10 @@ func etcdClusterKindWith(opts Options, dial etcd.Dialer) kind[*etcdv1beta2.EtcdC
 		owns:      []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}},
 		// Fewer than two members need no PodDisruptionBudget.
 		prunes: []client.Object{&policyv1.PodDisruptionBudget{}},
-		forget: gauges.forget,
+		forget: func(key client.ObjectKey) {
+			gauges.forget(key)
+			ops.dialers.forget(key)
+		},
 	}
 	return stepKind[*etcdv1beta2.EtcdCluster, etcdLook]{
 		look: func(ctx context.Context, c clients, o *etcdv1beta2.EtcdCluster) (etcdLook, error) {
@@ -87,6 +90,9 @@ func etcdClusterKindWith(opts Options, dial etcd.Dialer) kind[*etcdv1beta2.EtcdC
 			return look, err
 		},
 		build: func(o *etcdv1beta2.EtcdCluster, look *etcdLook) ([]runtime.ApplyConfiguration, error) {
+			if look != nil && look.tlsFailure != nil {
+				return nil, look.tlsFailure
+			}
 			return etcdcluster.Build(resources.OwnerOf(o, gvk), &o.Spec, etcdMembership(o, look, snapshotImage)).Objects(), nil
 		},
 		step: func(ctx context.Context, c clients, o *etcdv1beta2.EtcdCluster, look *etcdLook, _ observed, scope stepScope) (Step, error) {
@@ -139,15 +145,24 @@ type etcdLook struct {
 	live      etcdcluster.Live
 	clusterID uint64
 	view      status.EtcdView
+	// dial reaches the members: with TLS, with the operator Secret's
+	// certificate.
+	dial etcd.Dialer
+	// tlsFailure, when set, says which Secret of spec.TLS cannot serve;
+	// the pass applies nothing and reaches no member.
+	tlsFailure *status.Failure
 }
 
 // etcdOps looks at an EtcdCluster's members and performs its steps.
 type etcdOps struct {
 	client client.Client
 	// api reads without the cache what the operator does not watch.
-	api   client.Reader
-	dial  etcd.Dialer
-	clock interface{ Now() time.Time }
+	api client.Reader
+	// dial reaches the members of a cluster without TLS; dialers, those
+	// of a cluster with TLS.
+	dial    etcd.Dialer
+	dialers *etcdTLSDialers
+	clock   interface{ Now() time.Time }
 }
 
 // with returns the ops of one pass, with its clients.
@@ -175,6 +190,19 @@ func (e *etcdOps) look(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdLoo
 	case !apierrors.IsNotFound(err):
 		return look, fmt.Errorf("get ConfigMap %s: %w", etcdcluster.ConfigMapName(o.Name), err)
 	}
+	look.dial = e.dial
+	if o.Spec.TLSEnabled() {
+		dial, err := e.tlsDialer(ctx, o)
+		if f, ok := errors.AsType[*status.Failure](err); ok {
+			look.tlsFailure = f
+			return look, nil
+		}
+		if err != nil {
+			return look, err
+		}
+		look.dial = dial
+	}
+	e.dial = look.dial
 	ctx, cancel := context.WithTimeout(ctx, etcdStepBudget)
 	defer cancel()
 	var err error
@@ -184,6 +212,7 @@ func (e *etcdOps) look(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdLoo
 
 // decide asks the planner for the next step and takes it.
 func (e *etcdOps) decide(ctx context.Context, o *etcdv1beta2.EtcdCluster, look *etcdLook) (Step, error) {
+	e.dial = look.dial
 	obs := look.obs
 	d := etcdcluster.Next(&o.Spec, o.Namespace, obs)
 	view := status.EtcdView{Observed: true, Decision: d}
@@ -267,7 +296,7 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd
 		}
 		obs.Pods[p.Name] = pod
 		if p.Status.PodIP != "" {
-			urls[p.Name] = "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort))
+			urls[p.Name] = string(etcdcluster.SchemeOf(&o.Spec)) + "://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort))
 		}
 	}
 	recorded, _ := strconv.ParseUint(o.Status.ClusterID, 16, 64)

@@ -23,7 +23,7 @@ func fakeMember(cluster, id, leader uint64) *etcd.FakeMember {
 func listOf(names ...string) []etcd.Member {
 	out := make([]etcd.Member, 0, len(names))
 	for i, n := range names {
-		out = append(out, etcd.Member{ID: uint64(i + 1), Name: n, PeerURLs: []string{etcdcluster.PeerURL("example", "ns", n)}})
+		out = append(out, etcd.Member{ID: uint64(i + 1), Name: n, PeerURLs: []string{etcdcluster.PeerURL(etcdcluster.HTTP, "example", "ns", n)}})
 	}
 	return out
 }
@@ -97,7 +97,7 @@ func TestAskMembers(t *testing.T) {
 			fake: func() *etcd.Fake {
 				f := fakeCluster(three)
 				other := fakeMember(99, 50, 50)
-				other.Members = []etcd.Member{{ID: 50, Name: "example-2", PeerURLs: []string{etcdcluster.PeerURL("example", "ns", "example-2")}},
+				other.Members = []etcd.Member{{ID: 50, Name: "example-2", PeerURLs: []string{etcdcluster.PeerURL(etcdcluster.HTTP, "example", "ns", "example-2")}},
 					{ID: 51, Name: "example-9"}}
 				f.Endpoints[url("example-2")] = other
 				return f
@@ -172,7 +172,7 @@ func TestAskMembers(t *testing.T) {
 			}, reachable: true, clusterID: 7},
 		{name: "a learner added but not started is named after its peer URL",
 			fake: func() *etcd.Fake {
-				withLearner := append(slices.Clone(three), etcd.Member{ID: 4, PeerURLs: []string{etcdcluster.PeerURL("example", "ns", "example-3")}, IsLearner: true})
+				withLearner := append(slices.Clone(three), etcd.Member{ID: 4, PeerURLs: []string{etcdcluster.PeerURL(etcdcluster.HTTP, "example", "ns", "example-3")}, IsLearner: true})
 				return fakeCluster(withLearner)
 			},
 			want:      append(slices.Clone(healthy), "example-3 healthy=false learner=true leader=false alarms=[]"),
@@ -204,7 +204,7 @@ func TestChangeMembership(t *testing.T) {
 	t.Run("a learner is added through the healthy voters, and recorded", func(t *testing.T) {
 		f := fakeCluster(three)
 		obs := ask(f)
-		a := etcdcluster.Action{Kind: etcdcluster.AddLearner, Member: "example-3", PeerURL: etcdcluster.PeerURL("example", "ns", "example-3")}
+		a := etcdcluster.Action{Kind: etcdcluster.AddLearner, Member: "example-3", PeerURL: etcdcluster.PeerURL(etcdcluster.HTTP, "example", "ns", "example-3")}
 		members, waiting, err := changeMembership(context.Background(), f.Dial, obs, urlsOf("example-0", "example-1", "example-2"), a)
 		if err != nil || waiting != "" {
 			t.Fatalf("waiting %q, error %v", waiting, err)

@@ -3,6 +3,7 @@ package etcd
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,25 +21,57 @@ import (
 // etcd's Go client would link gRPC into the manager, which then keeps a
 // larger executable in memory for these six calls.
 func Dial(_ context.Context, endpoints []string) (Client, error) {
+	return dial(gatewayHTTP, endpoints)
+}
+
+// TLSDialer is Dial for members that talk TLS (https endpoints), with the
+// client configuration cfg. Its clients share one HTTP client, whose
+// connections the next pass reuses; Close closes the idle ones, for a
+// dialer no longer used (its certificate renewed).
+type TLSDialer struct{ http *http.Client }
+
+// NewTLSDialer returns the dialer of the TLS client configuration cfg.
+func NewTLSDialer(cfg *tls.Config) *TLSDialer {
+	return &TLSDialer{http: newHTTPClient(cfg)}
+}
+
+// Dial is an etcd.Dialer.
+func (d *TLSDialer) Dial(_ context.Context, endpoints []string) (Client, error) {
+	return dial(d.http, endpoints)
+}
+
+// Close closes the dialer's idle connections.
+func (d *TLSDialer) Close() { d.http.CloseIdleConnections() }
+
+func dial(h *http.Client, endpoints []string) (Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("etcd client: no endpoint")
 	}
-	return &gateway{endpoints: endpoints}, nil
+	return &gateway{endpoints: endpoints, http: h}, nil
 }
 
-// gatewayHTTP is the HTTP client of every gateway client: its idle
+// gatewayHTTP is the HTTP client of every plain gateway client: its idle
 // connections to a member are reused by the next pass, and closed once
 // idle for a while.
-var gatewayHTTP = &http.Client{Transport: &http.Transport{
-	// No proxy: the members are pods, reached by their IPs.
-	DialContext:         (&net.Dialer{Timeout: DialTimeout}).DialContext,
-	MaxIdleConnsPerHost: 1,
-	IdleConnTimeout:     30 * time.Second,
-}}
+var gatewayHTTP = newHTTPClient(nil)
+
+func newHTTPClient(cfg *tls.Config) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		// No proxy: the members are pods, reached by their IPs.
+		DialContext:         (&net.Dialer{Timeout: DialTimeout}).DialContext,
+		TLSClientConfig:     cfg,
+		TLSHandshakeTimeout: DialTimeout,
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     30 * time.Second,
+	}}
+}
 
 // gateway is a Client of the members at endpoints. A call goes to the
 // first of them that answers.
-type gateway struct{ endpoints []string }
+type gateway struct {
+	endpoints []string
+	http      *http.Client
+}
 
 // The JSON of etcdserverpb's messages as the gateway writes them: the
 // proto field names, 64-bit integers as strings, zero values left out.
@@ -85,7 +118,7 @@ type (
 
 func (c *gateway) Status(ctx context.Context, endpoint string) (*Status, error) {
 	var resp statusResponse
-	if err := call(ctx, []string{endpoint}, "/v3/maintenance/status", struct{}{}, &resp); err != nil {
+	if err := c.call(ctx, []string{endpoint}, "/v3/maintenance/status", struct{}{}, &resp); err != nil {
 		return nil, err
 	}
 	if resp.Header == nil {
@@ -115,7 +148,7 @@ func alarmOf(e string) (string, bool) {
 
 func (c *gateway) MemberList(ctx context.Context) (*MemberList, error) {
 	var resp memberListResponse
-	if err := call(ctx, c.endpoints, "/v3/cluster/member/list", memberListRequest{Linearizable: false}, &resp); err != nil {
+	if err := c.call(ctx, c.endpoints, "/v3/cluster/member/list", memberListRequest{Linearizable: false}, &resp); err != nil {
 		return nil, err
 	}
 	l := &MemberList{}
@@ -130,7 +163,7 @@ func (c *gateway) MemberList(ctx context.Context) (*MemberList, error) {
 
 func (c *gateway) AddMember(ctx context.Context, peerURL string, learner bool) (Member, error) {
 	var resp memberAddResponse
-	if err := call(ctx, c.endpoints, "/v3/cluster/member/add", memberAddRequest{PeerURLs: []string{peerURL}, IsLearner: learner}, &resp); err != nil {
+	if err := c.call(ctx, c.endpoints, "/v3/cluster/member/add", memberAddRequest{PeerURLs: []string{peerURL}, IsLearner: learner}, &resp); err != nil {
 		return Member{}, notReady(err)
 	}
 	if resp.Member == nil {
@@ -140,15 +173,15 @@ func (c *gateway) AddMember(ctx context.Context, peerURL string, learner bool) (
 }
 
 func (c *gateway) PromoteMember(ctx context.Context, id uint64) error {
-	return notReady(call(ctx, c.endpoints, "/v3/cluster/member/promote", memberIDRequest{ID: id}, nil))
+	return notReady(c.call(ctx, c.endpoints, "/v3/cluster/member/promote", memberIDRequest{ID: id}, nil))
 }
 
 func (c *gateway) RemoveMember(ctx context.Context, id uint64) error {
-	return notReady(call(ctx, c.endpoints, "/v3/cluster/member/remove", memberIDRequest{ID: id}, nil))
+	return notReady(c.call(ctx, c.endpoints, "/v3/cluster/member/remove", memberIDRequest{ID: id}, nil))
 }
 
 func (c *gateway) MoveLeader(ctx context.Context, id uint64) error {
-	return call(ctx, c.endpoints, "/v3/maintenance/transfer-leadership", moveLeaderRequest{TargetID: id}, nil)
+	return c.call(ctx, c.endpoints, "/v3/maintenance/transfer-leadership", moveLeaderRequest{TargetID: id}, nil)
 }
 
 // Close implements Client: the connections are shared (gatewayHTTP).
@@ -195,14 +228,14 @@ const maxAnswer = 1 << 20
 // and decodes the answer into resp (nil: read and drop it). A member that
 // cannot be reached is skipped; a refusal is final, returned as a
 // *Refusal.
-func call(ctx context.Context, endpoints []string, path string, req, resp any) error {
+func (c *gateway) call(ctx context.Context, endpoints []string, path string, req, resp any) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, endpoint := range endpoints {
-		err := post(ctx, strings.TrimSuffix(endpoint, "/")+path, body, resp)
+		err := c.post(ctx, strings.TrimSuffix(endpoint, "/")+path, body, resp)
 		var r *Refusal
 		if err == nil || errors.As(err, &r) || ctx.Err() != nil {
 			return err
@@ -212,13 +245,13 @@ func call(ctx context.Context, endpoints []string, path string, req, resp any) e
 	return errors.Join(errs...)
 }
 
-func post(ctx context.Context, url string, body []byte, resp any) error {
+func (c *gateway) post(ctx context.Context, url string, body []byte, resp any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	r, err := gatewayHTTP.Do(req)
+	r, err := c.http.Do(req)
 	if err != nil {
 		return err
 	}

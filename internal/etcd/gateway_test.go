@@ -127,6 +127,13 @@ func raiseAlarm(t *testing.T, endpoint string, id uint64, alarm string) {
 // its client URL once it has a leader.
 func startEtcd(t *testing.T) string {
 	t.Helper()
+	return startEtcdWith(t, "http", etcd.Dial)
+}
+
+// startEtcdWith is startEtcd with the client URL of scheme, reached
+// through dial, and further flags.
+func startEtcdWith(t *testing.T, scheme string, dial etcd.Dialer, flags ...string) string {
+	t.Helper()
 	dir, err := cluster.DefaultBinDir()
 	if err != nil {
 		t.Fatal(err)
@@ -135,11 +142,11 @@ func startEtcd(t *testing.T) string {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%v: run `make controlplane` first", err)
 	}
-	client, peer := "http://127.0.0.1:"+freePort(t), "http://127.0.0.1:"+freePort(t)
-	cmd := exec.Command(bin, "--name=m0", "--data-dir="+t.TempDir(),
-		"--listen-client-urls="+client, "--advertise-client-urls="+client,
-		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
-		"--initial-cluster=m0="+peer, "--log-level=error")
+	client, peer := scheme+"://127.0.0.1:"+freePort(t), "http://127.0.0.1:"+freePort(t)
+	cmd := exec.Command(bin, append([]string{"--name=m0", "--data-dir=" + t.TempDir(),
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=m0=" + peer, "--log-level=error"}, flags...)...)
 	logFile := filepath.Join(t.TempDir(), "etcd.log")
 	log, err := os.Create(logFile)
 	if err != nil {
@@ -151,7 +158,7 @@ func startEtcd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	cli, err := etcd.Dial(context.Background(), []string{client})
+	cli, err := dial(context.Background(), []string{client})
 	if err != nil {
 		t.Fatal(err)
 	}

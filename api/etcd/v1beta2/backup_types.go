@@ -110,6 +110,7 @@ type BackupPolicy struct {
 // the member furthest along, once or periodically, kept in S3 or on a
 // PersistentVolumeClaim.
 // +kubebuilder:validation:XValidation:rule="has(self.clusterName) != has(self.etcdEndpoints)",message="exactly one of spec.clusterName and spec.etcdEndpoints must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.etcdEndpoints) || has(self.clientTLSSecret) || self.etcdEndpoints.all(e, e.startsWith('http://'))",message="spec.etcdEndpoints of https need spec.clientTLSSecret"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'S3' || (has(self.s3) && !has(self.persistentVolumeClaim))",message="spec.storageType S3 needs spec.s3, and no spec.persistentVolumeClaim"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'PersistentVolumeClaim' || (has(self.persistentVolumeClaim) && !has(self.s3))",message="spec.storageType PersistentVolumeClaim needs spec.persistentVolumeClaim, and no spec.s3"
 type EtcdBackupSpec struct {
@@ -124,8 +125,17 @@ type EtcdBackupSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=9
 	// +kubebuilder:validation:items:MaxLength=512
-	// +kubebuilder:validation:items:Pattern=`^http://[^\s/]+$`
+	// +kubebuilder:validation:items:Pattern=`^https?://[^\s/]+$`
 	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
+	// ClientTLSSecret names the Secret of this namespace with the client
+	// certificate the backup presents to the members (tls.crt, tls.key
+	// and ca.crt, the layout cert-manager writes). For a cluster of
+	// spec.clusterName with TLS, its spec.TLS.static.operatorSecret when
+	// left out; https endpoints need it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ClientTLSSecret string `json:"clientTLSSecret,omitempty"`
 	// StorageType says where the snapshots are kept: S3 or
 	// PersistentVolumeClaim.
 	// +required

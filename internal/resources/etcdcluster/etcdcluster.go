@@ -55,9 +55,11 @@ const (
 	KindName = "etcdcluster"
 	// ContainerName names the etcd container.
 	ContainerName = "etcd"
-	// ClientPort and PeerPort are etcd's ports.
-	ClientPort = 2379
-	PeerPort   = 2380
+	// ClientPort and PeerPort are etcd's ports; with TLS, MetricsPort
+	// serves /health and /metrics in plain HTTP.
+	ClientPort  = 2379
+	PeerPort    = 2380
+	MetricsPort = 2381
 	// DataDir is where the member's claim is mounted.
 	DataDir = "/var/run/etcd"
 	// DataVolume names the volume claim template: a member's claim is
@@ -65,14 +67,24 @@ const (
 	DataVolume = "data"
 	// ConfigDir is where the start-up files are mounted.
 	ConfigDir = "/etc/etcd"
+	// ServerTLSDir and PeerTLSDir are where, with TLS, the member's
+	// server and peer Secrets are mounted.
+	ServerTLSDir = "/etc/etcd-tls/server"
+	PeerTLSDir   = "/etc/etcd-tls/peer"
+
+	// TLSLabel marks the member pods of a cluster with TLS.
+	TLSLabel = "app-operator/tls"
 
 	// ClusterStateNew bootstraps the seed member; every later member joins
 	// with ClusterStateExisting.
 	ClusterStateNew      = "new"
 	ClusterStateExisting = "existing"
 
-	clientPortName = "client"
-	peerPortName   = "peer"
+	clientPortName  = "client"
+	peerPortName    = "peer"
+	metricsPortName = "metrics"
+	serverTLSVolume = "server-tls"
+	peerTLSVolume   = "peer-tls"
 	// userID runs etcd as a non-root user; the image holds a static binary.
 	userID       = 65532
 	configVolume = "config"
@@ -111,7 +123,7 @@ func Build(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, m Membershi
 	c := Children{
 		Service:       peerService(owner, selector, labels),
 		ClientService: clientService(owner, selector, labels),
-		ConfigMap:     configMap(owner, labels, m.Members, m.Kept),
+		ConfigMap:     configMap(owner, SchemeOf(spec), labels, m.Members, m.Kept),
 		StatefulSet:   statefulSet(owner, spec, selector, labels, m.Replicas, m.Restore),
 	}
 	if len(m.Members) > 1 {
@@ -231,23 +243,48 @@ func Ordinal(cluster, member string) (int, bool) {
 	return n, true
 }
 
+// Scheme is the scheme of the members' client and peer URLs.
+type Scheme string
+
+const (
+	HTTP  Scheme = "http"
+	HTTPS Scheme = "https"
+)
+
+// SchemeOf is the scheme of the members of spec: https with spec.TLS.
+func SchemeOf(spec *etcdv1beta2.EtcdClusterSpec) Scheme {
+	if spec.TLSEnabled() {
+		return HTTPS
+	}
+	return HTTP
+}
+
 // PeerURL is the peer URL of a member: its pod's name under the headless
 // Service, which resolves before the pod is ready.
-func PeerURL(cluster, namespace, member string) string {
-	return fmt.Sprintf("http://%s.%s.%s.svc:%d", member, cluster, namespace, PeerPort)
+func PeerURL(s Scheme, cluster, namespace, member string) string {
+	return fmt.Sprintf("%s://%s.%s.%s.svc:%d", s, member, cluster, namespace, PeerPort)
 }
 
 // ClientURL is the client URL member advertises: its stable name.
-func ClientURL(cluster, namespace, member string) string {
-	return fmt.Sprintf("http://%s.%s.%s.svc:%d", member, cluster, namespace, ClientPort)
+func ClientURL(s Scheme, cluster, namespace, member string) string {
+	return fmt.Sprintf("%s://%s.%s.%s.svc:%d", s, member, cluster, namespace, ClientPort)
 }
 
-// MemberOfPeerURL returns the member name a peer URL of cluster names;
-// false when it is not one of its members' URLs.
+// ClientServerName is the name the operator checks a member's server
+// certificate against: the client Service's, which every member's
+// certificate names, since clients reach the members through it.
+func ClientServerName(cluster, namespace string) string {
+	return ClientServiceName(cluster) + "." + namespace + ".svc"
+}
+
+// MemberOfPeerURL returns the member name a peer URL of cluster names, of
+// either scheme; false when it is not one of its members' URLs.
 func MemberOfPeerURL(cluster, namespace, url string) (string, bool) {
-	host, ok := strings.CutPrefix(url, "http://")
+	host, ok := strings.CutPrefix(url, string(HTTP)+"://")
 	if !ok {
-		return "", false
+		if host, ok = strings.CutPrefix(url, string(HTTPS)+"://"); !ok {
+			return "", false
+		}
 	}
 	name, rest, ok := strings.Cut(host, ".")
 	if !ok || rest != fmt.Sprintf("%s.%s.svc:%d", cluster, namespace, PeerPort) {
@@ -281,7 +318,7 @@ func Replicas(cluster string, members []etcdv1beta2.EtcdMember) int32 {
 // InitialCluster is the initial-cluster of the registered members:
 // name=peerURL of each, sorted by name. It is what etcd checks a joining
 // member's flags against, so it must list exactly the registered members.
-func InitialCluster(cluster, namespace string, members []etcdv1beta2.EtcdMember) string {
+func InitialCluster(s Scheme, cluster, namespace string, members []etcdv1beta2.EtcdMember) string {
 	names := make([]string, 0, len(members))
 	for _, m := range members {
 		names = append(names, m.Name)
@@ -289,7 +326,7 @@ func InitialCluster(cluster, namespace string, members []etcdv1beta2.EtcdMember)
 	sort.Strings(names)
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
-		parts = append(parts, n+"="+PeerURL(cluster, namespace, n))
+		parts = append(parts, n+"="+PeerURL(s, cluster, namespace, n))
 	}
 	return strings.Join(parts, ",")
 }
@@ -317,6 +354,33 @@ type Config struct {
 	InitialCluster           string `json:"initial-cluster"`
 	InitialClusterState      string `json:"initial-cluster-state"`
 	InitialClusterToken      string `json:"initial-cluster-token"`
+	// With TLS: where /health and /metrics are served in plain HTTP (the
+	// client port asks every caller for a certificate, the kubelet's
+	// probe and a scraper included), and the certificates of each side.
+	ListenMetricsURLs       string             `json:"listen-metrics-urls,omitempty"`
+	ClientTransportSecurity *TransportSecurity `json:"client-transport-security,omitempty"`
+	PeerTransportSecurity   *TransportSecurity `json:"peer-transport-security,omitempty"`
+}
+
+// TransportSecurity is the TLS of one side of a member (clients or
+// peers), in etcd's configuration file.
+type TransportSecurity struct {
+	CertFile      string `json:"cert-file"`
+	KeyFile       string `json:"key-file"`
+	TrustedCAFile string `json:"trusted-ca-file"`
+	// ClientCertAuth refuses a caller without a certificate the trusted
+	// CA signed.
+	ClientCertAuth bool `json:"client-cert-auth"`
+}
+
+// transportSecurity is the TLS of the side whose Secret is mounted at dir.
+func transportSecurity(dir string) *TransportSecurity {
+	return &TransportSecurity{
+		CertFile:       dir + "/" + etcdv1beta2.TLSCertKey,
+		KeyFile:        dir + "/" + etcdv1beta2.TLSKeyKey,
+		TrustedCAFile:  dir + "/" + etcdv1beta2.TLSCAKey,
+		ClientCertAuth: true,
+	}
 }
 
 // MemberConfig is the start-up file of member m among the registered
@@ -324,30 +388,36 @@ type Config struct {
 // joins with the registered membership; a started member's file names
 // only itself, with which etcd restarts from the member's data but, with
 // no data, finds no peer to join and exits.
-func MemberConfig(cluster, namespace string, m etcdv1beta2.EtcdMember, members []etcdv1beta2.EtcdMember) Config {
-	initial := InitialCluster(cluster, namespace, members)
+func MemberConfig(s Scheme, cluster, namespace string, m etcdv1beta2.EtcdMember, members []etcdv1beta2.EtcdMember) Config {
+	initial := InitialCluster(s, cluster, namespace, members)
 	if m.ClaimUID != "" {
-		initial = InitialCluster(cluster, namespace, []etcdv1beta2.EtcdMember{m})
+		initial = InitialCluster(s, cluster, namespace, []etcdv1beta2.EtcdMember{m})
 	}
-	return Config{
+	c := Config{
 		Name:                     m.Name,
 		DataDir:                  DataDir + "/data",
-		ListenClientURLs:         fmt.Sprintf("http://0.0.0.0:%d", ClientPort),
-		ListenPeerURLs:           fmt.Sprintf("http://0.0.0.0:%d", PeerPort),
-		AdvertiseClientURLs:      ClientURL(cluster, namespace, m.Name),
-		InitialAdvertisePeerURLs: PeerURL(cluster, namespace, m.Name),
+		ListenClientURLs:         fmt.Sprintf("%s://0.0.0.0:%d", s, ClientPort),
+		ListenPeerURLs:           fmt.Sprintf("%s://0.0.0.0:%d", s, PeerPort),
+		AdvertiseClientURLs:      ClientURL(s, cluster, namespace, m.Name),
+		InitialAdvertisePeerURLs: PeerURL(s, cluster, namespace, m.Name),
 		InitialCluster:           initial,
 		InitialClusterState:      InitialClusterState(members),
 		InitialClusterToken:      namespace + "/" + cluster,
 	}
+	if s == HTTPS {
+		c.ListenMetricsURLs = fmt.Sprintf("http://0.0.0.0:%d", MetricsPort)
+		c.ClientTransportSecurity = transportSecurity(ServerTLSDir)
+		c.PeerTransportSecurity = transportSecurity(PeerTLSDir)
+	}
+	return c
 }
 
-func configMap(owner resources.Owner, labels map[string]string, members []etcdv1beta2.EtcdMember, kept map[string]string) *corev1ac.ConfigMapApplyConfiguration {
+func configMap(owner resources.Owner, s Scheme, labels map[string]string, members []etcdv1beta2.EtcdMember, kept map[string]string) *corev1ac.ConfigMapApplyConfiguration {
 	data := make(map[string]string, len(members)+len(kept))
 	maps.Copy(data, kept)
 	for _, m := range members {
 		// A struct of strings always marshals.
-		b, _ := yaml.Marshal(MemberConfig(owner.Name, owner.Namespace, m, members))
+		b, _ := yaml.Marshal(MemberConfig(s, owner.Name, owner.Namespace, m, members))
 		data[ConfigKey(m.Name)] = string(b)
 	}
 	return corev1ac.ConfigMap(ConfigMapName(owner.Name), owner.Namespace).
@@ -380,7 +450,7 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 		// reach it through the Service. No liveness probe: restarting a
 		// member that lost its quorum helps nothing.
 		WithReadinessProbe(corev1ac.Probe().
-			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/health?exclude=NOSPACE").WithPort(intstr.FromString(clientPortName))).
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/health?exclude=NOSPACE").WithPort(intstr.FromString(healthPortName(spec)))).
 			WithPeriodSeconds(5).WithTimeoutSeconds(3).WithFailureThreshold(3)).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithAllowPrivilegeEscalation(false).
@@ -388,6 +458,9 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 			WithReadOnlyRootFilesystem(true).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
 
+	if spec.TLSEnabled() {
+		withTLS(container)
+	}
 	podSpec := corev1ac.PodSpec().
 		WithContainers(container).
 		WithAutomountServiceAccountToken(false).
@@ -396,8 +469,14 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 			WithRunAsUser(userID).WithRunAsGroup(userID).WithFSGroup(userID).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(corev1ac.Volume().WithName(configVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
+	if spec.TLSEnabled() {
+		podSpec.WithVolumes(
+			tlsVolume(serverTLSVolume, spec.TLS.Static.Member.ServerSecret),
+			tlsVolume(peerTLSVolume, spec.TLS.Static.Member.PeerSecret),
+		)
+	}
 	if restore != nil {
-		init, volumes := restoreContainer(owner, restore)
+		init, volumes := restoreContainer(owner, SchemeOf(spec), restore)
 		podSpec.WithInitContainers(init).WithVolumes(volumes...)
 	}
 	// One member per node as far as the nodes allow (spec.pod.spread):
@@ -430,8 +509,56 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 						WithRequests(corev1.ResourceList{corev1.ResourceStorage: DataSize})))).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
 			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(labels).
+				WithLabels(podLabels(spec, labels)).
 				WithSpec(podSpec)))
+}
+
+// podLabels are the member pods' labels: with TLS, TLSLabel too, which
+// tells the members' PodMonitor to scrape the plain metrics port rather
+// than the client port.
+func podLabels(spec *etcdv1beta2.EtcdClusterSpec, labels map[string]string) map[string]string {
+	if !spec.TLSEnabled() {
+		return labels
+	}
+	l := maps.Clone(labels)
+	l[TLSLabel] = "true"
+	return l
+}
+
+// healthPortName is the port the readiness probe asks: with TLS, the
+// plain metrics port, since the client port wants a client certificate
+// the kubelet does not have.
+func healthPortName(spec *etcdv1beta2.EtcdClusterSpec) string {
+	if spec.TLSEnabled() {
+		return metricsPortName
+	}
+	return clientPortName
+}
+
+// withTLS mounts the member's server and peer Secrets (tlsVolume) into
+// container and opens its metrics port. A Secret's files follow its
+// renewals: the kubelet updates the mounted files, and etcd reads them on
+// each new connection.
+func withTLS(container *corev1ac.ContainerApplyConfiguration) {
+	container.
+		WithPorts(corev1ac.ContainerPort().WithName(metricsPortName).WithContainerPort(MetricsPort).WithProtocol(corev1.ProtocolTCP)).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName(serverTLSVolume).WithMountPath(ServerTLSDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(peerTLSVolume).WithMountPath(PeerTLSDir).WithReadOnly(true),
+		)
+}
+
+// tlsVolume is the volume of a TLS Secret: its three keys, readable by
+// the member's group only.
+func tlsVolume(name, secret string) *corev1ac.VolumeApplyConfiguration {
+	return corev1ac.Volume().WithName(name).WithSecret(corev1ac.SecretVolumeSource().
+		WithSecretName(secret).
+		WithDefaultMode(0o440).
+		WithItems(
+			corev1ac.KeyToPath().WithKey(etcdv1beta2.TLSCertKey).WithPath(etcdv1beta2.TLSCertKey),
+			corev1ac.KeyToPath().WithKey(etcdv1beta2.TLSKeyKey).WithPath(etcdv1beta2.TLSKeyKey),
+			corev1ac.KeyToPath().WithKey(etcdv1beta2.TLSCAKey).WithPath(etcdv1beta2.TLSCAKey),
+		))
 }
 
 // peerService is headless and publishes not-ready pods: a member resolves
@@ -482,12 +609,12 @@ func Quorum(n int) int { return n/2 + 1 }
 // needs. The tool restores only in the first member's pod, only into an
 // empty data directory: a member that restarts keeps its data, and a
 // member that joins later starts empty.
-func restoreContainer(owner resources.Owner, r *Restore) (*corev1ac.ContainerApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
+func restoreContainer(owner resources.Owner, scheme Scheme, r *Restore) (*corev1ac.ContainerApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
 	// The source was validated at admission; an unknown type restores
 	// nothing and the tool says so.
 	loc, _ := etcdbackup.LocationOf("from", r.Source.BackupStorageType, r.Source.BackupLocation)
 	seed := MemberName(owner.Name, 0)
-	peer := PeerURL(owner.Name, owner.Namespace, seed)
+	peer := PeerURL(scheme, owner.Name, owner.Namespace, seed)
 	args := append([]string{"restore",
 		"--only-pod=" + seed,
 		"--data-dir=" + DataDir + "/data",

@@ -65,7 +65,7 @@ func TestBuildFollowsTheRecordedMembership(t *testing.T) {
 				if got.InitialCluster != want.initial || got.InitialClusterState != want.state {
 					t.Errorf("%s joins %q (%s), want %q (%s)", member, got.InitialCluster, got.InitialClusterState, want.initial, want.state)
 				}
-				if got.Name != member || got.InitialAdvertisePeerURLs != PeerURL("example", "ns", member) || got.AdvertiseClientURLs != "http://"+member+".example.ns.svc:2379" {
+				if got.Name != member || got.InitialAdvertisePeerURLs != PeerURL(HTTP, "example", "ns", member) || got.AdvertiseClientURLs != "http://"+member+".example.ns.svc:2379" {
 					t.Errorf("%s: start-up file %+v", member, got)
 				}
 			}
@@ -98,12 +98,14 @@ func TestBuildFollowsTheRecordedMembership(t *testing.T) {
 }
 
 func TestPeerURLNamesItsMember(t *testing.T) {
-	for _, name := range []string{"example-0", "example-8"} {
-		if got, ok := MemberOfPeerURL("example", "ns", PeerURL("example", "ns", name)); !ok || got != name {
-			t.Errorf("MemberOfPeerURL(PeerURL(%s)) = %q, %v", name, got, ok)
+	for _, scheme := range []Scheme{HTTP, HTTPS} {
+		for _, name := range []string{"example-0", "example-8"} {
+			if got, ok := MemberOfPeerURL("example", "ns", PeerURL(scheme, "example", "ns", name)); !ok || got != name {
+				t.Errorf("MemberOfPeerURL(PeerURL(%s, %s)) = %q, %v", scheme, name, got, ok)
+			}
 		}
 	}
-	for _, url := range []string{"http://example-0.other.ns.svc:2380", "https://example-0.example.ns.svc:2380", "http://example-x.example.ns.svc:2380", "http://example-01.example.ns.svc:2380"} {
+	for _, url := range []string{"http://example-0.other.ns.svc:2380", "ftp://example-0.example.ns.svc:2380", "example-0.example.ns.svc:2380", "http://example-x.example.ns.svc:2380", "http://example-01.example.ns.svc:2380"} {
 		if got, ok := MemberOfPeerURL("example", "ns", url); ok {
 			t.Errorf("MemberOfPeerURL(%s) = %q, want none", url, got)
 		}

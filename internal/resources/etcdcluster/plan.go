@@ -286,7 +286,7 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		if d, ok := leftover(o, members, name); ok {
 			return d
 		}
-		url := PeerURL(o.Cluster, namespace, name)
+		url := PeerURL(SchemeOf(spec), o.Cluster, namespace, name)
 		kind := AddLearner
 		if !supportsLearners(lowestVersion(members)) {
 			kind = AddMember
