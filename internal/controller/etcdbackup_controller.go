@@ -83,6 +83,9 @@ type backupOps struct {
 type backupLook struct {
 	now       time.Time
 	endpoints []string
+	// clientTLS names the Secret of the client certificate of members
+	// that talk TLS; empty for plain members.
+	clientTLS string
 	failure   *status.Failure
 	waiting   string
 	runs      []status.BackupRun
@@ -101,6 +104,7 @@ func (b *backupOps) look(ctx context.Context, c clients, o *etcdv1beta2.EtcdBack
 	switch {
 	case len(o.Spec.EtcdEndpoints) > 0:
 		look.endpoints = o.Spec.EtcdEndpoints
+		look.clientTLS = o.Spec.ClientTLSSecret
 	default:
 		cluster := &etcdv1beta2.EtcdCluster{}
 		err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Spec.ClusterName}, cluster)
@@ -114,7 +118,11 @@ func (b *backupOps) look(ctx context.Context, c clients, o *etcdv1beta2.EtcdBack
 			look.waiting = fmt.Sprintf("Waiting for EtcdCluster %s to have members", cluster.Name)
 		default:
 			for _, m := range cluster.Status.Members {
-				look.endpoints = append(look.endpoints, etcdcluster.ClientURL(cluster.Name, cluster.Namespace, m.Name))
+				look.endpoints = append(look.endpoints, etcdcluster.ClientURL(etcdcluster.SchemeOf(&cluster.Spec), cluster.Name, cluster.Namespace, m.Name))
+			}
+			look.clientTLS = o.Spec.ClientTLSSecret
+			if look.clientTLS == "" && cluster.Spec.TLSEnabled() {
+				look.clientTLS = cluster.Spec.TLS.Static.OperatorSecret
 			}
 		}
 	}
@@ -165,7 +173,7 @@ func (b *backupOps) step(ctx context.Context, c clients, o *etcdv1beta2.EtcdBack
 		return Step{RequeueAfter: wait}, nil
 	}
 	name := etcdbackup.JobName(o.Name, look.now)
-	ac, err := etcdbackup.Job(resources.OwnerOf(o, gvk), o.Generation, &o.Spec, look.endpoints, b.image, name)
+	ac, err := etcdbackup.Job(resources.OwnerOf(o, gvk), o.Generation, &o.Spec, look.endpoints, look.clientTLS, b.image, name)
 	if err != nil {
 		return Step{}, err
 	}

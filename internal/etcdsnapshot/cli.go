@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/app-operator/app-operator/internal/etcd"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
@@ -29,21 +30,28 @@ func runSave(args []string, stdout, stderr io.Writer) int {
 	var (
 		c         snapshotstore.Flags
 		endpoints string
+		tlsDir    string
 		opts      SaveOptions
 	)
 	fs := c.FlagSet("etcd-snapshot save", stderr)
 	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the etcd members")
 	fs.StringVar(&opts.To, "to", "", "target: s3://BUCKET/PATH or a local path; backups are stored as PATH_v<revision>_<UTC time>")
 	fs.IntVar(&opts.MaxBackups, "max-backups", 0, "how many backups of the same PATH to keep (0 keeps all)")
+	fs.StringVar(&tlsDir, "tls-dir", "", "folder of tls.crt, tls.key and ca.crt (a mounted TLS Secret): the client certificate for https endpoints")
 	if code, ok := snapshotstore.Parse(fs, args); !ok {
 		return code
 	}
 	opts.Endpoints = snapshotstore.SplitList(endpoints)
 	opts.S3 = c.S3
-	// TLS to the members: opts.TLS gets the client certificates here once
-	// the flags for them exist.
 	return snapshotstore.Run(c, reporter(stdout, stderr, c), func(ctx context.Context, logger *zap.Logger) (Result, error) {
 		opts.Logger = logger
+		if tlsDir != "" {
+			cfg, err := etcd.ClientTLSFromDir(tlsDir, "")
+			if err != nil {
+				return Result{}, failure(ReasonInvalidArgument, "--tls-dir: %w", err)
+			}
+			opts.TLS = cfg
+		}
 		return Save(ctx, opts)
 	})
 }

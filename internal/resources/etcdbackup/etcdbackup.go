@@ -36,6 +36,8 @@ const (
 	credentialsDir = "/etc/etcd-backup/aws"
 	claimDir       = "/backup"
 	tmpDir         = "/tmp"
+	// tlsDir is where the client certificate's Secret is mounted.
+	tlsDir = "/etc/etcd-snapshot/tls"
 	// retries is how many times a Job retries a backup that failed for a
 	// reason that may pass (a member restarting).
 	retries = 2
@@ -92,7 +94,10 @@ func LocationOf(flag string, storage etcdv1beta2.BackupStorageType, loc etcdv1be
 // reads it from the member furthest along among endpoints and stores it
 // at the spec's location, and writes what it did (or why it failed) as
 // its termination message.
-func Job(owner resources.Owner, generation int64, spec *etcdv1beta2.EtcdBackupSpec, endpoints []string, image, name string) (*batchv1ac.JobApplyConfiguration, error) {
+//
+// clientTLS, when not empty, names the Secret of the client certificate
+// the tool presents to members that talk TLS.
+func Job(owner resources.Owner, generation int64, spec *etcdv1beta2.EtcdBackupSpec, endpoints []string, clientTLS, image, name string) (*batchv1ac.JobApplyConfiguration, error) {
 	loc, err := LocationOf("to", spec.StorageType, spec.BackupLocation)
 	if err != nil {
 		return nil, err
@@ -104,6 +109,12 @@ func Job(owner resources.Owner, generation int64, spec *etcdv1beta2.EtcdBackupSp
 	args = append(args, loc.Args...)
 	mounts := append([]*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName("tmp").WithMountPath(tmpDir)}, loc.Mounts...)
 	volumes := append([]*corev1ac.VolumeApplyConfiguration{corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource())}, loc.Volumes...)
+	if clientTLS != "" {
+		args = append(args, "--tls-dir="+tlsDir)
+		mounts = append(mounts, corev1ac.VolumeMount().WithName("client-tls").WithMountPath(tlsDir).WithReadOnly(true))
+		volumes = append(volumes, corev1ac.Volume().WithName("client-tls").WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(clientTLS).WithDefaultMode(0o440)))
+	}
 
 	labels := resources.Labels(Selector(owner.Name))
 	job, pod := resources.ToolJob{

@@ -20,7 +20,7 @@ func FuzzBuild(f *testing.F) {
 		b := &etcdv1beta2.EtcdBackup{}
 		fuzzspec.Decode(spec, "ns", b)
 		b.UID = "uid"
-		job, err := Job(resources.OwnerOf(b, etcdv1beta2.GroupVersion.WithKind("EtcdBackup")), b.Generation, &b.Spec, []string{"http://m:2379"}, "img", JobName(b.Name, b.CreationTimestamp.Time))
+		job, err := Job(resources.OwnerOf(b, etcdv1beta2.GroupVersion.WithKind("EtcdBackup")), b.Generation, &b.Spec, []string{"http://m:2379"}, b.Spec.ClientTLSSecret, "img", JobName(b.Name, b.CreationTimestamp.Time))
 		if err != nil {
 			if b.Spec.StorageType == etcdv1beta2.BackupStorageTypeS3 && b.Spec.S3 != nil ||
 				b.Spec.StorageType == etcdv1beta2.BackupStorageTypePersistentVolumeClaim && b.Spec.PersistentVolumeClaim != nil {
