@@ -1,7 +1,10 @@
 package manifests
 
 import (
+	stdcmp "cmp"
 	"encoding/json"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -78,20 +81,63 @@ func TestEtcdPodMonitorSelectsTheMembersPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	owner := resources.Owner{GVK: etcdv1beta2.GroupVersion.WithKind("EtcdCluster"), Name: "example", Namespace: "ns", UID: "u"}
-	spec := &etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16"}
-	sts := etcdcluster.Build(owner, spec, etcdcluster.FromStatus("example", nil)).StatefulSet
-	if !selector.Matches(labels.Set(sts.Spec.Template.Labels)) {
-		t.Errorf("the PodMonitor's selector %s does not select the member pods, labelled %v", selector, sts.Spec.Template.Labels)
-	}
-	ports := map[string]int32{}
-	for _, c := range sts.Spec.Template.Spec.Containers {
-		for _, p := range c.Ports {
-			ports[*p.Name] = *p.ContainerPort
+	plain := &etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16"}
+	withTLS := plain.DeepCopy()
+	withTLS.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{
+		Member: &etcdv1beta2.MemberSecret{PeerSecret: "p", ServerSecret: "s"}, OperatorSecret: "o"}}
+	// Each member pod is scraped through exactly one endpoint, on the port
+	// that serves plain HTTP: the client port, or with TLS the metrics
+	// port.
+	for _, tt := range []struct {
+		name string
+		spec *etcdv1beta2.EtcdClusterSpec
+		want string
+	}{{"without TLS", plain, "client"}, {"with TLS", withTLS, "metrics"}} {
+		sts := etcdcluster.Build(owner, tt.spec, etcdcluster.FromStatus("example", nil)).StatefulSet
+		podLabels := sts.Spec.Template.Labels
+		if !selector.Matches(labels.Set(podLabels)) {
+			t.Errorf("%s: the PodMonitor's selector %s does not select the member pods, labelled %v", tt.name, selector, podLabels)
+		}
+		ports := map[string]int32{}
+		for _, c := range sts.Spec.Template.Spec.Containers {
+			for _, p := range c.Ports {
+				ports[*p.Name] = *p.ContainerPort
+			}
+		}
+		var scraped []string
+		for _, e := range pm.Spec.PodMetricsEndpoints {
+			port := ptr.Deref(e.Port, "")
+			if e.Path != "/metrics" || e.Scheme == nil || *e.Scheme != "http" {
+				t.Errorf("endpoint %q scrapes %v %s, want http /metrics", port, e.Scheme, e.Path)
+			}
+			if ports[port] != 0 && !dropped(e.RelabelConfigs, podLabels) {
+				scraped = append(scraped, port)
+			}
+		}
+		if len(scraped) != 1 || scraped[0] != tt.want {
+			t.Errorf("%s: the member pods (ports %v, labels %v) are scraped on %v, want %s alone", tt.name, ports, podLabels, scraped, tt.want)
 		}
 	}
-	for _, e := range pm.Spec.PodMetricsEndpoints {
-		if port := ptr.Deref(e.Port, ""); ports[port] == 0 || e.Path != "/metrics" {
-			t.Errorf("the PodMonitor scrapes port %q at %s; the member container's ports are %v", port, e.Path, ports)
+}
+
+// dropped reports whether a drop rule of relabelings, on a pod label,
+// drops a pod labelled podLabels.
+func dropped(relabelings []monitoringv1.RelabelConfig, podLabels map[string]string) bool {
+	for _, r := range relabelings {
+		if r.Action != "drop" || len(r.SourceLabels) != 1 {
+			continue
+		}
+		for k, v := range podLabels {
+			meta := "__meta_kubernetes_pod_label_" + strings.Map(func(r rune) rune {
+				if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+					return r
+				}
+				return '_'
+			}, k)
+			if string(r.SourceLabels[0]) == meta && regexp.MustCompile("^(?:"+stdcmp.Or(r.Regex, "(.*)")+")$").MatchString(v) {
+				return true
+			}
 		}
 	}
+	return false
 }
