@@ -11,6 +11,7 @@ import (
 
 	"github.com/app-operator/app-operator/internal/etcd"
 	"github.com/app-operator/app-operator/internal/testcerts"
+	"github.com/app-operator/app-operator/internal/tlssecret"
 )
 
 // TestGatewayWithTLSAnswersOnlyClientsWithACertificate runs a real etcd
@@ -40,7 +41,7 @@ func TestGatewayWithTLSAnswersOnlyClientsWithACertificate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := etcd.ClientTLS(operator.Cert, operator.Key, operator.CA, serverName)
+	cfg, err := tlssecret.ClientConfig(operator.Cert, operator.Key, operator.CA, serverName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestGatewayWithTLSAnswersOnlyClientsWithACertificate(t *testing.T) {
 	// What a client without the operator's certificate holds.
 	noCert := cfg.Clone()
 	noCert.Certificates = nil
-	strangerCfg, err := etcd.ClientTLS(stranger.Cert, stranger.Key, operator.CA, serverName)
+	strangerCfg, err := tlssecret.ClientConfig(stranger.Cert, stranger.Key, operator.CA, serverName)
 	if err != nil {
 		t.Fatal(err)
 	}

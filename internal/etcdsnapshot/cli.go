@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/app-operator/app-operator/internal/etcd"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
+	"github.com/app-operator/app-operator/internal/tlssecret"
 )
 
 // usage is the command's help.
@@ -46,7 +46,7 @@ func runSave(args []string, stdout, stderr io.Writer) int {
 	return snapshotstore.Run(c, reporter(stdout, stderr, c), func(ctx context.Context, logger *zap.Logger) (Result, error) {
 		opts.Logger = logger
 		if tlsDir != "" {
-			cfg, err := etcd.ClientTLSFromDir(tlsDir, "")
+			cfg, err := tlssecret.ClientConfigFromDir(tlsDir, "")
 			if err != nil {
 				return Result{}, failure(ReasonInvalidArgument, "--tls-dir: %w", err)
 			}

@@ -1,13 +1,5 @@
 package v1beta2
 
-// The keys of a TLS Secret, in the layout cert-manager writes (and of
-// Secrets of type kubernetes.io/tls with the CA added).
-const (
-	TLSCertKey = "tls.crt"
-	TLSKeyKey  = "tls.key"
-	TLSCAKey   = "ca.crt"
-)
-
 // TLSPolicy is the TLS of a cluster, in the shape the etcd operator gave
 // it: spec.TLS.static names the Secrets the certificates come from.
 type TLSPolicy struct {

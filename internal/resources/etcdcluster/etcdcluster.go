@@ -44,6 +44,7 @@ import (
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
+	"github.com/app-operator/app-operator/internal/tlssecret"
 )
 
 const (
@@ -376,9 +377,9 @@ type TransportSecurity struct {
 // transportSecurity is the TLS of the side whose Secret is mounted at dir.
 func transportSecurity(dir string) *TransportSecurity {
 	return &TransportSecurity{
-		CertFile:       dir + "/" + etcdv1beta2.TLSCertKey,
-		KeyFile:        dir + "/" + etcdv1beta2.TLSKeyKey,
-		TrustedCAFile:  dir + "/" + etcdv1beta2.TLSCAKey,
+		CertFile:       dir + "/" + tlssecret.CertKey,
+		KeyFile:        dir + "/" + tlssecret.KeyKey,
+		TrustedCAFile:  dir + "/" + tlssecret.CAKey,
 		ClientCertAuth: true,
 	}
 }
@@ -555,9 +556,9 @@ func tlsVolume(name, secret string) *corev1ac.VolumeApplyConfiguration {
 		WithSecretName(secret).
 		WithDefaultMode(0o440).
 		WithItems(
-			corev1ac.KeyToPath().WithKey(etcdv1beta2.TLSCertKey).WithPath(etcdv1beta2.TLSCertKey),
-			corev1ac.KeyToPath().WithKey(etcdv1beta2.TLSKeyKey).WithPath(etcdv1beta2.TLSKeyKey),
-			corev1ac.KeyToPath().WithKey(etcdv1beta2.TLSCAKey).WithPath(etcdv1beta2.TLSCAKey),
+			corev1ac.KeyToPath().WithKey(tlssecret.CertKey).WithPath(tlssecret.CertKey),
+			corev1ac.KeyToPath().WithKey(tlssecret.KeyKey).WithPath(tlssecret.KeyKey),
+			corev1ac.KeyToPath().WithKey(tlssecret.CAKey).WithPath(tlssecret.CAKey),
 		))
 }
 

@@ -1,0 +1,41 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/internal/status"
+	"github.com/app-operator/app-operator/internal/tlssecret"
+)
+
+// ReasonTLSSecretInvalid: a Secret a data service's TLS names is missing,
+// lacks a key or holds no usable certificate; nothing is applied until it
+// is fixed.
+const ReasonTLSSecretInvalid = "TLSSecretInvalid"
+
+// readTLSSecret reads, without the cache (the operator caches only the
+// Secrets it labels), the TLS Secret name that field names. A Secret that
+// cannot serve is a *status.Failure naming the field, the Secret and the
+// key at fault.
+func readTLSSecret(ctx context.Context, api client.Reader, namespace, field, name string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	switch err := api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); {
+	case apierrors.IsNotFound(err):
+		return nil, tlsSecretInvalid(field, name, errors.New("not found"))
+	case err != nil:
+		return nil, fmt.Errorf("get Secret %s: %w", name, err)
+	}
+	if err := tlssecret.Check(s.Data); err != nil {
+		return nil, tlsSecretInvalid(field, name, err)
+	}
+	return s, nil
+}
+
+func tlsSecretInvalid(field, name string, err error) *status.Failure {
+	return &status.Failure{Reason: ReasonTLSSecretInvalid, Message: fmt.Sprintf("%s: Secret %s: %v", field, name, err)}
+}
