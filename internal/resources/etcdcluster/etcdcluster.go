@@ -372,6 +372,12 @@ type TransportSecurity struct {
 	// ClientCertAuth refuses a caller without a certificate the trusted
 	// CA signed.
 	ClientCertAuth bool `json:"client-cert-auth"`
+	// SkipClientSANVerification, for the peers: a peer's certificate is
+	// not matched against its address. etcd would otherwise look the
+	// address up in DNS and compare the names, which a pod's address does
+	// not carry in the form a certificate names it; the peer CA alone
+	// vouches for a member.
+	SkipClientSANVerification bool `json:"skip-client-san-verification,omitempty"`
 }
 
 // transportSecurity is the TLS of the side whose Secret is mounted at dir.
@@ -409,6 +415,7 @@ func MemberConfig(s Scheme, cluster, namespace string, m etcdv1beta2.EtcdMember,
 		c.ListenMetricsURLs = fmt.Sprintf("http://0.0.0.0:%d", MetricsPort)
 		c.ClientTransportSecurity = transportSecurity(ServerTLSDir)
 		c.PeerTransportSecurity = transportSecurity(PeerTLSDir)
+		c.PeerTransportSecurity.SkipClientSANVerification = true
 	}
 	return c
 }
