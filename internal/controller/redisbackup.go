@@ -97,8 +97,11 @@ func (b *redisBackups) step(ctx context.Context, c client.Client, o *redisv1alph
 	for i := range rec.Nodes(&o.Spec) {
 		nodes = append(nodes, net.JoinHostPort(rec.NodeHost(o.Name, rec.PodName(o.Name, i)), strconv.Itoa(rec.Port)))
 	}
-	ac, err := redisbackup.Job(resources.OwnerOf(o, gvk), o.Spec.Backup, redisbackup.JobInput{
-		Name: name, Scheduled: now, Image: b.image, Nodes: nodes, Secret: o.Name, PasswordKey: rec.SecretPassword})
+	in := redisbackup.JobInput{Name: name, Scheduled: now, Image: b.image, Nodes: nodes, Secret: o.Name, PasswordKey: rec.SecretPassword}
+	if o.Spec.TLS != nil {
+		in.TLSSecret, in.ServerName = o.Spec.TLS.SecretName, rec.ServiceHost(o.Name, o.Namespace)
+	}
+	ac, err := redisbackup.Job(resources.OwnerOf(o, gvk), o.Spec.Backup, in)
 	if err != nil {
 		return Step{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/big"
@@ -79,8 +80,8 @@ type redisConnector struct {
 	client    client.Client
 	apiReader client.Reader
 	// nodes returns the Redis nodes of a cluster, reached with its
-	// password.
-	nodes func(password string) redisnode.Nodes
+	// password, and with TLS when tls is set.
+	nodes func(password string, tls *tls.Config) redisnode.Nodes
 	// down remembers since when each cluster's primary has been down.
 	down          *primaryDown
 	clock         clock.PassiveClock
@@ -94,7 +95,9 @@ type redisConnector struct {
 // through Redis, one planned step a pass (rec.Plan).
 func redisEnterpriseClusterKind(opts Options) kind[*redisv1alpha1.RedisEnterpriseCluster] {
 	x := &redisConnector{
-		nodes:         func(password string) redisnode.Nodes { return redisnode.Client{Password: password} },
+		nodes: func(password string, tls *tls.Config) redisnode.Nodes {
+			return redisnode.Client{Password: password, TLS: tls}
+		},
 		down:          &primaryDown{},
 		clock:         cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}),
 		failoverAfter: cmp.Or(opts.RedisFailoverAfter, DefaultRedisFailoverAfter),
@@ -129,10 +132,24 @@ func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			if err != nil {
 				return redisLook{}, err
 			}
-			backups, err := x.backups.look(ctx, c, o)
-			return redisLook{secret: s, backups: backups}, err
+			look := redisLook{secret: s}
+			if o.Spec.TLS != nil {
+				look.tls, err = x.with(c).lookTLS(ctx, o)
+				if f, ok := errors.AsType[*status.Failure](err); ok {
+					look.tlsFailure = f
+					return look, nil
+				}
+				if err != nil {
+					return look, err
+				}
+			}
+			look.backups, err = x.backups.look(ctx, c, o)
+			return look, err
 		},
 		build: func(o *redisv1alpha1.RedisEnterpriseCluster, look *redisLook) ([]runtime.ApplyConfiguration, error) {
+			if look != nil && look.tlsFailure != nil {
+				return nil, look.tlsFailure
+			}
 			input := rec.Input{Primary: o.Status.Primary, SnapshotImage: x.backups.image}
 			if look != nil {
 				input.Password = string(look.secret.Data[rec.SecretPassword])
@@ -171,9 +188,13 @@ func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 // build (the Secret whose password the nodes share) and what its step then
 // found and decided (nil when no step ran), for the status.
 type redisLook struct {
-	secret  *corev1.Secret
-	backups redisBackupLook
-	stepped *redisStepped
+	secret *corev1.Secret
+	// tls is spec.tls's Secret as read; tlsFailure, when set, says why it
+	// cannot serve: the pass applies nothing and reaches no node.
+	tls        *redisTLS
+	tlsFailure *status.Failure
+	backups    redisBackupLook
+	stepped    *redisStepped
 }
 
 // redisStepped is what a step leaves for the status: the primary, the
@@ -300,7 +321,11 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	if sts == nil {
 		return Step{Waiting: "waiting for the StatefulSet", RequeueAfter: redisWaitInterval}, nil
 	}
-	redis := x.nodes(string(look.secret.Data[rec.SecretPassword]))
+	var clientTLS *tls.Config
+	if look.tls != nil {
+		clientTLS = look.tls.client
+	}
+	redis := x.nodes(string(look.secret.Data[rec.SecretPassword]), clientTLS)
 	nodes, err := x.observe(ctx, o, sts, redis)
 	if err != nil {
 		return Step{}, err
@@ -354,6 +379,7 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	case d.Waiting:
 		return Step{Waiting: d.Reason, Cause: d.Cause, RequeueAfter: redisWaitInterval}, nil
 	}
+	x.reloadCertificates(ctx, look.tls, nodes, redis)
 	return Step{RequeueAfter: redisRecheck}, nil
 }
 

@@ -6,6 +6,8 @@ package redisnode
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -81,6 +83,8 @@ func IsBusy(err error) bool {
 // authenticated with a password.
 type Client struct {
 	Password string
+	// TLS, when set, is the client configuration of nodes that serve TLS.
+	TLS *tls.Config
 }
 
 var _ Nodes = Client{}
@@ -95,7 +99,9 @@ func (c Client) do(ctx context.Context, addr, cmd string, args ...any) (any, err
 		redis.DialPassword(c.Password),
 		redis.DialConnectTimeout(DialTimeout),
 		redis.DialReadTimeout(CallTimeout),
-		redis.DialWriteTimeout(CallTimeout))
+		redis.DialWriteTimeout(CallTimeout),
+		redis.DialUseTLS(c.TLS != nil),
+		redis.DialTLSConfig(c.TLS))
 	if err != nil {
 		return nil, err
 	}
@@ -205,3 +211,27 @@ func ParseInfo(text string) Info {
 
 // Addr is the address of a node's Redis port.
 func Addr(ip string, port int) string { return net.JoinHostPort(ip, strconv.Itoa(port)) }
+
+// Served returns the certificate the TLS node at addr presents.
+func (c Client) Served(ctx context.Context, addr string) (*x509.Certificate, error) {
+	if c.TLS == nil {
+		return nil, errors.New("not a TLS client")
+	}
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: DialTimeout}, Config: c.TLS}
+	ctx, cancel := context.WithTimeout(ctx, DialTimeout+CallTimeout)
+	defer cancel()
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	return conn.(*tls.Conn).ConnectionState().PeerCertificates[0], nil
+}
+
+// ReloadTLS has the node read its certificate, key and CA files again:
+// CONFIG SET of their paths, even unchanged, reloads them (Redis 7.0.1
+// and later).
+func (c Client) ReloadTLS(ctx context.Context, addr, certFile, keyFile, caFile string) error {
+	_, err := c.do(ctx, addr, "CONFIG", "SET", "tls-cert-file", certFile, "tls-key-file", keyFile, "tls-ca-cert-file", caFile)
+	return err
+}

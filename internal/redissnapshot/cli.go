@@ -9,6 +9,7 @@ import (
 
 	"github.com/app-operator/app-operator/internal/resources/redisbackup"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
+	"github.com/app-operator/app-operator/internal/tlssecret"
 )
 
 // usage is the command's help.
@@ -30,14 +31,18 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 func runSave(args []string, stdout, stderr io.Writer) int {
 	var (
-		c     snapshotstore.Flags
-		addrs string
-		opts  SaveOptions
+		c          snapshotstore.Flags
+		addrs      string
+		tlsDir     string
+		serverName string
+		opts       SaveOptions
 	)
 	fs := c.FlagSet("redis-snapshot save", stderr)
 	fs.StringVar(&addrs, "addrs", "", "comma-separated addresses of the Redis nodes, HOST:PORT")
 	fs.StringVar(&opts.To, "to", "", "target: s3://BUCKET/PATH or a local path; backups are stored as PATH_<UTC time>_o<offset>.rdb")
 	fs.IntVar(&opts.MaxBackups, "max-backups", 0, "how many backups of the same PATH to keep (0 keeps all)")
+	fs.StringVar(&tlsDir, "tls-dir", "", "folder of tls.crt, tls.key and ca.crt (a mounted TLS Secret): connect with TLS, presenting that certificate")
+	fs.StringVar(&serverName, "tls-server-name", "", "the name the nodes' certificate is checked against; empty: the host of each address")
 	if code, ok := snapshotstore.Parse(fs, args); !ok {
 		return code
 	}
@@ -46,6 +51,13 @@ func runSave(args []string, stdout, stderr io.Writer) int {
 	opts.Credentials = Credentials{Username: os.Getenv(redisbackup.UsernameEnv), Password: os.Getenv(redisbackup.PasswordEnv)}
 	return snapshotstore.Run(c, reporter(stdout, stderr, c), func(ctx context.Context, logger *zap.Logger) (Result, error) {
 		opts.Logger = logger
+		if tlsDir != "" {
+			cfg, err := tlssecret.ClientConfigFromDir(tlsDir, serverName)
+			if err != nil {
+				return Result{}, snapshotstore.Failure(snapshotstore.ReasonInvalidArgument, "--tls-dir: %w", err)
+			}
+			opts.Credentials.TLS = cfg
+		}
 		return Save(ctx, opts)
 	})
 }

@@ -3,6 +3,7 @@ package redissnapshot
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,8 @@ const (
 type Credentials struct {
 	Username string
 	Password string
+	// TLS, when set, is the client configuration of nodes that serve TLS.
+	TLS *tls.Config
 }
 
 // conn is a connection to one node speaking RESP.
@@ -43,6 +46,17 @@ func dial(ctx context.Context, addr string, creds Credentials) (*conn, error) {
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if creds.TLS != nil {
+		tc := tls.Client(c, creds.TLS)
+		hctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		c = tc
 	}
 	cn := &conn{addr: addr, c: c, r: bufio.NewReaderSize(c, 64<<10)}
 	cn.stop = context.AfterFunc(ctx, func() { c.Close() })

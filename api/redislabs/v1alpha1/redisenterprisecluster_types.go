@@ -33,6 +33,7 @@ const (
 // RedisEnterpriseClusterSpec is the desired state: `nodes` Redis servers,
 // one primary and the others its replicas.
 // +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="spec.restore can only be set when the RedisEnterpriseCluster is created"
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls can only be set when the RedisEnterpriseCluster is created: a running cluster's nodes cannot move between plain and TLS connections"
 type RedisEnterpriseClusterSpec struct {
 	// Nodes is the number of Redis servers: one primary, the others its
 	// replicas. Odd, and at least 3, as in Redis Enterprise, so that a
@@ -92,6 +93,30 @@ type RedisEnterpriseClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.restore cannot change"
 	Restore *RestoreSource `json:"restore,omitempty"`
+
+	// TLS makes every node serve TLS alone on its port (a plain
+	// connection is refused) and replicate over TLS, with the certificate
+	// of the Secret it names. It can only be set when the cluster is
+	// created; the Secret's contents may be renewed at any time (the
+	// operator has each node reload them).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.tls cannot change: renew the Secret's contents instead"
+	TLS *TLS `json:"tls,omitempty"`
+}
+
+// TLS is the TLS of a cluster's nodes.
+type TLS struct {
+	// SecretName names a Secret of this namespace with tls.crt, tls.key
+	// and ca.crt, the layout cert-manager writes: the certificate every
+	// node presents, to clients and to the other nodes, valid for
+	// <name>.<namespace>.svc (the primary's Service) and for server and
+	// client authentication; and the CA that signed it, and that a
+	// client's certificate, when it presents one, must come from.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName"`
 }
 
 // PersistentSpec selects the nodes' storage.

@@ -32,6 +32,8 @@ const (
 
 	claimDir = "/backup"
 	tmpDir   = "/tmp"
+	// tlsDir is where, with spec.tls, the nodes' TLS Secret is mounted.
+	tlsDir = "/etc/redis-snapshot/tls"
 	// retries is how many times a Job retries a backup that failed for a
 	// reason that may pass (a node restarting).
 	retries = 2
@@ -130,6 +132,10 @@ type JobInput struct {
 	Nodes []string
 	// Secret and PasswordKey name the cluster's password.
 	Secret, PasswordKey string
+	// TLSSecret, when not empty, names the Secret of the nodes' TLS: the
+	// tool connects with TLS, presents its certificate, and checks the
+	// nodes' against ServerName.
+	TLSSecret, ServerName string
 }
 
 // Job is the Job that takes one backup of the cluster owner: the tool
@@ -152,6 +158,12 @@ func Job(owner resources.Owner, b *redisv1alpha1.Backup, in JobInput) (*batchv1a
 	args = append(args, loc.Args...)
 	mounts := append([]*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName("tmp").WithMountPath(tmpDir)}, loc.Mounts...)
 	volumes := append([]*corev1ac.VolumeApplyConfiguration{corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource())}, loc.Volumes...)
+	if in.TLSSecret != "" {
+		args = append(args, "--tls-dir="+tlsDir, "--tls-server-name="+in.ServerName)
+		mounts = append(mounts, corev1ac.VolumeMount().WithName("tls").WithMountPath(tlsDir).WithReadOnly(true))
+		volumes = append(volumes, corev1ac.Volume().WithName("tls").WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(in.TLSSecret).WithDefaultMode(0o440)))
+	}
 
 	job, _ := resources.ToolJob{
 		Name:        in.Name,

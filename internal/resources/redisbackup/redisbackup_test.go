@@ -17,6 +17,7 @@ func TestJobArgumentsAndMounts(t *testing.T) {
 	tests := []struct {
 		name       string
 		backup     redisv1alpha1.Backup
+		tlsSecret  string
 		wantArgs   []string
 		wantMounts []string
 	}{
@@ -34,11 +35,23 @@ func TestJobArgumentsAndMounts(t *testing.T) {
 			wantArgs:   []string{"save", "--addrs=a:6379,b:6379", "--timeout=600s", "--to=/backup/cache"},
 			wantMounts: []string{"/tmp", "/backup"},
 		},
+		{
+			name:      "nodes that serve TLS",
+			backup:    redisv1alpha1.Backup{BackupStorage: redisv1alpha1.BackupStorage{PersistentVolumeClaim: &redisv1alpha1.ClaimStorage{ClaimName: "backups"}}},
+			tlsSecret: "cache-tls",
+			wantArgs: []string{"save", "--addrs=a:6379,b:6379", "--timeout=600s", "--to=/backup/cache",
+				"--tls-dir=/etc/redis-snapshot/tls", "--tls-server-name=cache.prod.svc"},
+			wantMounts: []string{"/tmp", "/backup", "/etc/redis-snapshot/tls"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			job, err := redisbackup.Job(owner, &tt.backup, redisbackup.JobInput{Name: redisbackup.JobName("cache", at), Scheduled: at,
-				Image: "op:1", Nodes: []string{"a:6379", "b:6379"}, Secret: "cache", PasswordKey: "password"})
+			in := redisbackup.JobInput{Name: redisbackup.JobName("cache", at), Scheduled: at,
+				Image: "op:1", Nodes: []string{"a:6379", "b:6379"}, Secret: "cache", PasswordKey: "password"}
+			if tt.tlsSecret != "" {
+				in.TLSSecret, in.ServerName = tt.tlsSecret, "cache.prod.svc"
+			}
+			job, err := redisbackup.Job(owner, &tt.backup, in)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,6 +29,7 @@ import (
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/redisbackup"
+	"github.com/app-operator/app-operator/internal/tlssecret"
 )
 
 const (
@@ -63,9 +64,12 @@ const (
 	EnvPodName  = "POD_NAME"
 	// envCLIAuth is the password redis-cli reads, for a shell in the pod.
 	envCLIAuth = "REDISCLI_AUTH"
-	// dataVolume and configVolume name the pod's volumes.
+	// dataVolume, configVolume and tlsVolume name the pod's volumes.
 	dataVolume   = "data"
 	configVolume = "config"
+	tlsVolume    = "tls"
+	// TLSDir is where, with spec.tls, its Secret is mounted.
+	TLSDir = "/etc/redis-tls"
 	// noPrimaryHost and noPrimaryPort are where a node that boots with no
 	// primary to follow replicates from: nothing ever answers there, so
 	// the node stays a replica that refuses writes (and refuses to sync
@@ -97,6 +101,10 @@ func (c Children) Objects() []runtime.ApplyConfiguration {
 
 // ConfigMapName is the ConfigMap holding redis.conf and the roles.
 func ConfigMapName(name string) string { return name + "-config" }
+
+// ServiceHost is the name of the primary's Service (named as the
+// cluster) in namespace, which clients reach the primary through.
+func ServiceHost(name, namespace string) string { return name + "." + namespace + ".svc" }
 
 // NodesServiceName is the headless Service that names every node.
 func NodesServiceName(name string) string { return name + "-nodes" }
@@ -182,7 +190,7 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 	}
 	selector := Selector(owner.Name)
 	labels := resources.Labels(selector)
-	conf := Config(res)
+	conf := Config(res, spec.TLS != nil)
 	return Children{
 		Secret:         secret(owner, spec, in, labels),
 		ConfigMap:      configMap(owner, spec, in, conf, labels),
@@ -270,14 +278,29 @@ const maxmemoryShare = 0.75
 
 // Config returns redis.conf: the settings of every node. The roles and
 // the password come at boot from the role file and the arguments.
-func Config(res corev1.ResourceRequirements) string {
+func Config(res corev1.ResourceRequirements, withTLS bool) string {
 	var b strings.Builder
 	b.WriteString(`# Written by app-operator: each node also includes its role file and
 # gets its password from its arguments.
 bind 0.0.0.0
 protected-mode no
-port 6379
-dir /data
+`)
+	if withTLS {
+		fmt.Fprintf(&b, `# TLS alone on the port (a plain connection is refused), to the
+# replicas too; a client that presents a certificate must have one of the
+# CA's. The operator has each node reload the files once they are renewed.
+port 0
+tls-port %d
+tls-cert-file %s/%s
+tls-key-file %s/%s
+tls-ca-cert-file %s/%s
+tls-replication yes
+tls-auth-clients optional
+`, Port, TLSDir, tlssecret.CertKey, TLSDir, tlssecret.KeyKey, TLSDir, tlssecret.CAKey)
+	} else {
+		fmt.Fprintf(&b, "port %d\n", Port)
+	}
+	b.WriteString(`dir /data
 # Every write goes to the append-only file, fsynced before Redis answers:
 # a primary that restarts in place reloads every write it acknowledged.
 appendonly yes
@@ -395,6 +418,7 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 			corev1ac.VolumeMount().WithName(dataVolume).WithMountPath(dataDir),
 			corev1ac.VolumeMount().WithName(configVolume).WithMountPath(configDir).WithReadOnly(true),
 		).
+		WithVolumeMounts(tlsMounts(spec)...).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithAllowPrivilegeEscalation(false).
 			WithRunAsNonRoot(true).
@@ -416,6 +440,16 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(corev1ac.Volume().WithName(configVolume).
 			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
+	if spec.TLS != nil {
+		podSpec.WithVolumes(corev1ac.Volume().WithName(tlsVolume).WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(spec.TLS.SecretName).
+			WithDefaultMode(0o440).
+			WithItems(
+				corev1ac.KeyToPath().WithKey(tlssecret.CertKey).WithPath(tlssecret.CertKey),
+				corev1ac.KeyToPath().WithKey(tlssecret.KeyKey).WithPath(tlssecret.KeyKey),
+				corev1ac.KeyToPath().WithKey(tlssecret.CAKey).WithPath(tlssecret.CAKey),
+			)))
+	}
 	if spec.Restore != nil {
 		restore, volumes := redisbackup.RestoreContainer(spec.Restore, redisbackup.RestoreInput{
 			Image: snapshotImage, Pod: PodName(owner.Name, 0), DataVolume: dataVolume, DataDir: dataDir})
@@ -464,6 +498,14 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 		WithLabels(labels).
 		WithOwnerReferences(owner.Reference()).
 		WithSpec(stsSpec)
+}
+
+// tlsMounts mounts, with spec.tls, its Secret at TLSDir.
+func tlsMounts(spec *redisv1alpha1.RedisEnterpriseClusterSpec) []*corev1ac.VolumeMountApplyConfiguration {
+	if spec.TLS == nil {
+		return nil
+	}
+	return []*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName(tlsVolume).WithMountPath(TLSDir).WithReadOnly(true)}
 }
 
 // nodesService is headless and publishes nodes before they are ready: a
