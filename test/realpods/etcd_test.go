@@ -199,14 +199,24 @@ func etcdEndpoints(ctx context.Context, c client.Client, e *etcdv1beta2.EtcdClus
 	var out []string
 	for _, p := range pods.Items {
 		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			out = append(out, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort)))
+			out = append(out, string(etcdcluster.SchemeOf(&e.Spec))+"://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort)))
 		}
 	}
 	return out
 }
 
+// etcdClient is a client of endpoints; of https endpoints, with the test
+// client's certificate (see testClientTLS).
 func etcdClient(endpoints []string) (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()}
+	if len(endpoints) > 0 && strings.HasPrefix(endpoints[0], "https://") {
+		tlsCfg, err := testClientTLS()
+		if err != nil {
+			return nil, err
+		}
+		cfg.TLS = tlsCfg
+	}
+	return clientv3.New(cfg)
 }
 
 // waitEtcdReady waits until e is Ready with size members, every one
@@ -779,8 +789,8 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // checkMembersServeMetrics reads etcd's own metrics from every member pod
-// of e, at /metrics on its client port (what the members' PodMonitor
-// scrapes): each says it has a leader.
+// of e, at /metrics on its client port, or its plain metrics port with
+// TLS (what the members' PodMonitor scrapes): each says it has a leader.
 func checkMembersServeMetrics(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) {
 	t.Helper()
 	pods := &corev1.PodList{}
@@ -788,7 +798,11 @@ func checkMembersServeMetrics(t *testing.T, c client.Client, e *etcdv1beta2.Etcd
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
-		url := "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort)) + "/metrics"
+		port := etcdcluster.ClientPort
+		if e.Spec.TLSEnabled() {
+			port = etcdcluster.MetricsPort
+		}
+		url := "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port)) + "/metrics"
 		testenv.Eventually(t, 30*time.Second, func() (bool, string) {
 			resp, err := http.Get(url)
 			if err != nil {

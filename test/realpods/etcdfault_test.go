@@ -376,14 +376,21 @@ func checkHashKV(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) {
 // etcdRestarts maps e's member pods to their etcd container's restart count.
 func etcdRestarts(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) map[string]int32 {
 	t.Helper()
+	return containerRestarts(t, c, e.Namespace, etcdcluster.Selector(e.Name), etcdcluster.ContainerName)
+}
+
+// containerRestarts returns the restart count of the container called
+// container of each pod of namespace ns that selector selects.
+func containerRestarts(t *testing.T, c client.Client, ns string, selector map[string]string, container string) map[string]int32 {
+	t.Helper()
 	pods := &corev1.PodList{}
-	if err := c.List(context.Background(), pods, client.InNamespace(e.Namespace), client.MatchingLabels(etcdcluster.Selector(e.Name))); err != nil {
+	if err := c.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]int32{}
 	for _, p := range pods.Items {
 		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name == etcdcluster.ContainerName {
+			if cs.Name == container {
 				out[p.Name] = cs.RestartCount
 			}
 		}
@@ -398,7 +405,7 @@ func clientServiceURL(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster)
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: e.Namespace, Name: etcdcluster.ClientServiceName(e.Name)}, svc); err != nil {
 		t.Fatal(err)
 	}
-	return "http://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(etcdcluster.ClientPort))
+	return string(etcdcluster.SchemeOf(&e.Spec)) + "://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(etcdcluster.ClientPort))
 }
 
 // An EtcdCluster deleted with --cascade=orphan and applied again, as a

@@ -40,6 +40,12 @@ const cellWritePause = 2 * time.Millisecond
 // are small, so the cells fit on the node beside every other test's pods.
 func newRedisCell(t *testing.T, c client.Client, ns, name string, persistent bool, nodes int) *redisCluster {
 	t.Helper()
+	return newRedisCellWith(t, c, ns, name, persistent, nodes, "")
+}
+
+// newRedisCellWith is newRedisCell with further lines of the spec.
+func newRedisCellWith(t *testing.T, c client.Client, ns, name string, persistent bool, nodes int, spec string) *redisCluster {
+	t.Helper()
 	doc := fmt.Sprintf(`apiVersion: app.redislabs.com/v1alpha1
 kind: RedisEnterpriseCluster
 metadata: {name: %s, namespace: %s}
@@ -52,6 +58,7 @@ spec:
 	if persistent {
 		doc += "  persistentSpec: {enabled: true, storageClassName: standard, volumeSize: 1Gi}\n"
 	}
+	doc += spec
 	obj := &redisv1alpha1.RedisEnterpriseCluster{}
 	if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package realpods
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -38,6 +39,8 @@ type redisCluster struct {
 	c        client.Client
 	rec      *redisv1alpha1.RedisEnterpriseCluster
 	password string
+	// tls is the client configuration of a cluster with spec.tls.
+	tls *tls.Config
 }
 
 func (r *redisCluster) refresh() {
@@ -57,13 +60,19 @@ func (r *redisCluster) podIP(name string) string {
 }
 
 func (r *redisCluster) client(ip string) *redis.Client {
-	return redisClient(ip, "", r.password)
+	return redisClientTLS(ip, "", r.password, r.tls)
 }
 
 func redisClient(ip, username, password string) *redis.Client {
+	return redisClientTLS(ip, username, password, nil)
+}
+
+// redisClientTLS is redisClient over TLS when cfg is set.
+func redisClientTLS(ip, username, password string, cfg *tls.Config) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr: net.JoinHostPort(ip, strconv.Itoa(rec.Port)), Username: username, Password: password, Protocol: 2,
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second, MaxRetries: -1, DialerRetries: 1, DisableIdentity: true,
+		TLSConfig: cfg,
 	})
 }
 

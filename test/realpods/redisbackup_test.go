@@ -38,13 +38,21 @@ func startRedisBackupSource(t *testing.T, name string) (client.Client, *redisClu
 
 	bucket := "redis-" + ns
 	mc, _ := objectStoreFor(t, c, ns, bucket)
+	return c, r, mc, redisS3Storage(t, c, ns, bucket)
+}
+
+// redisS3Storage is the S3 storage of bucket in the object store, with a
+// Secret of its credentials in namespace ns in the Redis Enterprise
+// database's layout.
+func redisS3Storage(t *testing.T, c client.Client, ns, bucket string) redisv1alpha1.S3Storage {
+	t.Helper()
 	store, _ := testCluster.ObjectStore()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redis-backup-credentials"},
 		StringData: map[string]string{redisv1alpha1.AWSAccessKeyIDKey: store.AccessKey, redisv1alpha1.AWSSecretAccessKeyKey: store.SecretKey}}
 	if err := c.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
-	return c, r, mc, redisv1alpha1.S3Storage{AWSSecretName: secret.Name, BucketName: bucket, Subdir: "redis/prod", Endpoint: store.Endpoint, ForcePathStyle: true}
+	return redisv1alpha1.S3Storage{AWSSecretName: secret.Name, BucketName: bucket, Subdir: "redis/prod", Endpoint: store.Endpoint, ForcePathStyle: true}
 }
 
 // setBackup sets the cluster's spec.backup.

@@ -1,0 +1,151 @@
+package realpods
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"net/http"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// etcdTLSSecrets writes, in namespace ns, the Secrets of a cluster called
+// name with spec.TLS, in the layout cert-manager writes, each certificate
+// newly issued by testCA (a renewal, when they exist), and returns the
+// serials of the server and peer certificates.
+func etcdTLSSecrets(t *testing.T, c client.Client, ns, name string) (server, peer *big.Int) {
+	t.Helper()
+	members := "*." + name + "." + ns + ".svc"
+	serials := map[string]*big.Int{}
+	for secret, hosts := range map[string][]string{
+		name + "-server":   {members, etcdcluster.ClientServerName(name, ns), etcdcluster.ClientServiceName(name)},
+		name + "-peer":     {members},
+		name + "-operator": nil,
+	} {
+		serials[secret] = writeTLSSecret(t, c, ns, secret, hosts...)
+	}
+	return serials[name+"-server"], serials[name+"-peer"]
+}
+
+// An EtcdCluster with spec.TLS, its Secrets written as cert-manager
+// writes them: it reaches Ready (the members join over TLS, the operator
+// reaches them with its own certificate); a client without a certificate,
+// or without TLS, can neither read nor change the membership; etcd's
+// metrics stay readable on the plain metrics port; and when every Secret
+// is renewed while clients write and read the whole time, every member
+// serves the new certificates on both ports without a restart, the status
+// stays Ready, and the history is linearizable with every acknowledged
+// write kept.
+func TestEtcdClusterWithTLSRefusesClientsWithoutACertificateAndRenewsWithoutLosingAWrite(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx := context.Background()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	const name = "secure"
+	etcdTLSSecrets(t, c, ns, name)
+	e := &etcdv1beta2.EtcdCluster{}
+	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
+	e.Name = name
+	e.Spec.Version = etcdVersion
+	e.Spec.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{
+		Member:         &etcdv1beta2.MemberSecret{PeerSecret: name + "-peer", ServerSecret: name + "-server"},
+		OperatorSecret: name + "-operator",
+	}}
+	start := time.Now()
+	if err := c.Create(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	waitEtcdReady(t, c, e, 3, etcdVersion, 5*time.Minute)
+	t.Logf("Ready with TLS %s after creation", time.Since(start).Round(100*time.Millisecond))
+	checkMembersServeMetrics(t, c, e)
+
+	endpoints := etcdEndpoints(ctx, c, e)
+	// Without a certificate, and without TLS: refused before any call.
+	noCert, err := testClientTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCert = noCert.Clone()
+	noCert.Certificates = nil
+	plain := make([]string, len(endpoints))
+	for i, ep := range endpoints {
+		plain[i] = "http://" + ep[len("https://"):]
+	}
+	for what, cfg := range map[string]clientv3.Config{
+		"a TLS client without a certificate": {Endpoints: endpoints, TLS: noCert},
+		"a plain client":                     {Endpoints: plain},
+	} {
+		cfg.DialTimeout, cfg.Logger = 2*time.Second, zap.NewNop()
+		cli, err := clientv3.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		list, listErr := cli.MemberList(rctx)
+		_, addErr := cli.MemberAddAsLearner(rctx, []string{"https://intruder." + name + "." + ns + ".svc:2380"})
+		_, putErr := cli.Put(rctx, "intruder", "x")
+		cancel()
+		cli.Close()
+		if listErr == nil || addErr == nil || putErr == nil {
+			t.Errorf("%s: member list %v (%v), member add %v, put %v: want every call refused", what, list, listErr, addErr, putErr)
+		}
+	}
+	if resp, err := http.Get(plain[0] + "/health"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("GET %s/health over plain HTTP: %s, want a refusal", plain[0], resp.Status)
+		}
+	}
+
+	h := startEtcdHistory(t, clientServiceURL(t, c, e), 2)
+	leader := watchLeader(t, c, e)
+	time.Sleep(2 * time.Second)
+
+	// Every Secret renewed at once, as cert-manager renews certificates
+	// of the same issuer.
+	renewed := time.Now()
+	server, peer := etcdTLSSecrets(t, c, ns, name)
+	pods := etcdPodUIDs(t, c, e)
+	restarts := etcdRestarts(t, c, e)
+	testenv.EventuallyInNamespace(t, c, ns, 5*time.Minute, func() (bool, string) {
+		list := &corev1.PodList{}
+		if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(etcdcluster.Selector(name))); err != nil {
+			return false, err.Error()
+		}
+		var waiting []string
+		for _, p := range list.Items {
+			for port, want := range map[int]*big.Int{etcdcluster.ClientPort: server, etcdcluster.PeerPort: peer} {
+				got, err := servedSerial(p.Status.PodIP, port)
+				if err != nil || got.Cmp(want) != 0 {
+					waiting = append(waiting, fmt.Sprintf("%s:%d serves %v (%v)", p.Name, port, got, err))
+				}
+			}
+		}
+		return len(waiting) == 0, fmt.Sprint(waiting)
+	})
+	toRenewed := time.Since(renewed)
+	waitEtcdReady(t, c, e, 3, etcdVersion, 2*time.Minute)
+	time.Sleep(3 * time.Second)
+	leaderless := leader.Stop()
+	h.check(t, etcdClientOf(t, c, e))
+	checkHashKV(t, c, e)
+	checkMembersKept(t, c, e, "the certificates were renewed", etcdMemberIDs(e), pods, etcdClaimUIDs(t, c, e))
+	if got := etcdRestarts(t, c, e); fmt.Sprint(got) != fmt.Sprint(restarts) {
+		t.Errorf("container restarts %v after the renewal, want %v: none needed", got, restarts)
+	}
+	recordCell(faultCell{kind: "etcd", fault: "TLS: every certificate renewed while clients write",
+		acked: h.acknowledged(), lost: h.lost, unavailable: leaderless, toReady: toRenewed})
+	t.Logf("renewed: every member served the new certificates %s after the Secrets changed; %d writes acknowledged, %d lost, %s without a leader; client errors: %s",
+		toRenewed.Round(100*time.Millisecond), h.acknowledged(), h.lost, leaderless.Round(100*time.Millisecond), h.failureSummary())
+}

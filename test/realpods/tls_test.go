@@ -1,0 +1,106 @@
+package realpods
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"math/big"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/app-operator/app-operator/internal/testcerts"
+)
+
+// testCA signs the certificates of every TLS cluster of the tests, and of
+// their clients.
+var testCA = sync.OnceValues(func() (*testcerts.CA, error) { return testcerts.NewCA("realpods-ca") })
+
+// testClientTLS is the TLS configuration of the tests' clients of TLS
+// clusters: a client certificate of testCA. The members are reached by IP,
+// which their certificates do not name, so only the chain is checked here
+// (the operator checks the client Service's name as well).
+var testClientTLS = sync.OnceValues(func() (*tls.Config, error) {
+	ca, err := testCA()
+	if err != nil {
+		return nil, err
+	}
+	pair, err := ca.Issue("realpods-client")
+	if err != nil {
+		return nil, err
+	}
+	return chainOnlyTLS(pair)
+})
+
+// chainOnlyTLS presents pair's certificate and accepts a server whose
+// certificate pair's CA signed, whatever the name it was reached by.
+func chainOnlyTLS(pair testcerts.Pair) (*tls.Config, error) {
+	cert, err := tls.X509KeyPair(pair.Cert, pair.Key)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pair.CA)
+	return &tls.Config{
+		Certificates:       []tls.Certificate{cert},
+		InsecureSkipVerify: true, // the chain is checked below, the name is not
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return errors.New("no server certificate")
+			}
+			leaf, err := x509.ParseCertificate(raw[0])
+			if err != nil {
+				return err
+			}
+			_, err = leaf.Verify(x509.VerifyOptions{Roots: pool})
+			return err
+		},
+	}, nil
+}
+
+// writeTLSSecret writes the Secret name in namespace ns, in the layout
+// cert-manager writes, with a certificate newly issued by testCA for
+// hosts (a renewal, when it exists), and returns its serial.
+func writeTLSSecret(t *testing.T, c client.Client, ns, name string, hosts ...string) *big.Int {
+	t.Helper()
+	ca, err := testCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := ca.Issue(name, hosts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if _, err := controllerutil.CreateOrUpdate(context.Background(), c, s, func() error {
+		s.Type, s.Data = corev1.SecretTypeOpaque, pair.Data()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return pair.Serial
+}
+
+// servedSerial is the serial of the certificate the pod at ip presents
+// on port, to a client of the test's certificate.
+func servedSerial(ip string, port int) (*big.Int, error) {
+	cfg, err := testClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	d := &net.Dialer{Timeout: 3 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", net.JoinHostPort(ip, strconv.Itoa(port)), cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber, nil
+}
