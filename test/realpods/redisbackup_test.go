@@ -27,13 +27,7 @@ import (
 // Redis Enterprise database's layout.
 func startRedisBackupSource(t *testing.T, name string) (client.Client, *redisCluster, *minio.Client, redisv1alpha1.S3Storage) {
 	t.Helper()
-	needCluster(t)
-	t.Parallel()
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	opts := cellOperatorOptions(ns)
-	opts.SnapshotImage = operatorImage(t)
-	testenv.StartOperator(t, testCluster.Config(), opts)
+	c, ns := startBackupOperator(t)
 	r := newRedisCell(t, c, ns, name, false, 3)
 
 	bucket := "redis-" + ns
@@ -53,6 +47,21 @@ func redisS3Storage(t *testing.T, c client.Client, ns, bucket string) redisv1alp
 		t.Fatal(err)
 	}
 	return redisv1alpha1.S3Storage{AWSSecretName: secret.Name, BucketName: bucket, Subdir: "redis/prod", Endpoint: store.Endpoint, ForcePathStyle: true}
+}
+
+// startBackupOperator starts, in a namespace of its own, an operator
+// whose backups run the snapshot tools of the operator's image, and
+// returns the namespace.
+func startBackupOperator(t *testing.T) (client.Client, string) {
+	t.Helper()
+	needCluster(t)
+	t.Parallel()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	opts := cellOperatorOptions(ns)
+	opts.SnapshotImage = operatorImage(t)
+	testenv.StartOperator(t, testCluster.Config(), opts)
+	return c, ns
 }
 
 // setBackup sets the cluster's spec.backup.

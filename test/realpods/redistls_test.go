@@ -20,13 +20,7 @@ import (
 // without a restart, and no acknowledged write is lost; a backup then
 // reads the dataset over TLS.
 func TestRedisEnterpriseClusterWithTLSRefusesPlainClientsAndReloadsARenewedCertificate(t *testing.T) {
-	needCluster(t)
-	t.Parallel()
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	opts := cellOperatorOptions(ns)
-	opts.SnapshotImage = operatorImage(t)
-	testenv.StartOperator(t, testCluster.Config(), opts)
+	c, ns := startBackupOperator(t)
 	const name = "secure"
 	writeTLSSecret(t, c, ns, name+"-tls", rec.ServiceHost(name, ns))
 	r := newRedisCellWith(t, c, ns, name, false, 3, fmt.Sprintf("  tls: {secretName: %s-tls}\n", name))
