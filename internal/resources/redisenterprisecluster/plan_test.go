@@ -386,7 +386,9 @@ func TestPlan(t *testing.T) {
 // FuzzPlan plans the next step for clusters whose nodes are filled from
 // the fuzz input, and checks the rules no step may break: a step acts on
 // a node that answers; a promotion or a handover never goes to a node
-// behind another that answers, and a failover happens only when every
+// behind another that answers (a handover from a cordoned node goes to a
+// replica in sync on a node that is not, behind no other such), and a
+// failover happens only when every
 // other node answers, from a primary that says it is a replica or has been
 // down for the window with no replica streaming from it; the recorded
 // primary is never deleted or repointed; a primary, once recorded, stays
@@ -430,6 +432,7 @@ func FuzzPlan(f *testing.F) {
 				RoleLabel: []string{"", redisv1alpha1.RolePrimary, redisv1alpha1.RoleReplica}[c%3],
 				Offset:    int64(o),
 				Keys:      int64(k),
+				Cordoned:  flags&(4<<i) != 0,
 			}
 			if f := int(c/3) % 6; f < len(names) && !n.Primary {
 				n.Follows = names[f]
@@ -464,9 +467,26 @@ func FuzzPlan(f *testing.F) {
 				t.Fatalf("%s points %s at %s: %+v", d.Action, name, d.Primary, byName[name])
 			}
 		}
+		// A handover from a cordoned node goes to a replica in sync with
+		// the primary on a node that is not cordoned, the one furthest
+		// along of those.
+		drainTarget := func(n Node) bool {
+			return n.Name != recorded && !n.Cordoned && n.Pod == PodReady && n.Answered && !n.Primary && n.Follows == recorded && InSync(n)
+		}
+		drain := d.Action == Handover && byName[recorded].Cordoned
+		if drain && !drainTarget(byName[d.Target]) {
+			t.Fatalf("handed the primary %s of a cordoned node over to %+v", recorded, byName[d.Target])
+		}
 		switch d.Action {
 		case Promote, Failover, Handover:
 			for _, n := range nodes {
+				if drain && drainTarget(n) && n.Offset > byName[d.Target].Offset {
+					t.Fatalf("handed the primary %s of a cordoned node over to %s (offset %d), but %s is further along (offset %d)",
+						recorded, d.Target, byName[d.Target].Offset, n.Name, n.Offset)
+				}
+				if drain {
+					continue
+				}
 				if n.Name != recorded && n.Answered && n.Pod != PodMissing && n.Pod != PodTerminating && (d.Action != Handover || n.Current) &&
 					n.Offset > byName[d.Target].Offset {
 					t.Fatalf("%s to %s (offset %d), but %s is further along (offset %d)", d.Action, d.Target, byName[d.Target].Offset, n.Name, n.Offset)
