@@ -173,9 +173,9 @@ type Observation struct {
 // coming) is handed over to the replica furthest along of those in sync on
 // a node that is not, without waiting for a replica that is away (its pod
 // evicted, or stranded where its volume is): only one that answers while
-// behind holds the handover back. A primary beyond the nodes wanted (a scale-in below its
-// ordinal) is handed over, once every node is in sync, to a node that
-// stays. A primary that answers BUSY runs a script past Redis's busy
+// behind holds the handover back. A primary beyond the nodes wanted (a
+// scale-in below its ordinal) is handed over, once every node is in sync,
+// to a node that stays. A primary that answers BUSY runs a script past Redis's busy
 // threshold: within the window, the step is SCRIPT KILL (a read-only
 // script dies, and the primary is back; one that wrote cannot be killed,
 // and the failover follows). With SafetyOnly, only a failover or a fence
