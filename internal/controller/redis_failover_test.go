@@ -415,6 +415,39 @@ func TestRedisRollingUpdateHandsThePrimaryOverBeforeItsPodGoes(t *testing.T) {
 	}
 }
 
+// nodes makes the Kubernetes nodes of the fixture's pods and returns a
+// function that cordons node i.
+func (f *redisFixture) nodes() (cordon func(i int)) {
+	f.t.Helper()
+	ctx := context.Background()
+	nodes := make([]*corev1.Node, 3)
+	for i := range nodes {
+		nodes[i] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeOf(f.obj.Namespace, i)}}
+		create(f.t, nodes[i])
+		f.t.Cleanup(func() { _ = k8s.Delete(ctx, nodes[i]) })
+	}
+	return func(i int) {
+		f.t.Helper()
+		get(f.t, nodes[i])
+		nodes[i].Spec.Unschedulable = true
+		if err := k8s.Update(ctx, nodes[i]); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// settle says, as no StatefulSet controller runs here, that the
+// StatefulSet's controller has seen its spec.
+func (f *redisFixture) settle() {
+	f.t.Helper()
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: "r"}}
+	get(f.t, sts)
+	sts.Status.ObservedGeneration = sts.Generation
+	if err := k8s.Status().Update(context.Background(), sts); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // A drain begins with a cordon: the primary on the cordoned node is handed
 // over to a synced replica on a node that is not, and its pod labelled a
 // replica, which lets its disruption budget give it up; a replica's node
@@ -423,29 +456,9 @@ func TestRedisPrimaryOnACordonedNodeIsHandedOverToAReplicaOnANodeThatIsNot(t *te
 	primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 100,
 		ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 0}}}
 	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true)})
-	ctx := context.Background()
-	nodes := make([]*corev1.Node, 3)
-	for i := range nodes {
-		nodes[i] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeOf(f.obj.Namespace, i)}}
-		create(t, nodes[i])
-		t.Cleanup(func() { _ = k8s.Delete(ctx, nodes[i]) })
-	}
-	cordon := func(i int) {
-		t.Helper()
-		get(t, nodes[i])
-		nodes[i].Spec.Unschedulable = true
-		if err := k8s.Update(ctx, nodes[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cordon := f.nodes()
 	f.mustPass()
-	// No StatefulSet controller runs here: say it has seen the spec.
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: "r"}}
-	get(t, sts)
-	sts.Status.ObservedGeneration = sts.Generation
-	if err := k8s.Status().Update(ctx, sts); err != nil {
-		t.Fatal(err)
-	}
+	f.settle()
 	cordon(1)
 	f.mustPass()
 	if len(f.redis.Calls) != 0 || f.obj.Status.Primary != "r-0" || f.obj.Status.State != redisv1alpha1.StateRunning {
@@ -460,6 +473,52 @@ func TestRedisPrimaryOnACordonedNodeIsHandedOverToAReplicaOnANodeThatIsNot(t *te
 	}
 	if f.obj.Status.Primary != "r-2" || f.roleLabel(0) != redisv1alpha1.RoleReplica || f.roleLabel(2) != redisv1alpha1.RolePrimary {
 		t.Errorf("primary %s, labels r-0 %s, r-2 %s; want r-2, replica, primary", f.obj.Status.Primary, f.roleLabel(0), f.roleLabel(2))
+	}
+}
+
+// A drain evicts the replica beside the primary on the cordoned node while
+// the primary is handed over: the new primary is promoted and the old one
+// follows it, but the evicted replica, stopping, refuses to be pointed at
+// it. The status keeps the new primary (the step's error is reported), and
+// once the evicted replica's pod is gone, the next pass finds the new
+// primary healthy and fails nothing over: no wait for the replica that
+// cannot come back, with the old primary recorded as one that says it is a
+// replica.
+func TestRedisHandoverKeepsTheNewPrimaryRecordedWhenAReplicaEvictedMeanwhileCannotBeRepointed(t *testing.T) {
+	primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 100,
+		ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 0}}}
+	evicted := replicaOf(r0Host, 100, true)
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: evicted, 2: replicaOf(r0Host, 100, true)})
+	cordon := f.nodes()
+	f.mustPass()
+	f.settle()
+	cordon(1)
+	cordon(0)
+	evicted.FailFollow = true
+	if err := f.pass(); err == nil {
+		t.Fatal("the pass succeeded, though the evicted replica refused to follow the new primary")
+	}
+	if got := f.redis.CallsMatching("promote"); !slices.Equal(got, []string{"promote " + nodeAddr(2)}) {
+		t.Fatalf("calls %v, want r-2 promoted", f.redis.Calls)
+	}
+	if f.obj.Status.Primary != "r-2" || f.roleLabel(0) != redisv1alpha1.RoleReplica || f.roleLabel(2) != redisv1alpha1.RolePrimary {
+		t.Errorf("after the step's error: primary %s, labels r-0 %s, r-2 %s; want r-2 (promoted, r-0 following it), replica, primary",
+			f.obj.Status.Primary, f.roleLabel(0), f.roleLabel(2))
+	}
+
+	// The eviction ends: the replica's Redis is gone, and so is its pod
+	// (no StatefulSet controller runs here to make it again).
+	f.redis.Nodes[nodeAddr(1)].Silent = true
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: rec.PodName("r", 1)}}
+	if err := k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		f.mustPass()
+	}
+	if f.obj.Status.Primary != "r-2" || len(f.redis.CallsMatching("promote")) != 1 || f.readyReason() == redisv1alpha1.ReasonNodeSilent {
+		t.Errorf("with r-1 gone: primary %s, Ready reason %s, calls %v; want r-2 kept, no failover waiting for r-1, one promotion",
+			f.obj.Status.Primary, f.readyReason(), f.redis.Calls)
 	}
 }
 

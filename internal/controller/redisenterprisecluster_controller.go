@@ -356,12 +356,17 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		if err := x.claim(ctx, o, cmp.Or(d.Primary, previous), "Taking the step: "+d.Reason); err != nil {
 			return Step{}, fmt.Errorf("claim the step %s %s: %w", d.Action, d.Target, err)
 		}
-		if err := x.take(ctx, o, previous, d, nodes, redis); err != nil {
+		if made, err := x.take(ctx, o, previous, d, nodes, redis); err != nil {
 			err = fmt.Errorf("%s %s: %w", d.Action, d.Target, err)
-			if previous != o.Status.Primary {
+			if previous != o.Status.Primary && !made {
 				// The status must not name a primary the step did not
 				// make; a node made a primary before the error is found
-				// by the next pass's look.
+				// by the next pass's look. One the step did make stays
+				// recorded: its old primary follows it now, and the
+				// labels and replicas the error left behind are the next
+				// pass's steps. Recorded back, the old primary would be
+				// a primary that says it is a replica, for a failover
+				// that waits for every node to answer.
 				if undo := x.claim(ctx, o, previous, "The step failed: "+err.Error()); undo != nil {
 					err = errors.Join(err, fmt.Errorf("restore the recorded primary %s: %w", previous, undo))
 				}
@@ -534,8 +539,10 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 }
 
 // take performs the planned step. recorded is the primary before it (the
-// status already names the one the step claimed).
-func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, recorded string, d rec.Decision, nodes []redisNode, redis redisnode.Nodes) error {
+// status already names the one the step claimed). made reports, with an
+// error, that the step had already made d.Primary the primary (and, for a
+// handover, the old primary its replica) when the error came.
+func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, recorded string, d rec.Decision, nodes []redisNode, redis redisnode.Nodes) (made bool, err error) {
 	node := func(name string) *redisNode {
 		for i := range nodes {
 			if nodes[i].plan.Name == name {
@@ -556,64 +563,66 @@ func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	}
 	switch d.Action {
 	case rec.None, rec.Record:
-		return nil
+		return false, nil
 	case rec.Promote:
 		if !node(d.Target).plan.Primary {
 			if err := redis.Promote(ctx, node(d.Target).addr()); err != nil {
-				return err
+				return false, err
 			}
 		}
 		// A replica not repointed now is at the next pass.
-		return repoint()
+		return true, repoint()
 	case rec.Failover:
 		if err := x.fence(ctx, node(d.Fence), d.Target, host, redis); err != nil {
-			return fmt.Errorf("fence the old primary %s: %w", d.Fence, err)
+			return false, fmt.Errorf("fence the old primary %s: %w", d.Fence, err)
 		}
 		if err := redis.Promote(ctx, node(d.Target).addr()); err != nil {
-			return err
+			return false, err
 		}
 		if err := x.label(ctx, node(d.Target), redisv1alpha1.RolePrimary); err != nil {
-			return err
+			return true, err
 		}
-		return repoint()
+		return true, repoint()
 	case rec.Repoint:
-		return repoint()
+		return false, repoint()
 	case rec.KillScript:
 		err := redis.KillScript(ctx, node(d.Target).addr())
 		if errors.Is(err, redisnode.ErrUnkillable) {
 			// Not an error of the step: the primary stays down, and the
 			// failover follows once the window has passed.
 			ctrl.LoggerFrom(ctx).Info("The busy primary's script cannot be killed: it wrote", "node", d.Target)
-			return nil
+			return false, nil
 		}
-		return err
+		return false, err
 	case rec.Label:
 		for name, role := range d.Labels {
 			if err := x.label(ctx, node(name), role); err != nil {
-				return err
+				return false, err
 			}
 		}
-		return nil
+		return false, nil
 	case rec.DeletePod:
 		pod := node(d.Target).pod
-		return client.IgnoreNotFound(x.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
+		return false, client.IgnoreNotFound(x.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
 	case rec.ReplaceVolume:
 		n := node(d.Target)
-		return deleteStranded(ctx, x.client, o.Namespace, n.stranded.Name, string(n.stranded.UID), n.pod.Name, string(n.pod.UID))
+		return false, deleteStranded(ctx, x.client, o.Namespace, n.stranded.Name, string(n.stranded.UID), n.pod.Name, string(n.pod.UID))
 	case rec.Handover:
 		if err := handover(ctx, redis, node(recorded).addr(), node(d.Target).addr(), host); err != nil {
-			return err
+			return false, err
 		}
 		// The Services follow the primary at once.
 		if err := x.label(ctx, node(recorded), redisv1alpha1.RoleReplica); err != nil {
-			return err
+			return true, err
 		}
 		if err := x.label(ctx, node(d.Target), redisv1alpha1.RolePrimary); err != nil {
-			return err
+			return true, err
 		}
-		return repoint()
+		// A replica that cannot be pointed at the new primary now (its
+		// pod evicted meanwhile, as a drain does) is at a later pass.
+		return true, repoint()
 	}
-	return fmt.Errorf("unknown step %q", d.Action)
+	return false, fmt.Errorf("unknown step %q", d.Action)
 }
 
 // fence makes sure the failed primary old takes no write before another

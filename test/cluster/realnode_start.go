@@ -125,8 +125,11 @@ func (n *realNode) recordHost() error {
 			n.rec.Sysctls[s] = strings.TrimSpace(string(v))
 		}
 	}
-	dirs := make([]string, 0, 2+2*len(n.agents))
-	dirs = append(dirs, realNodeState, n.dir)
+	// Its own logs folder too: the object store, started before the
+	// registry that made it, logs there; with several nodes, no node's
+	// folder is the real node's.
+	dirs := make([]string, 0, 3+2*len(n.agents))
+	dirs = append(dirs, realNodeState, n.dir, filepath.Join(n.dir, "logs"))
 	for _, a := range n.agents {
 		dirs = append(dirs, a.state, filepath.Join(a.dir, "logs"))
 	}

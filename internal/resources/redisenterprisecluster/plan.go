@@ -170,10 +170,12 @@ type Observation struct {
 // then roll the pods that run an old template, replicas first, each only
 // while every node is healthy, and the primary last after a handover to a
 // synced replica. A primary whose Kubernetes node is cordoned (a drain is
-// coming) is handed over, once every node is in sync, to a replica on a
-// node that is not. A primary beyond the nodes wanted (a scale-in below its
-// ordinal) is handed over, once every node is in sync, to a node that
-// stays. A primary that answers BUSY runs a script past Redis's busy
+// coming) is handed over to the replica furthest along of those in sync on
+// a node that is not, without waiting for a replica that is away (its pod
+// evicted, or stranded where its volume is): only one that answers while
+// behind holds the handover back. A primary beyond the nodes wanted (a
+// scale-in below its ordinal) is handed over, once every node is in sync,
+// to a node that stays. A primary that answers BUSY runs a script past Redis's busy
 // threshold: within the window, the step is SCRIPT KILL (a read-only
 // script dies, and the primary is back; one that wrote cannot be killed,
 // and the failover follows). With SafetyOnly, only a failover or a fence
@@ -269,16 +271,7 @@ func plan(in Observation) Decision {
 		d.State = redisv1alpha1.StateRunningRollingUpdate
 	}
 	if len(unsynced) > 0 {
-		d = waiting(d, fmt.Sprintf("waiting for %v to be ready and in sync with the primary %s", unsynced, recorded))
-		switch {
-		case len(behind) > 0 && len(unsynced) == len(nodes)-1:
-			d.Cause = redisv1alpha1.ReasonNoReplicaInSync
-			d.Reason = fmt.Sprintf("no replica is in sync with the primary %s (%v behind): a write that waits for a replica is not acknowledged", recorded, behind)
-		case len(behind) > 0:
-			d.Cause = redisv1alpha1.ReasonReplicaBehind
-			d.Reason = fmt.Sprintf("%v not in sync with the primary %s, which takes writes through the others", behind, recorded)
-		}
-		return d
+		return notInSync(d, primary, nodes, answering, unsynced, behind)
 	}
 	var handedOver bool
 	if d, handedOver = handover(d, in.Want, i, primary, nodes, answering); handedOver {
@@ -307,13 +300,36 @@ func plan(in Observation) Decision {
 	return d
 }
 
+// notInSync is the step while the replicas unsynced are not all ready and
+// in sync with the healthy primary, those of behind answering from a ready
+// pod: wait for them, saying which are behind, unless a drain has begun
+// on the primary's node and none is behind. Then a replica away (its pod
+// evicted, or unable to come back where its volume is) does not hold the
+// handover back.
+func notInSync(d Decision, primary Node, nodes, answering []Node, unsynced, behind []string) Decision {
+	if len(behind) == 0 && primary.Cordoned {
+		if h, ok := handoverFromCordoned(d, primary, nodes, answering); ok {
+			return h
+		}
+	}
+	d = waiting(d, fmt.Sprintf("waiting for %v to be ready and in sync with the primary %s", unsynced, primary.Name))
+	switch {
+	case len(behind) > 0 && len(unsynced) == len(nodes)-1:
+		d.Cause = redisv1alpha1.ReasonNoReplicaInSync
+		d.Reason = fmt.Sprintf("no replica is in sync with the primary %s (%v behind): a write that waits for a replica is not acknowledged", primary.Name, behind)
+	case len(behind) > 0:
+		d.Cause = redisv1alpha1.ReasonReplicaBehind
+		d.Reason = fmt.Sprintf("%v not in sync with the primary %s, which takes writes through the others", behind, primary.Name)
+	}
+	return d
+}
+
 // handover hands a healthy primary over, every node in sync, when it must
 // go: scaled in below its ordinal i (the StatefulSet keeps its pod until
 // it is handed over to the node furthest along of those that stay), or on
-// a cordoned Kubernetes node, as a drain begins (to the replica furthest
-// along on a node that is not; the primary's disruption budget holds its
-// eviction until its pod is labelled a replica). When every replica's node
-// is cordoned too, the primary stays, and d says why.
+// a cordoned Kubernetes node, as a drain begins (see handoverFromCordoned;
+// the primary's disruption budget holds its eviction until its pod is
+// labelled a replica).
 func handover(d Decision, want, i int, primary Node, nodes, answering []Node) (Decision, bool) {
 	var target Node
 	switch {
@@ -323,17 +339,32 @@ func handover(d Decision, want, i int, primary Node, nodes, answering []Node) (D
 		d.Repoint = others(stay, target.Name)
 		d.Reason = fmt.Sprintf("handed the primary over from %s to %s: %s is beyond the %d nodes wanted", primary.Name, target.Name, primary.Name, want)
 	case primary.Cordoned:
-		var ok bool
-		if target, ok = best(slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool { return n.Name == primary.Name || n.Cordoned })); !ok {
-			d.Reason = fmt.Sprintf("the node of the primary %s is cordoned, and so is every replica's: the primary stays, its disruption budget holding its eviction", primary.Name)
-			return d, false
-		}
-		d.Repoint = others(answering, primary.Name, target.Name)
-		d.Reason = fmt.Sprintf("handed the primary over from %s to %s: the node of %s is cordoned", primary.Name, target.Name, primary.Name)
+		return handoverFromCordoned(d, primary, nodes, answering)
 	default:
 		return d, false
 	}
 	d.Action, d.Target, d.Primary = Handover, target.Name, target.Name
+	return d, true
+}
+
+// handoverFromCordoned hands the primary of a cordoned Kubernetes node over
+// to the replica furthest along of those in sync with it on a node that is
+// not cordoned. Writes pause on the primary until the target has caught up
+// with it, so the target holds every write the primary acknowledged
+// whatever the other replicas hold; the others, away or not, follow the
+// new primary once they answer. When no replica in sync is on a node that
+// is not cordoned, the primary stays, and d says why.
+func handoverFromCordoned(d Decision, primary Node, nodes, answering []Node) (Decision, bool) {
+	target, ok := best(slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool {
+		return n.Name == primary.Name || n.Cordoned || n.Pod != PodReady || !n.Answered || n.Primary || n.Follows != primary.Name || !InSync(n)
+	}))
+	if !ok {
+		d.Reason = fmt.Sprintf("the node of the primary %s is cordoned, and no replica in sync with it is on a node that is not: the primary stays, its disruption budget holding its eviction", primary.Name)
+		return d, false
+	}
+	d.Action, d.Target, d.Primary = Handover, target.Name, target.Name
+	d.Repoint = others(answering, primary.Name, target.Name)
+	d.Reason = fmt.Sprintf("handed the primary over from %s to %s: the node of %s is cordoned", primary.Name, target.Name, primary.Name)
 	return d, true
 }
 

@@ -266,6 +266,56 @@ func TestPlan(t *testing.T) {
 			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonReplicaBehind, State: redisv1alpha1.StateInitializing},
 		},
 		{
+			name:     "should hand the primary of a cordoned node over to a replica in sync on a node that is not while the replica evicted beside it is gone",
+			recorded: p0,
+			nodes:    []Node{cordoned(primaryNode(p0, 100)), {Name: p1, Pod: PodMissing}, replicaNode(p2, p0, 100)},
+			want:     Decision{Action: Handover, Target: p2, Primary: p2, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should hand the primary of a cordoned node over to a replica in sync on a node that is not while the replica evicted beside it terminates",
+			recorded: p0,
+			nodes:    []Node{cordoned(primaryNode(p0, 100)), cordoned(with(replicaNode(p1, p0, 100), func(n *Node) { n.Pod = PodTerminating })), replicaNode(p2, p0, 100)},
+			want:     Decision{Action: Handover, Target: p2, Primary: p2, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should give a replica stranded on the cordoned node of the primary a new volume before the handover",
+			recorded: p0,
+			nodes: []Node{cordoned(primaryNode(p0, 100)), {Name: p1, Pod: PodNotReady, RoleLabel: redisv1alpha1.RoleReplica, Stranded: "its volume is local to node n0, which is cordoned"},
+				replicaNode(p2, p0, 100)},
+			want: Decision{Action: ReplaceVolume, Target: p1, Primary: p0, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should hand the primary of a cordoned node over to a replica in sync on a node that is not while another replica's new pod waits for its volume",
+			recorded: p0,
+			nodes:    []Node{cordoned(primaryNode(p0, 100)), {Name: p1, Pod: PodNotReady, Current: true, RoleLabel: redisv1alpha1.RoleReplica}, replicaNode(p2, p0, 100)},
+			want:     Decision{Action: Handover, Target: p2, Primary: p2, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should hand the primary of a cordoned node over to a replica in sync, and point at it a replica that answers while its pod is not ready yet",
+			recorded: p0,
+			nodes:    []Node{cordoned(primaryNode(p0, 100)), with(orphanNode(p1, p0, 0), func(n *Node) { n.Pod = PodNotReady }), replicaNode(p2, p0, 100)},
+			want:     Decision{Action: Handover, Target: p2, Primary: p2, Repoint: []string{p1}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should not hand the primary of a cordoned node over to a replica the primary has had no acknowledgement from while another is away",
+			recorded: p0,
+			nodes:    []Node{cordoned(primaryNode(p0, 100)), {Name: p1, Pod: PodMissing}, with(replicaNode(p2, p0, 100), func(n *Node) { n.Acked = false })},
+			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonNoReplicaInSync, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should not hand the primary of a cordoned node over to a replica whose link is down while another is away",
+			recorded: p0,
+			nodes: []Node{cordoned(primaryNode(p0, 100)), {Name: p1, Pod: PodMissing},
+				with(replicaNode(p2, p0, 100), func(n *Node) { n.Pod = PodNotReady; n.LinkUp, n.Streaming = false, false })},
+			want: Decision{Primary: p0, Waiting: true, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should keep the primary of a cordoned node while the only replica in sync is on a cordoned node too and the other is away",
+			recorded: p0,
+			nodes:    []Node{cordoned(primaryNode(p0, 100)), {Name: p1, Pod: PodMissing}, cordoned(replicaNode(p2, p0, 100))},
+			want:     Decision{Primary: p0, Waiting: true, State: redisv1alpha1.StateInitializing},
+		},
+		{
 			name:     "should keep the primary of a cordoned node when every replica's node is cordoned too",
 			recorded: p0,
 			nodes:    []Node{cordoned(primaryNode(p0, 100)), cordoned(replicaNode(p1, p0, 100)), cordoned(replicaNode(p2, p0, 100))},
@@ -336,7 +386,9 @@ func TestPlan(t *testing.T) {
 // FuzzPlan plans the next step for clusters whose nodes are filled from
 // the fuzz input, and checks the rules no step may break: a step acts on
 // a node that answers; a promotion or a handover never goes to a node
-// behind another that answers, and a failover happens only when every
+// behind another that answers (a handover from a cordoned node goes to a
+// replica in sync on a node that is not, behind no other such), and a
+// failover happens only when every
 // other node answers, from a primary that says it is a replica or has been
 // down for the window with no replica streaming from it; the recorded
 // primary is never deleted or repointed; a primary, once recorded, stays
@@ -380,6 +432,7 @@ func FuzzPlan(f *testing.F) {
 				RoleLabel: []string{"", redisv1alpha1.RolePrimary, redisv1alpha1.RoleReplica}[c%3],
 				Offset:    int64(o),
 				Keys:      int64(k),
+				Cordoned:  flags&(4<<i) != 0,
 			}
 			if f := int(c/3) % 6; f < len(names) && !n.Primary {
 				n.Follows = names[f]
@@ -414,9 +467,26 @@ func FuzzPlan(f *testing.F) {
 				t.Fatalf("%s points %s at %s: %+v", d.Action, name, d.Primary, byName[name])
 			}
 		}
+		// A handover from a cordoned node goes to a replica in sync with
+		// the primary on a node that is not cordoned, the one furthest
+		// along of those.
+		drainTarget := func(n Node) bool {
+			return n.Name != recorded && !n.Cordoned && n.Pod == PodReady && n.Answered && !n.Primary && n.Follows == recorded && InSync(n)
+		}
+		drain := d.Action == Handover && byName[recorded].Cordoned
+		if drain && !drainTarget(byName[d.Target]) {
+			t.Fatalf("handed the primary %s of a cordoned node over to %+v", recorded, byName[d.Target])
+		}
 		switch d.Action {
 		case Promote, Failover, Handover:
 			for _, n := range nodes {
+				if drain && drainTarget(n) && n.Offset > byName[d.Target].Offset {
+					t.Fatalf("handed the primary %s of a cordoned node over to %s (offset %d), but %s is further along (offset %d)",
+						recorded, d.Target, byName[d.Target].Offset, n.Name, n.Offset)
+				}
+				if drain {
+					continue
+				}
 				if n.Name != recorded && n.Answered && n.Pod != PodMissing && n.Pod != PodTerminating && (d.Action != Handover || n.Current) &&
 					n.Offset > byName[d.Target].Offset {
 					t.Fatalf("%s to %s (offset %d), but %s is further along (offset %d)", d.Action, d.Target, byName[d.Target].Offset, n.Name, n.Offset)
