@@ -141,13 +141,19 @@ verify: manifests generate bundle lint ## Fail when generated files (CRDs, RBAC,
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts bundle catalog)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts bundle catalog; exit 1; }
 	go vet ./...
 
+# The tests of node faults `make test` runs on three real nodes: each node
+# drained in turn, for both data services (a few minutes with the nodes'
+# start). `make test-nodes` runs every one (about a quarter of an hour).
+TEST_NODES_RUN ?= ^TestNodes(Etcd|Redis)Drain
+
 .PHONY: test
-test: controlplane realnode olm $(HELM) $(PROMTOOL) $(WEED) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM), the alerts' promtool tests.
+test: controlplane realnode olm $(HELM) $(PROMTOOL) $(WEED) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM) and drains on three, the alerts' promtool tests.
 	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
 	@# file too, printed at the end: go test shows a passing package's output
 	@# only with -v.
 	@summary=$$(mktemp); status=0; \
 	HELM=$(HELM) PROMTOOL=$(PROMTOOL) WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./... || status=$$?; \
+	APP_OPERATOR_NODES=3 WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -run '$(TEST_NODES_RUN)' ./test/realpods || status=$$?; \
 	cat $$summary; rm -f $$summary; exit $$status
 
 .PHONY: test-nodes
