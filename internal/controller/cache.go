@@ -43,7 +43,9 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		// Only the Jobs of the EtcdBackups.
 		&batchv1.Job{}: managed,
 		// Only the Secrets the operator labels: a RedisEnterpriseCluster's
-		// credentials. The operator never reads any other Secret.
+		// credentials, the certificates it issues. The TLS Secrets a
+		// user names are read without the cache, at each pass of their
+		// cluster.
 		&corev1.Secret{}:         managed,
 		&corev1.Service{}:        managed,
 		&corev1.ServiceAccount{}: managed,

@@ -122,7 +122,7 @@ func (b *backupOps) look(ctx context.Context, c clients, o *etcdv1beta2.EtcdBack
 			}
 			look.clientTLS = o.Spec.ClientTLSSecret
 			if look.clientTLS == "" && cluster.Spec.TLSEnabled() {
-				look.clientTLS = cluster.Spec.TLS.Static.OperatorSecret
+				_, _, look.clientTLS = cluster.Spec.TLSSecrets(cluster.Name)
 			}
 		}
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/etcd"
+	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 	"github.com/app-operator/app-operator/internal/tlssecret"
 )
@@ -64,29 +66,48 @@ func (d *etcdTLSDialers) forgetLocked(key client.ObjectKey) {
 	}
 }
 
-// tlsDialer reads the Secrets spec.TLS names and returns the dialer of
-// the operator's certificate. A Secret that cannot serve is a
-// *status.Failure naming the field.
+// tlsDialer reads the Secrets spec.TLS names (issuing them first when it
+// names none) and returns the dialer of the operator's certificate. A
+// Secret that cannot serve is a *status.Failure naming the field.
 func (e *etcdOps) tlsDialer(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd.Dialer, error) {
-	static := o.Spec.TLS.Static
-	for _, s := range []struct{ field, name string }{
-		{"spec.TLS.static.member.serverSecret", static.Member.ServerSecret},
-		{"spec.TLS.static.member.peerSecret", static.Member.PeerSecret},
-	} {
-		if _, err := readTLSSecret(ctx, e.api, o.Namespace, s.field, s.name); err != nil {
+	peer, server, operator := o.Spec.TLSSecrets(o.Name)
+	peerField, serverField, field := "spec.TLS.static.member.peerSecret", "spec.TLS.static.member.serverSecret", "spec.TLS.static.operatorSecret"
+	if o.Spec.TLS.Static == nil {
+		const issued = "spec.TLS"
+		peerField, serverField, field = issued, issued, issued
+		peerHosts, serverHosts := etcdcluster.IssuedHosts(o.Name, o.Namespace)
+		if err := issueTLS(ctx, e.client, e.api, resources.OwnerOf(o, etcdv1beta2.GroupVersion.WithKind("EtcdCluster")),
+			resources.Labels(etcdcluster.Selector(o.Name)), etcdv1beta2.TLSCASecret(o.Name), []issuedCert{
+				{secret: peer, cn: o.Name + "-peer", hosts: peerHosts},
+				{secret: server, cn: o.Name + "-server", hosts: serverHosts},
+				{secret: operator, cn: "app-operator"},
+			}, e.now()); err != nil {
 			return nil, err
 		}
 	}
-	const field = "spec.TLS.static.operatorSecret"
-	secret, err := readTLSSecret(ctx, e.api, o.Namespace, field, static.OperatorSecret)
+	if _, err := readTLSSecret(ctx, e.api, o.Namespace, serverField, server); err != nil {
+		return nil, err
+	}
+	if _, err := readTLSSecret(ctx, e.api, o.Namespace, peerField, peer); err != nil {
+		return nil, err
+	}
+	secret, err := readTLSSecret(ctx, e.api, o.Namespace, field, operator)
 	if err != nil {
 		return nil, err
 	}
 	return e.dialers.dialer(client.ObjectKeyFromObject(o), secret, func() (*tls.Config, error) {
 		cfg, err := tlssecret.ClientConfigOf(secret.Data, etcdcluster.ClientServerName(o.Name, o.Namespace))
 		if err != nil {
-			return nil, tlsSecretInvalid(field, static.OperatorSecret, err)
+			return nil, tlsSecretInvalid(field, operator, err)
 		}
 		return cfg, nil
 	})
+}
+
+// now is the time of a pass: the clock's, when the kind has one.
+func (e *etcdOps) now() time.Time {
+	if e.clock == nil {
+		return time.Now()
+	}
+	return e.clock.Now()
 }

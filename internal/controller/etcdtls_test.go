@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,7 @@ import (
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/etcd"
-	"github.com/app-operator/app-operator/internal/testcerts"
+	"github.com/app-operator/app-operator/internal/pki"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -66,12 +67,12 @@ func TestEtcdClusterWithTLSWaitsForItsSecretsAndSaysWhichCannotServe(t *testing.
 		}
 		return err == nil
 	}
-	ca, err := testcerts.NewCA("etcd-ca")
+	ca, err := pki.NewCA("etcd-ca", time.Now(), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair := func(cn string) testcerts.Pair {
-		p, err := ca.Issue(cn, "*.t."+ns+".svc", "t-client."+ns+".svc")
+	pair := func(cn string) pki.Pair {
+		p, err := ca.Issue(cn, []string{"*.t." + ns + ".svc", "t-client." + ns + ".svc"}, time.Now(), 24*time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +151,7 @@ func TestEtcdClusterTLSAdmission(t *testing.T) {
 		{"no operator Secret", func(p *etcdv1beta2.TLSPolicy) { p.Static.OperatorSecret = "" }, "spec.TLS.static.operatorSecret"},
 		{"no peer Secret", func(p *etcdv1beta2.TLSPolicy) { p.Static.Member.PeerSecret = "" }, "spec.TLS.static.member.peerSecret"},
 		{"no member Secrets", func(p *etcdv1beta2.TLSPolicy) { p.Static.Member = nil }, "spec.TLS.static.member"},
-		{"no static", func(p *etcdv1beta2.TLSPolicy) { p.Static = nil }, "spec.TLS.static"},
+		{"no static: the operator issues the certificates", func(p *etcdv1beta2.TLSPolicy) { p.Static = nil }, ""},
 		{"a Secret name with a capital", func(p *etcdv1beta2.TLSPolicy) { p.Static.Member.ServerSecret = "Server" }, "spec.TLS.static.member.serverSecret"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -99,7 +99,7 @@ func (b *redisBackups) step(ctx context.Context, c client.Client, o *redisv1alph
 	}
 	in := redisbackup.JobInput{Name: name, Scheduled: now, Image: b.image, Nodes: nodes, Secret: o.Name, PasswordKey: rec.SecretPassword}
 	if o.Spec.TLS != nil {
-		in.TLSSecret, in.ServerName = o.Spec.TLS.SecretName, rec.ServiceHost(o.Name, o.Namespace)
+		in.TLSSecret, in.ServerName = rec.TLSSecretName(o.Name, o.Spec.TLS), rec.ServiceHost(o.Name, o.Namespace)
 	}
 	ac, err := redisbackup.Job(resources.OwnerOf(o, gvk), o.Spec.Backup, in)
 	if err != nil {

@@ -134,7 +134,7 @@ func (x *redisConnector) kind() kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			}
 			look := redisLook{secret: s}
 			if o.Spec.TLS != nil {
-				look.tls, err = x.with(c).lookTLS(ctx, o)
+				look.tls, err = x.with(c).lookTLS(ctx, o, gvk)
 				if f, ok := errors.AsType[*status.Failure](err); ok {
 					look.tlsFailure = f
 					return look, nil

@@ -6,9 +6,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/resources"
 	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/internal/tlssecret"
 )
@@ -25,20 +27,28 @@ type redisTLS struct {
 
 // lookTLS reads the Secret spec.tls names. A Secret that cannot serve is a
 // *status.Failure naming the field.
-func (x *redisConnector) lookTLS(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster) (*redisTLS, error) {
-	s, err := readTLSSecret(ctx, x.apiReader, o.Namespace, redisTLSField, o.Spec.TLS.SecretName)
+func (x *redisConnector) lookTLS(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, gvk schema.GroupVersionKind) (*redisTLS, error) {
+	field, name := redisTLSField, rec.TLSSecretName(o.Name, o.Spec.TLS)
+	if o.Spec.TLS.SecretName == "" {
+		field = "spec.tls"
+		if err := issueTLS(ctx, x.client, x.apiReader, resources.OwnerOf(o, gvk), resources.Labels(rec.Selector(o.Name)),
+			rec.TLSCASecretName(o.Name), []issuedCert{{secret: name, cn: o.Name, hosts: rec.TLSHosts(o.Name, o.Namespace)}}, x.clock.Now()); err != nil {
+			return nil, err
+		}
+	}
+	s, err := readTLSSecret(ctx, x.apiReader, o.Namespace, field, name)
 	if err != nil {
 		return nil, err
 	}
 	leaf, err := tlssecret.Leaf(s.Data)
 	if err != nil {
-		return nil, tlsSecretInvalid(redisTLSField, s.Name, err)
+		return nil, tlsSecretInvalid(field, s.Name, err)
 	}
 	// The nodes are reached by IP; their certificate must name the
 	// primary's Service, which clients reach them through.
 	cfg, err := tlssecret.ClientConfigOf(s.Data, rec.ServiceHost(o.Name, o.Namespace))
 	if err != nil {
-		return nil, tlsSecretInvalid(redisTLSField, s.Name, err)
+		return nil, tlsSecretInvalid(field, s.Name, err)
 	}
 	return &redisTLS{leaf: leaf, client: cfg}, nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/app-operator/app-operator/api/conditions"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/controller"
-	"github.com/app-operator/app-operator/internal/testcerts"
+	"github.com/app-operator/app-operator/internal/pki"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -58,11 +58,11 @@ func TestRedisEnterpriseClusterWithTLSWaitsForItsSecretAndSaysWhyItCannotServe(t
 	}
 	expect(t, pass(t), "spec.tls.secretName: Secret r-tls: not found")
 
-	ca, err := testcerts.NewCA("redis-ca")
+	ca, err := pki.NewCA("redis-ca", time.Now(), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair, err := ca.Issue("r", "r."+ns+".svc")
+	pair, err := ca.Issue("r", []string{"r." + ns + ".svc"}, time.Now(), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,8 @@ func TestRedisEnterpriseClusterWithTLSWaitsForItsSecretAndSaysWhyItCannotServe(t
 	}
 }
 
-// spec.tls names its Secret, and is set only when the cluster is created.
+// spec.tls names its Secret, or none (the operator issues it), and is set
+// only when the cluster is created.
 func TestRedisEnterpriseClusterTLSAdmission(t *testing.T) {
 	ctx := context.Background()
 	ns := testenv.NewNamespace(t, k8s)
@@ -105,7 +106,7 @@ func TestRedisEnterpriseClusterTLSAdmission(t *testing.T) {
 	}
 	for _, tt := range []struct{ secret, wantErr string }{
 		{"r-tls", ""},
-		{"", "spec.tls.secretName"},
+		{"", ""},
 		{"R_TLS", "spec.tls.secretName"},
 	} {
 		t.Run("secret "+tt.secret, func(t *testing.T) {

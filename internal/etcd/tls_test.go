@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/app-operator/app-operator/internal/etcd"
-	"github.com/app-operator/app-operator/internal/testcerts"
+	"github.com/app-operator/app-operator/internal/pki"
 	"github.com/app-operator/app-operator/internal/tlssecret"
 )
 
@@ -23,15 +23,15 @@ import (
 // expects another name are all refused before any call.
 func TestGatewayWithTLSAnswersOnlyClientsWithACertificate(t *testing.T) {
 	const serverName = "example-client.ns.svc"
-	ca, err := testcerts.NewCA("etcd-ca")
+	ca, err := pki.NewCA("etcd-ca", time.Now(), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, err := ca.Issue("example", serverName, "127.0.0.1")
+	server, err := ca.Issue("example", []string{serverName, "127.0.0.1"}, time.Now(), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	operator, err := ca.Issue("app-operator")
+	operator, err := ca.Issue("app-operator", nil, time.Now(), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +69,11 @@ func TestGatewayWithTLSAnswersOnlyClientsWithACertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	other, err := testcerts.NewCA("other-ca")
+	other, err := pki.NewCA("other-ca", time.Now(), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := other.Issue("stranger")
+	stranger, err := other.Issue("stranger", nil, time.Now(), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,12 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/app-operator/app-operator/internal/testcerts"
+	"github.com/app-operator/app-operator/internal/pki"
 )
 
 // testCA signs the certificates of every TLS cluster of the tests, and of
 // their clients.
-var testCA = sync.OnceValues(func() (*testcerts.CA, error) { return testcerts.NewCA("realpods-ca") })
+var testCA = sync.OnceValues(func() (*pki.CA, error) { return pki.NewCA("realpods-ca", time.Now(), 24*time.Hour) })
 
 // testClientTLS is the TLS configuration of the tests' clients of TLS
 // clusters: a client certificate of testCA. The members are reached by IP,
@@ -33,7 +33,7 @@ var testClientTLS = sync.OnceValues(func() (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	pair, err := ca.Issue("realpods-client")
+	pair, err := ca.Issue("realpods-client", nil, time.Now(), 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ var testClientTLS = sync.OnceValues(func() (*tls.Config, error) {
 
 // chainOnlyTLS presents pair's certificate and accepts a server whose
 // certificate pair's CA signed, whatever the name it was reached by.
-func chainOnlyTLS(pair testcerts.Pair) (*tls.Config, error) {
+func chainOnlyTLS(pair pki.Pair) (*tls.Config, error) {
 	cert, err := tls.X509KeyPair(pair.Cert, pair.Key)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func writeTLSSecret(t *testing.T, c client.Client, ns, name string, hosts ...str
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair, err := ca.Issue(name, hosts...)
+	pair, err := ca.Issue(name, hosts, time.Now(), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +96,11 @@ func servedSerial(ip string, port int) (*big.Int, error) {
 	if err != nil {
 		return nil, err
 	}
+	return servedSerialWith(cfg, ip, port)
+}
+
+// servedSerialWith is servedSerial to a client of cfg.
+func servedSerialWith(cfg *tls.Config, ip string, port int) (*big.Int, error) {
 	d := &net.Dialer{Timeout: 3 * time.Second}
 	conn, err := tls.DialWithDialer(d, "tcp", net.JoinHostPort(ip, strconv.Itoa(port)), cfg)
 	if err != nil {

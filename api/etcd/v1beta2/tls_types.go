@@ -4,9 +4,13 @@ package v1beta2
 // it: spec.TLS.static names the Secrets the certificates come from.
 type TLSPolicy struct {
 	// Static names Secrets the user provides (a cert-manager Certificate
-	// writes them); each holds tls.crt, tls.key and ca.crt.
-	// +required
-	Static *StaticTLS `json:"static"`
+	// writes them); each holds tls.crt, tls.key and ca.crt. Left out
+	// (TLS: {}), the operator issues the three certificates into the
+	// Secrets <name>-peer-tls, <name>-server-tls and <name>-operator-tls,
+	// from a CA of the cluster's own (Secret <name>-tls-ca), and issues
+	// each anew a month before it expires.
+	// +optional
+	Static *StaticTLS `json:"static,omitempty"`
 }
 
 // StaticTLS names the Secrets of the members and of the operator.
@@ -48,7 +52,19 @@ type MemberSecret struct {
 	ServerSecret string `json:"serverSecret"`
 }
 
-// TLSEnabled reports whether the members talk TLS (spec.TLS.static).
-func (s *EtcdClusterSpec) TLSEnabled() bool {
-	return s.TLS != nil && s.TLS.Static != nil && s.TLS.Static.Member != nil
+// TLSEnabled reports whether the members talk TLS (spec.TLS).
+func (s *EtcdClusterSpec) TLSEnabled() bool { return s.TLS != nil }
+
+// TLSSecrets are the Secrets of the members' peer and server
+// certificates and of the operator's client certificate, of the cluster
+// called name: spec.TLS.static's, or those the operator issues.
+func (s *EtcdClusterSpec) TLSSecrets(name string) (peer, server, operator string) {
+	if s.TLS != nil && s.TLS.Static != nil && s.TLS.Static.Member != nil {
+		return s.TLS.Static.Member.PeerSecret, s.TLS.Static.Member.ServerSecret, s.TLS.Static.OperatorSecret
+	}
+	return name + "-peer-tls", name + "-server-tls", name + "-operator-tls"
 }
+
+// TLSCASecret is the Secret of the CA the operator issues the
+// certificates from when spec.TLS names no Secret.
+func TLSCASecret(name string) string { return name + "-tls-ca" }

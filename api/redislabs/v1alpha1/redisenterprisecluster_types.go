@@ -111,12 +111,14 @@ type TLS struct {
 	// node presents, to clients and to the other nodes, valid for
 	// <name>.<namespace>.svc (the primary's Service) and for server and
 	// client authentication; and the CA that signed it, and that a
-	// client's certificate, when it presents one, must come from.
-	// +required
-	// +kubebuilder:validation:MinLength=1
+	// client's certificate, when it presents one, must come from. Left
+	// out, the operator issues that certificate into the Secret
+	// <name>-tls, from a CA of the cluster's own (Secret <name>-tls-ca),
+	// and issues it anew a month before it expires.
+	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
-	SecretName string `json:"secretName"`
+	SecretName string `json:"secretName,omitempty"`
 }
 
 // PersistentSpec selects the nodes' storage.

@@ -271,6 +271,15 @@ func ClientURL(s Scheme, cluster, namespace, member string) string {
 	return fmt.Sprintf("%s://%s.%s.%s.svc:%d", s, member, cluster, namespace, ClientPort)
 }
 
+// IssuedHosts are the names of the certificates the operator issues for
+// the members of cluster in namespace, when spec.TLS names no Secret: for
+// the peer certificate, every member's; for the server certificate, every
+// member's and the client Service's.
+func IssuedHosts(cluster, namespace string) (peer, server []string) {
+	members := "*." + cluster + "." + namespace + ".svc"
+	return []string{members}, []string{members, ClientServerName(cluster, namespace), ClientServiceName(cluster), "localhost"}
+}
+
 // ClientServerName is the name the operator checks a member's server
 // certificate against: the client Service's, which every member's
 // certificate names, since clients reach the members through it.
@@ -478,10 +487,8 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(corev1ac.Volume().WithName(configVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
 	if spec.TLSEnabled() {
-		podSpec.WithVolumes(
-			tlsVolume(serverTLSVolume, spec.TLS.Static.Member.ServerSecret),
-			tlsVolume(peerTLSVolume, spec.TLS.Static.Member.PeerSecret),
-		)
+		peer, server, _ := spec.TLSSecrets(owner.Name)
+		podSpec.WithVolumes(tlsVolume(serverTLSVolume, server), tlsVolume(peerTLSVolume, peer))
 	}
 	if restore != nil {
 		init, volumes := restoreContainer(owner, SchemeOf(spec), restore)

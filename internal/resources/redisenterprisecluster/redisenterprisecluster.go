@@ -106,6 +106,27 @@ func ConfigMapName(name string) string { return name + "-config" }
 // cluster) in namespace, which clients reach the primary through.
 func ServiceHost(name, namespace string) string { return name + "." + namespace + ".svc" }
 
+// TLSSecretName is the Secret of the nodes' certificate: spec.tls's, or
+// the one the operator issues.
+func TLSSecretName(name string, t *redisv1alpha1.TLS) string {
+	if t.SecretName != "" {
+		return t.SecretName
+	}
+	return name + "-tls"
+}
+
+// TLSCASecretName is the Secret of the CA the operator issues the nodes'
+// certificate from, when spec.tls names no Secret.
+func TLSCASecretName(name string) string { return name + "-tls-ca" }
+
+// TLSHosts are the names the certificate the operator issues is valid
+// for: the Services', short and within the namespace, and every node's.
+func TLSHosts(name, namespace string) []string {
+	svc := namespace + ".svc"
+	return []string{ServiceHost(name, namespace), UIServiceName(name) + "." + svc, name, UIServiceName(name),
+		"*." + NodesServiceName(name) + "." + svc, "*." + NodesServiceName(name)}
+}
+
 // NodesServiceName is the headless Service that names every node.
 func NodesServiceName(name string) string { return name + "-nodes" }
 
@@ -442,7 +463,7 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
 	if spec.TLS != nil {
 		podSpec.WithVolumes(corev1ac.Volume().WithName(tlsVolume).WithSecret(corev1ac.SecretVolumeSource().
-			WithSecretName(spec.TLS.SecretName).
+			WithSecretName(TLSSecretName(owner.Name, spec.TLS)).
 			WithDefaultMode(0o440).
 			WithItems(
 				corev1ac.KeyToPath().WithKey(tlssecret.CertKey).WithPath(tlssecret.CertKey),

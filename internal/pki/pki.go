@@ -1,0 +1,175 @@
+// Package pki issues certificates: a CA, and certificates it signs in the
+// layout cert-manager writes to a Secret (tls.crt, tls.key, ca.crt). The
+// operator issues with it the certificates of a data service whose TLS
+// names no Secret; the tests, those a user's cert-manager would write.
+package pki
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/app-operator/app-operator/internal/tlssecret"
+)
+
+// CA is a certificate authority.
+type CA struct {
+	cert *x509.Certificate
+	key  crypto.Signer
+	// PEM and KeyPEM are the CA's certificate and key.
+	PEM, KeyPEM []byte
+}
+
+// Pair is a certificate, its key and the CA that signed it, in PEM.
+type Pair struct {
+	Cert, Key, CA []byte
+	// Serial is the certificate's serial number.
+	Serial *big.Int
+}
+
+// Data is the pair as a Secret's data, in cert-manager's layout.
+func (p Pair) Data() map[string][]byte {
+	return map[string][]byte{tlssecret.CertKey: p.Cert, tlssecret.KeyKey: p.Key, tlssecret.CAKey: p.CA}
+}
+
+// NewCA returns a new CA called name, valid from an hour before now for
+// validity.
+func NewCA(name string, now time.Time, validity time.Duration) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(validity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return LoadCA(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+}
+
+// LoadCA is the CA of a certificate and its key, in PEM.
+func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
+	pair, err := tlsKeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	if !pair.cert.IsCA {
+		return nil, errors.New("not a CA certificate")
+	}
+	return &CA{cert: pair.cert, key: pair.key, PEM: certPEM, KeyPEM: keyPEM}, nil
+}
+
+// Issue returns a certificate of common name cn, valid for hosts (DNS
+// names or IP addresses), for server and client authentication, from an
+// hour before now for validity.
+func (ca *CA) Issue(cn string, hosts []string, now time.Time, validity time.Duration) (Pair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Pair{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return Pair{}, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return Pair{}, err
+	}
+	return Pair{
+		Cert:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		Key:    pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		CA:     ca.PEM,
+		Serial: tmpl.SerialNumber,
+	}, nil
+}
+
+// Current reports whether data, a TLS Secret's, holds a certificate with
+// its key that ca signed, of common name cn, for exactly hosts, with ca's
+// certificate as ca.crt, and valid at least until now+margin: whether it
+// may stay as it is rather than be issued anew.
+func (ca *CA) Current(data map[string][]byte, cn string, hosts []string, now time.Time, margin time.Duration) bool {
+	pair, err := tlsKeyPair(data[tlssecret.CertKey], data[tlssecret.KeyKey])
+	if err != nil || !bytes.Equal(data[tlssecret.CAKey], ca.PEM) {
+		return false
+	}
+	c := pair.cert
+	if c.Subject.CommonName != cn || c.CheckSignatureFrom(ca.cert) != nil || now.Add(margin).After(c.NotAfter) {
+		return false
+	}
+	var got []string
+	got = append(got, c.DNSNames...)
+	for _, ip := range c.IPAddresses {
+		got = append(got, ip.String())
+	}
+	return slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(hosts)))
+}
+
+type keyPair struct {
+	cert *x509.Certificate
+	key  crypto.Signer
+}
+
+func tlsKeyPair(certPEM, keyPEM []byte) (keyPair, error) {
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return keyPair{}, errors.New("no PEM certificate or key")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return keyPair{}, err
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return keyPair{}, err
+	}
+	if !key.PublicKey.Equal(cert.PublicKey) {
+		return keyPair{}, errors.New("the key is not the certificate's")
+	}
+	return keyPair{cert: cert, key: key}, nil
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
