@@ -250,11 +250,13 @@ func FuzzBuild(f *testing.F) {
 			if err := yaml.UnmarshalStrict([]byte(c.ConfigMap.Data[ConfigKey(m.Name)]), &cfg); err != nil {
 				t.Fatalf("member %s: %v", m.Name, err)
 			}
-			want := InitialCluster(HTTP, e.Name, "ns", members)
+			scheme := SchemeOf(&e.Spec)
+			want := InitialCluster(scheme, e.Name, "ns", members)
 			if m.ClaimUID != "" {
-				want = m.Name + "=" + PeerURL(HTTP, e.Name, "ns", m.Name)
+				want = m.Name + "=" + PeerURL(scheme, e.Name, "ns", m.Name)
 			}
-			if cfg.Name != m.Name || cfg.InitialCluster != want || cfg.InitialAdvertisePeerURLs != PeerURL(HTTP, e.Name, "ns", m.Name) {
+			if cfg.Name != m.Name || cfg.InitialCluster != want || cfg.InitialAdvertisePeerURLs != PeerURL(scheme, e.Name, "ns", m.Name) ||
+				(cfg.ClientTransportSecurity != nil) != e.Spec.TLSEnabled() || (cfg.PeerTransportSecurity != nil) != e.Spec.TLSEnabled() {
 				t.Fatalf("member %+v of %+v: start-up file %+v", m, members, cfg)
 			}
 			if (cfg.InitialClusterState == ClusterStateNew) != newCluster {
