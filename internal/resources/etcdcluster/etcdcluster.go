@@ -488,7 +488,7 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 		WithVolumes(corev1ac.Volume().WithName(configVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
 	if spec.TLSEnabled() {
 		peer, server, _ := spec.TLSSecrets(owner.Name)
-		podSpec.WithVolumes(tlsVolume(serverTLSVolume, server), tlsVolume(peerTLSVolume, peer))
+		podSpec.WithVolumes(resources.TLSVolume(serverTLSVolume, server), resources.TLSVolume(peerTLSVolume, peer))
 	}
 	if restore != nil {
 		init, volumes := restoreContainer(owner, SchemeOf(spec), restore)
@@ -550,8 +550,8 @@ func healthPortName(spec *etcdv1beta2.EtcdClusterSpec) string {
 	return clientPortName
 }
 
-// withTLS mounts the member's server and peer Secrets (tlsVolume) into
-// container and opens its metrics port. A Secret's files follow its
+// withTLS mounts the member's server and peer Secrets (resources.TLSVolume)
+// into container and opens its metrics port. A Secret's files follow its
 // renewals: the kubelet updates the mounted files, and etcd reads them on
 // each new connection.
 func withTLS(container *corev1ac.ContainerApplyConfiguration) {
@@ -561,19 +561,6 @@ func withTLS(container *corev1ac.ContainerApplyConfiguration) {
 			corev1ac.VolumeMount().WithName(serverTLSVolume).WithMountPath(ServerTLSDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(peerTLSVolume).WithMountPath(PeerTLSDir).WithReadOnly(true),
 		)
-}
-
-// tlsVolume is the volume of a TLS Secret: its three keys, readable by
-// the member's group only.
-func tlsVolume(name, secret string) *corev1ac.VolumeApplyConfiguration {
-	return corev1ac.Volume().WithName(name).WithSecret(corev1ac.SecretVolumeSource().
-		WithSecretName(secret).
-		WithDefaultMode(0o440).
-		WithItems(
-			corev1ac.KeyToPath().WithKey(tlssecret.CertKey).WithPath(tlssecret.CertKey),
-			corev1ac.KeyToPath().WithKey(tlssecret.KeyKey).WithPath(tlssecret.KeyKey),
-			corev1ac.KeyToPath().WithKey(tlssecret.CAKey).WithPath(tlssecret.CAKey),
-		))
 }
 
 // peerService is headless and publishes not-ready pods: a member resolves

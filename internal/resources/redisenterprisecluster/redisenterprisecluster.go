@@ -462,14 +462,7 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 		WithVolumes(corev1ac.Volume().WithName(configVolume).
 			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
 	if spec.TLS != nil {
-		podSpec.WithVolumes(corev1ac.Volume().WithName(tlsVolume).WithSecret(corev1ac.SecretVolumeSource().
-			WithSecretName(TLSSecretName(owner.Name, spec.TLS)).
-			WithDefaultMode(0o440).
-			WithItems(
-				corev1ac.KeyToPath().WithKey(tlssecret.CertKey).WithPath(tlssecret.CertKey),
-				corev1ac.KeyToPath().WithKey(tlssecret.KeyKey).WithPath(tlssecret.KeyKey),
-				corev1ac.KeyToPath().WithKey(tlssecret.CAKey).WithPath(tlssecret.CAKey),
-			)))
+		podSpec.WithVolumes(resources.TLSVolume(tlsVolume, TLSSecretName(owner.Name, spec.TLS)))
 	}
 	if spec.Restore != nil {
 		restore, volumes := redisbackup.RestoreContainer(spec.Restore, redisbackup.RestoreInput{
