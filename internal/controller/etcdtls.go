@@ -33,13 +33,13 @@ func (e *etcdOps) tlsDialer(ctx context.Context, o *etcdv1beta2.EtcdCluster) (et
 			return nil, err
 		}
 	}
-	if _, err := readTLSSecret(ctx, e.api, o.Namespace, serverField, server); err != nil {
+	if _, err := readTLSSecret(ctx, e.client, e.api, o.Namespace, serverField, server); err != nil {
 		return nil, err
 	}
-	if _, err := readTLSSecret(ctx, e.api, o.Namespace, peerField, peer); err != nil {
+	if _, err := readTLSSecret(ctx, e.client, e.api, o.Namespace, peerField, peer); err != nil {
 		return nil, err
 	}
-	secret, err := readTLSSecret(ctx, e.api, o.Namespace, field, operator)
+	secret, err := readTLSSecret(ctx, e.client, e.api, o.Namespace, field, operator)
 	if err != nil {
 		return nil, err
 	}

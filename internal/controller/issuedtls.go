@@ -45,8 +45,7 @@ func issueTLS(ctx context.Context, c client.Client, api client.Reader, owner res
 		return err
 	}
 	for _, want := range certs {
-		s := &corev1.Secret{}
-		err := api.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: want.secret}, s)
+		s, err := readSecret(ctx, c, api, client.ObjectKey{Namespace: owner.Namespace, Name: want.secret})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("get Secret %s: %w", want.secret, err)
 		}
@@ -74,8 +73,8 @@ func issueTLS(ctx context.Context, c client.Client, api client.Reader, owner res
 
 // issuedCA returns the CA of Secret name, made the first time.
 func issuedCA(ctx context.Context, c client.Client, api client.Reader, owner resources.Owner, labels map[string]string, name string, now time.Time) (*pki.CA, error) {
-	s := &corev1.Secret{}
-	switch err := api.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: name}, s); {
+	s, err := readSecret(ctx, c, api, client.ObjectKey{Namespace: owner.Namespace, Name: name})
+	switch {
 	case err == nil:
 		ca, err := pki.LoadCA(s.Data[tlssecret.CertKey], s.Data[tlssecret.KeyKey])
 		if err != nil {

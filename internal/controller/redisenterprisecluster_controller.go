@@ -245,11 +245,8 @@ func podReady(p *corev1.Pod) bool {
 // or, when the cache has none, on the API server is never given another.
 func (x *redisConnector) secret(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, gvk schema.GroupVersionKind) (*corev1.Secret, error) {
 	key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
-	s := &corev1.Secret{}
-	if err := x.client.Get(ctx, key, s); err == nil || !apierrors.IsNotFound(err) {
-		return s, err
-	}
-	if err := x.apiReader.Get(ctx, key, s); err == nil || !apierrors.IsNotFound(err) {
+	s, err := readSecret(ctx, x.client, x.apiReader, key)
+	if err == nil || !apierrors.IsNotFound(err) {
 		return s, err
 	}
 	password, err := newPassword()

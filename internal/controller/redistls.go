@@ -36,7 +36,7 @@ func (x *redisConnector) lookTLS(ctx context.Context, o *redisv1alpha1.RedisEnte
 			return nil, err
 		}
 	}
-	s, err := readTLSSecret(ctx, x.apiReader, o.Namespace, field, name)
+	s, err := readTLSSecret(ctx, x.client, x.apiReader, o.Namespace, field, name)
 	if err != nil {
 		return nil, err
 	}

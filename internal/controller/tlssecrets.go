@@ -18,13 +18,25 @@ import (
 // is fixed.
 const ReasonTLSSecretInvalid = "TLSSecretInvalid"
 
-// readTLSSecret reads, without the cache (the operator caches only the
-// Secrets it labels), the TLS Secret name that field names. A Secret that
-// cannot serve is a *status.Failure naming the field, the Secret and the
-// key at fault.
-func readTLSSecret(ctx context.Context, api client.Reader, namespace, field, name string) (*corev1.Secret, error) {
+// readSecret reads the Secret at key from the cache, which holds the
+// Secrets the operator labels (those it makes), and from the API server
+// when the cache has none: a user's Secret, or one just made that the
+// cache has not seen yet.
+func readSecret(ctx context.Context, cached, api client.Reader, key client.ObjectKey) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	switch err := api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); {
+	err := cached.Get(ctx, key, s)
+	if apierrors.IsNotFound(err) {
+		err = api.Get(ctx, key, s)
+	}
+	return s, err
+}
+
+// readTLSSecret reads (readSecret) the TLS Secret name that field names.
+// A Secret that cannot serve is a *status.Failure naming the field, the
+// Secret and the key at fault.
+func readTLSSecret(ctx context.Context, cached, api client.Reader, namespace, field, name string) (*corev1.Secret, error) {
+	s, err := readSecret(ctx, cached, api, client.ObjectKey{Namespace: namespace, Name: name})
+	switch {
 	case apierrors.IsNotFound(err):
 		return nil, tlsSecretInvalid(field, name, errors.New("not found"))
 	case err != nil:
