@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/redisnode"
 	"github.com/app-operator/app-operator/internal/resources"
 	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/internal/tlssecret"
@@ -66,7 +67,7 @@ type certificateReloader interface {
 // of a renewal, so a node told too early presents the old one still, and
 // is told again at the next look. A reload changes no data and drops no
 // connection.
-func (x *redisConnector) reloadCertificates(ctx context.Context, t *redisTLS, nodes []redisNode, redis any) {
+func (x *redisConnector) reloadCertificates(ctx context.Context, t *redisTLS, nodes []redisNode, redis redisnode.Nodes) {
 	r, ok := redis.(certificateReloader)
 	if t == nil || !ok {
 		return
