@@ -34,9 +34,12 @@ type Status struct {
 type Member struct {
 	ID uint64
 	// Name is empty while the member has not started.
-	Name      string
-	PeerURLs  []string
-	IsLearner bool
+	Name     string
+	PeerURLs []string
+	// ClientURLs are the client URLs the member advertised when it last
+	// started (empty before it has).
+	ClientURLs []string
+	IsLearner  bool
 }
 
 // MemberList is a member's view of the membership.
@@ -61,6 +64,8 @@ type Client interface {
 	AddMember(ctx context.Context, peerURL string, learner bool) (Member, error)
 	PromoteMember(ctx context.Context, id uint64) error
 	RemoveMember(ctx context.Context, id uint64) error
+	// UpdateMember sets the peer URLs of member id.
+	UpdateMember(ctx context.Context, id uint64, peerURLs []string) error
 	// MoveLeader hands the leadership to member id; only the leader can.
 	MoveLeader(ctx context.Context, id uint64) error
 	Close() error

@@ -17,7 +17,7 @@ type Fake struct {
 	// endpoint missing from it does not answer.
 	Endpoints map[string]*FakeMember
 	// Calls records the changes asked for, in order ("add", "promote",
-	// "remove", "move-leader", with their argument).
+	// "remove", "update", "move-leader", with their argument).
 	Calls []string
 	// Refuse, when set, is returned by every membership change.
 	Refuse error
@@ -132,6 +132,26 @@ func (c *fakeClient) RemoveMember(_ context.Context, id uint64) error {
 	for _, o := range c.f.Endpoints {
 		if o != nil && o.Status.ClusterID == m.Status.ClusterID {
 			o.Members = slices.DeleteFunc(o.Members, func(x Member) bool { return x.ID == id })
+		}
+	}
+	return nil
+}
+
+func (c *fakeClient) UpdateMember(_ context.Context, id uint64, peerURLs []string) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	m, err := c.change(fmt.Sprintf("update %x %v", id, peerURLs))
+	if err != nil {
+		return err
+	}
+	for _, o := range c.f.Endpoints {
+		if o == nil || o.Status.ClusterID != m.Status.ClusterID {
+			continue
+		}
+		for i := range o.Members {
+			if o.Members[i].ID == id {
+				o.Members[i].PeerURLs = slices.Clone(peerURLs)
+			}
 		}
 	}
 	return nil

@@ -89,10 +89,11 @@ type (
 		Errors  []string        `json:"errors"`
 	}
 	memberMessage struct {
-		ID        uint64   `json:"ID,string"`
-		Name      string   `json:"name"`
-		PeerURLs  []string `json:"peerURLs"`
-		IsLearner bool     `json:"isLearner"`
+		ID         uint64   `json:"ID,string"`
+		Name       string   `json:"name"`
+		PeerURLs   []string `json:"peerURLs"`
+		ClientURLs []string `json:"clientURLs"`
+		IsLearner  bool     `json:"isLearner"`
 	}
 	memberListRequest struct {
 		Linearizable bool `json:"linearizable"`
@@ -110,6 +111,10 @@ type (
 	}
 	memberIDRequest struct {
 		ID uint64 `json:"ID,string"`
+	}
+	memberUpdateRequest struct {
+		ID       uint64   `json:"ID,string"`
+		PeerURLs []string `json:"peerURLs"`
 	}
 	moveLeaderRequest struct {
 		TargetID uint64 `json:"targetID,string"`
@@ -178,6 +183,10 @@ func (c *gateway) PromoteMember(ctx context.Context, id uint64) error {
 
 func (c *gateway) RemoveMember(ctx context.Context, id uint64) error {
 	return notReady(c.call(ctx, c.endpoints, "/v3/cluster/member/remove", memberIDRequest{ID: id}, nil))
+}
+
+func (c *gateway) UpdateMember(ctx context.Context, id uint64, peerURLs []string) error {
+	return notReady(c.call(ctx, c.endpoints, "/v3/cluster/member/update", memberUpdateRequest{ID: id, PeerURLs: peerURLs}, nil))
 }
 
 func (c *gateway) MoveLeader(ctx context.Context, id uint64) error {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"strconv"
 	"testing"
 	"time"
@@ -47,8 +48,9 @@ func TestGatewayAgainstRealEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if list.ClusterID != st.ClusterID || list.MemberID != st.MemberID || len(list.Members) != 1 ||
-		list.Members[0].ID != st.MemberID || list.Members[0].Name != "m0" || list.Members[0].IsLearner || len(list.Members[0].PeerURLs) != 1 {
-		t.Fatalf("member list %+v: want m0 alone, ID %x, in cluster %x", list, st.MemberID, st.ClusterID)
+		list.Members[0].ID != st.MemberID || list.Members[0].Name != "m0" || list.Members[0].IsLearner || len(list.Members[0].PeerURLs) != 1 ||
+		!slices.Equal(list.Members[0].ClientURLs, []string{endpoint}) {
+		t.Fatalf("member list %+v: want m0 alone, ID %x, in cluster %x, advertising %s", list, st.MemberID, st.ClusterID, endpoint)
 	}
 
 	peer := "http://127.0.0.1:" + freePort(t)
@@ -69,6 +71,19 @@ func TestGatewayAgainstRealEtcd(t *testing.T) {
 	for _, m := range list.Members {
 		if m.ID == learner.ID && (!m.IsLearner || m.Name != "" || !slices.Equal(m.PeerURLs, []string{peer})) {
 			t.Errorf("the learner is listed as %+v: want a learner not started, at %s", m, peer)
+		}
+	}
+	// A member's peer URLs change (the move of a member to TLS).
+	moved := "https" + strings.TrimPrefix(peer, "http")
+	if err := cli.UpdateMember(ctx, learner.ID, []string{moved}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err = cli.MemberList(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Members {
+		if m.ID == learner.ID && !slices.Equal(m.PeerURLs, []string{moved}) {
+			t.Errorf("the learner's peer URLs after the update: %v, want %s", m.PeerURLs, moved)
 		}
 	}
 	// Only a voting member takes the leadership: a refusal, not ErrNotReady.
