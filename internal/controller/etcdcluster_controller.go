@@ -132,6 +132,10 @@ func etcdMembership(o *etcdv1beta2.EtcdCluster, look *etcdLook, image string) et
 	if o.Spec.Restore != nil && o.Status.ClusterID == "" && (look == nil || look.clusterID == 0) {
 		m.Restore = &etcdcluster.Restore{Image: image, Source: *o.Spec.Restore}
 	}
+	if look != nil {
+		stages := etcdcluster.ConfigStages(&o.Spec, look.obs, look.live, look.decision)
+		m.Stages = &stages
+	}
 	return m
 }
 
@@ -140,7 +144,11 @@ func etcdMembership(o *etcdv1beta2.EtcdCluster, look *etcdLook, image string) et
 // StatefulSet and start-up files, the cluster's ID), and what its step
 // then decided (view, for the status; zero when no step ran).
 type etcdLook struct {
-	obs       etcdcluster.Observed
+	obs etcdcluster.Observed
+	// decision is the planner's for obs: the build writes the start-up
+	// files the step it names needs (see etcdcluster.ConfigStages) before
+	// the step is taken.
+	decision  etcdcluster.Decision
 	urls      map[string]string
 	live      etcdcluster.Live
 	clusterID uint64
@@ -207,14 +215,16 @@ func (e *etcdOps) look(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdLoo
 	defer cancel()
 	var err error
 	look.obs, look.urls, look.clusterID, err = e.observe(ctx, o)
+	if err == nil {
+		look.decision = etcdcluster.Next(&o.Spec, o.Namespace, look.obs)
+	}
 	return look, err
 }
 
 // decide asks the planner for the next step and takes it.
 func (e *etcdOps) decide(ctx context.Context, o *etcdv1beta2.EtcdCluster, look *etcdLook) (Step, error) {
 	e.dial = look.dial
-	obs := look.obs
-	d := etcdcluster.Next(&o.Spec, o.Namespace, obs)
+	obs, d := look.obs, look.decision
 	view := status.EtcdView{Observed: true, Decision: d}
 	if look.clusterID != 0 {
 		view.ClusterID = strconv.FormatUint(look.clusterID, 16)
@@ -296,7 +306,13 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd
 		}
 		obs.Pods[p.Name] = pod
 		if p.Status.PodIP != "" {
-			urls[p.Name] = string(etcdcluster.SchemeOf(&o.Spec)) + "://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort))
+			// A pod with the certificates mounted serves https (and, on
+			// the way to TLS, http too); one without, http alone.
+			scheme := etcdcluster.HTTP
+			if pod.TLS {
+				scheme = etcdcluster.HTTPS
+			}
+			urls[p.Name] = string(scheme) + "://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort))
 		}
 	}
 	recorded, _ := strconv.ParseUint(o.Status.ClusterID, 16, 64)
@@ -382,7 +398,8 @@ func askMembers(ctx context.Context, dial etcd.Dialer, cluster, namespace string
 			name, _ = etcdcluster.MemberOfPeerURL(cluster, namespace, m.PeerURLs[0])
 		}
 		name = cmp.Or(name, strconv.FormatUint(m.ID, 16))
-		member := etcdcluster.Member{ID: m.ID, Name: name, Started: m.Name != "", Learner: m.IsLearner, Leader: m.ID == leader}
+		member := etcdcluster.Member{ID: m.ID, Name: name, Started: m.Name != "", Learner: m.IsLearner, Leader: m.ID == leader,
+			PeerTLS: etcdcluster.PeerTLS(m.PeerURLs), Serving: etcdcluster.ServingStage(m.PeerURLs, m.ClientURLs)}
 		if st := byID[m.ID]; st != nil {
 			member.Version = st.Version
 			member.Healthy = st.Leader != 0 && len(st.Errors) == 0
@@ -477,6 +494,13 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs etcdc
 		return nil, "", e.setImage(ctx, o.Namespace, a.Member, a.Image)
 	case etcdcluster.RestartPod:
 		return nil, "", deletePodOfUID(ctx, e.client, o.Namespace, a.Member, a.PodUID)
+	case etcdcluster.SecurePeer:
+		// The member's start-up file is at Secure already (applied by
+		// this pass); its pod restarts from it once its URL has moved.
+		if _, waiting, err := changeMembership(ctx, e.dial, obs, urls, a); err != nil || waiting != "" {
+			return nil, waiting, err
+		}
+		return nil, "", deletePodOfUID(ctx, e.client, o.Namespace, a.Member, a.PodUID)
 	case etcdcluster.ReplaceVolume:
 		return nil, "", deleteStranded(ctx, e.client, o.Namespace, etcdcluster.ClaimName(a.Member), a.ClaimUID, a.Member, a.PodUID)
 	}
@@ -538,6 +562,12 @@ func changeMembership(ctx context.Context, dial etcd.Dialer, obs etcdcluster.Obs
 		members = slices.DeleteFunc(slices.Clone(members), func(m etcdcluster.Member) bool { return m.ID == a.ID })
 	case etcdcluster.MoveLeader:
 		return nil, "", cli.MoveLeader(ctx, a.ID)
+	case etcdcluster.SecurePeer:
+		err := cli.UpdateMember(ctx, a.ID, []string{a.PeerURL})
+		if errors.Is(err, etcd.ErrNotReady) {
+			return nil, fmt.Sprintf("Waiting for the members to settle before moving %s to TLS", a.Member), nil
+		}
+		return nil, "", err
 	default:
 		return nil, "", fmt.Errorf("unknown action %q", a.Kind)
 	}

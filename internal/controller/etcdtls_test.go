@@ -132,9 +132,9 @@ func TestEtcdClusterWithTLSWaitsForItsSecretsAndSaysWhichCannotServe(t *testing.
 	}
 }
 
-// spec.TLS names all three Secrets, or none, and is set only when the
-// cluster is created: a running cluster's members cannot move between
-// plain and TLS URLs.
+// spec.TLS names all three Secrets, or none; it may be set on a running
+// cluster (the members move to TLS), but never removed: they do not move
+// back.
 func TestEtcdClusterTLSAdmission(t *testing.T) {
 	ctx := context.Background()
 	ns := testenv.NewNamespace(t, k8s)
@@ -167,7 +167,7 @@ func TestEtcdClusterTLSAdmission(t *testing.T) {
 	t.Run("TLS turned on for a running cluster", func(t *testing.T) {
 		e := plain.DeepCopy()
 		e.Spec.TLS = tlsPolicy()
-		expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "spec.TLS can only be set when the EtcdCluster is created")
+		expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "")
 	})
 	secure := sample("secure")
 	secure.Spec.TLS = tlsPolicy()
@@ -175,7 +175,7 @@ func TestEtcdClusterTLSAdmission(t *testing.T) {
 	t.Run("TLS turned off", func(t *testing.T) {
 		e := secure.DeepCopy()
 		e.Spec.TLS = nil
-		expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "spec.TLS can only be set when the EtcdCluster is created")
+		expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "spec.TLS cannot be removed")
 	})
 	t.Run("another Secret named", func(t *testing.T) {
 		e := secure.DeepCopy()

@@ -29,6 +29,7 @@ const (
 	EventMemberRemoved     = "MemberRemoved"
 	EventLeaderMoved       = "LeaderMoved"
 	EventVolumeReplaced    = "VolumeReplaced"
+	EventPeerURLUpdated    = "PeerURLUpdated"
 	EventPrimaryElected    = "PrimaryElected"
 	EventFailedOver        = "FailedOver"
 	EventPrimaryHandedOver = "PrimaryHandedOver"
@@ -57,6 +58,8 @@ func etcdStepEvent(k etcdcluster.ActionKind) *StepEvent {
 		reason = EventLeaderMoved
 	case etcdcluster.ReplaceVolume:
 		reason, typ = EventVolumeReplaced, corev1.EventTypeWarning
+	case etcdcluster.SecurePeer:
+		reason = EventPeerURLUpdated
 	default:
 		return nil
 	}

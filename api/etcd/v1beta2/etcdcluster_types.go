@@ -21,7 +21,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && ((int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) && int(self.version.split('.')[2]) >= int(oldSelf.version.split('.')[2])) || int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) + 1))",message="spec.version may only move to a later patch of the same minor or to the next minor version (no downgrade, no skipped minor, no major change)"
 // +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || !(int(oldSelf.version.split('.')[0]) == 3 && int(oldSelf.version.split('.')[1]) == 5 && int(oldSelf.version.split('.')[2]) < 20 && int(self.version.split('.')[1]) >= 6)",message="spec.version may move from 3.5 to 3.6 only from 3.5.20 or later (etcd issue 19557: a member promoted from a learner before 3.5.20 comes back from 3.6 as a learner): move to the latest 3.5 patch first"
 // +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="spec.restore can only be set when the EtcdCluster is created"
-// +kubebuilder:validation:XValidation:rule="has(self.TLS) == has(oldSelf.TLS)",message="spec.TLS can only be set when the EtcdCluster is created: a running cluster's members cannot move between plain and TLS URLs"
+// +kubebuilder:validation:XValidation:rule="has(self.TLS) || !has(oldSelf.TLS)",message="spec.TLS cannot be removed: the members do not move back from TLS to plain URLs"
 type EtcdClusterSpec struct {
 	// Size is the number of members, 1 to 9. The operator changes the
 	// membership one member at a time; the /scale subresource works on it
@@ -64,10 +64,11 @@ type EtcdClusterSpec struct {
 
 	// TLS makes the members talk TLS to one another and to their clients,
 	// with certificates from the Secrets it names, and accept only
-	// clients with a certificate signed by the server Secret's CA. It can
-	// be set only when the cluster is created; its Secrets' contents may
-	// be renewed at any time (the members read them on each new
-	// connection).
+	// clients with a certificate signed by the server Secret's CA. Set on
+	// a running cluster, it moves the members to TLS one restart at a time
+	// (condition reason EnablingTLS); once set it neither changes nor goes.
+	// Its Secrets' contents may be renewed at any time (the members read
+	// them on each new connection).
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.TLS cannot change: renew the Secrets' contents instead"
 	TLS *TLSPolicy `json:"TLS,omitempty"`

@@ -124,7 +124,7 @@ func Build(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, m Membershi
 	c := Children{
 		Service:       peerService(owner, selector, labels),
 		ClientService: clientService(owner, selector, labels),
-		ConfigMap:     configMap(owner, SchemeOf(spec), labels, m.Members, m.Kept),
+		ConfigMap:     configMap(owner, m.stages(spec), labels, m.Members, m.Kept),
 		StatefulSet:   statefulSet(owner, spec, selector, labels, m.Replicas, m.Restore),
 	}
 	if len(m.Members) > 1 {
@@ -157,6 +157,17 @@ type Membership struct {
 	// its first member restores the snapshot before it starts; nil
 	// otherwise.
 	Restore *Restore
+	// Stages are the TLS stages of the members' start-up files (see
+	// ConfigStages); nil: every member at its spec's scheme.
+	Stages *Stages
+}
+
+// stages are m.Stages, or every member at the stage of spec's scheme.
+func (m Membership) stages(spec *etcdv1beta2.EtcdClusterSpec) Stages {
+	if m.Stages != nil {
+		return *m.Stages
+	}
+	return Stages{Default: StageOf(SchemeOf(spec))}
 }
 
 // Restore is how the first member of a cluster restores its snapshot: an
@@ -326,9 +337,10 @@ func Replicas(cluster string, members []etcdv1beta2.EtcdMember) int32 {
 }
 
 // InitialCluster is the initial-cluster of the registered members:
-// name=peerURL of each, sorted by name. It is what etcd checks a joining
-// member's flags against, so it must list exactly the registered members.
-func InitialCluster(s Scheme, cluster, namespace string, members []etcdv1beta2.EtcdMember) string {
+// name=peerURL of each, sorted by name, each in the scheme of its stage.
+// It is what etcd checks a joining member's flags against, so it must
+// list exactly the registered members at their registered URLs.
+func InitialCluster(stages Stages, cluster, namespace string, members []etcdv1beta2.EtcdMember) string {
 	names := make([]string, 0, len(members))
 	for _, m := range members {
 		names = append(names, m.Name)
@@ -336,7 +348,7 @@ func InitialCluster(s Scheme, cluster, namespace string, members []etcdv1beta2.E
 	sort.Strings(names)
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
-		parts = append(parts, n+"="+PeerURL(s, cluster, namespace, n))
+		parts = append(parts, n+"="+PeerURL(stages.Of(n).peerScheme(), cluster, namespace, n))
 	}
 	return strings.Join(parts, ",")
 }
@@ -400,41 +412,51 @@ func transportSecurity(dir string) *TransportSecurity {
 }
 
 // MemberConfig is the start-up file of member m among the registered
-// members. A member that has not started on its data (no claim recorded)
-// joins with the registered membership; a started member's file names
-// only itself, with which etcd restarts from the member's data but, with
-// no data, finds no peer to join and exits.
-func MemberConfig(s Scheme, cluster, namespace string, m etcdv1beta2.EtcdMember, members []etcdv1beta2.EtcdMember) Config {
-	initial := InitialCluster(s, cluster, namespace, members)
+// members, at the TLS stage stages gives it. A member that has not started
+// on its data (no claim recorded) joins with the registered membership; a
+// started member's file names only itself, with which etcd restarts from
+// the member's data but, with no data, finds no peer to join and exits.
+func MemberConfig(stages Stages, cluster, namespace string, m etcdv1beta2.EtcdMember, members []etcdv1beta2.EtcdMember) Config {
+	initial := InitialCluster(stages, cluster, namespace, members)
 	if m.ClaimUID != "" {
-		initial = InitialCluster(s, cluster, namespace, []etcdv1beta2.EtcdMember{m})
+		initial = InitialCluster(stages, cluster, namespace, []etcdv1beta2.EtcdMember{m})
 	}
+	stage := stages.Of(m.Name)
+	peer := stage.peerScheme()
 	c := Config{
 		Name:                     m.Name,
 		DataDir:                  DataDir + "/data",
-		ListenClientURLs:         fmt.Sprintf("%s://0.0.0.0:%d", s, ClientPort),
-		ListenPeerURLs:           fmt.Sprintf("%s://0.0.0.0:%d", s, PeerPort),
-		AdvertiseClientURLs:      ClientURL(s, cluster, namespace, m.Name),
-		InitialAdvertisePeerURLs: PeerURL(s, cluster, namespace, m.Name),
+		ListenClientURLs:         fmt.Sprintf("%s://0.0.0.0:%d", peer, ClientPort),
+		ListenPeerURLs:           fmt.Sprintf("%s://0.0.0.0:%d", peer, PeerPort),
+		AdvertiseClientURLs:      ClientURL(peer, cluster, namespace, m.Name),
+		InitialAdvertisePeerURLs: PeerURL(peer, cluster, namespace, m.Name),
 		InitialCluster:           initial,
 		InitialClusterState:      InitialClusterState(members),
 		InitialClusterToken:      namespace + "/" + cluster,
 	}
-	if s == HTTPS {
+	if stage == Dual {
+		// Clients on both schemes, on one port (etcd tells a TLS
+		// handshake from plain HTTP on it).
+		c.ListenClientURLs = fmt.Sprintf("%s://0.0.0.0:%d,%s://0.0.0.0:%d", HTTP, ClientPort, HTTPS, ClientPort)
+		c.AdvertiseClientURLs = ClientURL(HTTP, cluster, namespace, m.Name) + "," + ClientURL(HTTPS, cluster, namespace, m.Name)
+	}
+	if stage != Plain {
 		c.ListenMetricsURLs = fmt.Sprintf("http://0.0.0.0:%d", MetricsPort)
 		c.ClientTransportSecurity = transportSecurity(ServerTLSDir)
+		// At Dual, the peer certificate is what the member presents to
+		// peers already at Secure.
 		c.PeerTransportSecurity = transportSecurity(PeerTLSDir)
 		c.PeerTransportSecurity.SkipClientSANVerification = true
 	}
 	return c
 }
 
-func configMap(owner resources.Owner, s Scheme, labels map[string]string, members []etcdv1beta2.EtcdMember, kept map[string]string) *corev1ac.ConfigMapApplyConfiguration {
+func configMap(owner resources.Owner, stages Stages, labels map[string]string, members []etcdv1beta2.EtcdMember, kept map[string]string) *corev1ac.ConfigMapApplyConfiguration {
 	data := make(map[string]string, len(members)+len(kept))
 	maps.Copy(data, kept)
 	for _, m := range members {
 		// A struct of strings always marshals.
-		b, _ := yaml.Marshal(MemberConfig(s, owner.Name, owner.Namespace, m, members))
+		b, _ := yaml.Marshal(MemberConfig(stages, owner.Name, owner.Namespace, m, members))
 		data[ConfigKey(m.Name)] = string(b)
 	}
 	return corev1ac.ConfigMap(ConfigMapName(owner.Name), owner.Namespace).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -32,7 +33,7 @@ var fuzzVersions = []string{"3.3.25", "3.5.21", "3.6.15", "3.6.16", "3.7.0", "3.
 func observedFrom(data []byte) (*etcdv1beta2.EtcdClusterSpec, Observed) {
 	r := bytesReader(data)
 	spec := &etcdv1beta2.EtcdClusterSpec{Size: int32(r.next()%9) + 1, Version: fuzzVersions[int(r.next())%(len(fuzzVersions)-1)]}
-	o := Observed{Cluster: "example", Reachable: r.next()%8 != 0, Pods: map[string]Pod{}}
+	o := Observed{Cluster: "example", Reachable: r.next()%8 != 0, Pods: map[string]Pod{}, Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 	n := int(r.next() % 10)
 	leader := int(r.next() % 12)
 	used := map[int]bool{}
@@ -46,16 +47,27 @@ func observedFrom(data []byte) (*etcdv1beta2.EtcdClusterSpec, Observed) {
 		used[ordinal] = true
 		mem := Member{ID: uint64(i + 1), Name: MemberName("example", ordinal), Started: flags&1 == 0, Learner: flags&2 != 0,
 			Healthy: flags&4 == 0, Leader: i == leader, Version: fuzzVersions[int(r.next())%len(fuzzVersions)]}
+		// The member's way to TLS: its peer URL, its server's stage, its
+		// pod's certificates and age.
+		tls := r.next()
+		mem.PeerTLS, mem.Serving = tls&1 != 0, Stage((tls>>1)%3)
 		if o.Reachable {
 			o.Members = append(o.Members, mem)
 		}
 		if flags&8 == 0 {
-			o.Pods[mem.Name] = Pod{UID: "pod-" + strconv.Itoa(i), ClaimUID: claimUID(flags >> 6), CrashLooping: flags&32 != 0, Ready: flags&64 == 0,
-				Image: "quay.io/coreos/etcd:v" + fuzzVersions[int(r.next())%len(fuzzVersions)]}
+			pod := Pod{UID: "pod-" + strconv.Itoa(i), ClaimUID: claimUID(flags >> 6), CrashLooping: flags&32 != 0, Ready: flags&64 == 0,
+				Image: "quay.io/coreos/etcd:v" + fuzzVersions[int(r.next())%len(fuzzVersions)], TLS: tls&8 != 0, Created: o.Now.Add(-5 * time.Second)}
+			if tls&16 != 0 {
+				pod.Created = o.Now.Add(-2 * restartGrace)
+			}
+			o.Pods[mem.Name] = pod
 		}
 		if flags&16 == 0 {
 			o.Recorded = append(o.Recorded, etcdv1beta2.EtcdMember{Name: mem.Name, ID: strconv.FormatUint(mem.ID, 16), ClaimUID: claimUID((flags >> 6) & 1)})
 		}
+	}
+	if r.next()%2 == 1 {
+		spec.TLS = &etcdv1beta2.TLSPolicy{}
 	}
 	return spec, o
 }
@@ -85,6 +97,22 @@ func FuzzNext(f *testing.F) {
 		d := Next(spec, ns, o)
 		if err := checkDecision(spec, o, d); err != nil {
 			t.Fatalf("spec %+v, observed %+v: decision %+v: %v", spec, o, d, err)
+		}
+		// A pod without the certificates never gets a start-up file that
+		// needs them, unless the step deletes it, or its member's peer
+		// URL is https already (the file must say so; the pod is
+		// restarted from the template that mounts them).
+		stages := ConfigStages(spec, o, Live{}, d)
+		peerTLS := map[string]bool{}
+		for _, m := range o.Members {
+			peerTLS[m.Name] = m.PeerTLS
+		}
+		for name, pod := range o.Pods {
+			if !pod.TLS && !d.Action.deletesPod(pod.UID) && !peerTLS[name] && stages.ByMember != nil {
+				if _, ok := stages.ByMember[name]; ok && stages.Of(name) != Plain {
+					t.Fatalf("spec %+v, observed %+v: decision %+v: the pod of %s, without the certificates, gets a file at %s", spec, o, d, name, stages.Of(name))
+				}
+			}
 		}
 	})
 }
@@ -165,8 +193,28 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 		}
 	case RestartPod:
 		m, pod := byName[a.Member], o.Pods[a.Member]
-		if m.Started || !pod.CrashLooping || pod.UID != a.PodUID {
+		switch {
+		case pod.UID != a.PodUID:
 			return fmt.Errorf("restarted the pod %+v of member %+v", pod, m)
+		case d.Reason == ReasonEnablingTLS && !spec.TLSEnabled():
+			return fmt.Errorf("restarted %s for TLS without spec.TLS", m.Name)
+		case d.Reason == ReasonEnablingTLS && o.Now.Sub(pod.Created) < restartGrace && !(allWell && allReady(o)):
+			// Only a server behind its stage for restartGrace is
+			// restarted while the cluster is not all well.
+			return fmt.Errorf("restarted %s for TLS while not all well", m.Name)
+		case d.Reason != ReasonEnablingTLS && (m.Started || !pod.CrashLooping):
+			return fmt.Errorf("restarted the pod %+v of member %+v", pod, m)
+		}
+	case SecurePeer:
+		m, pod := byName[a.Member], o.Pods[a.Member]
+		if !spec.TLSEnabled() || !allWell || !allReady(o) || !pod.TLS || m.Serving == Plain || pod.UID != a.PodUID ||
+			a.PeerURL != PeerURL(HTTPS, o.Cluster, ns, m.Name) || (m.Leader && len(o.Members) > 1) {
+			return fmt.Errorf("moved the peer URL of %+v (pod %+v) to %s", m, pod, a.PeerURL)
+		}
+		for _, other := range o.Members {
+			if p := o.Pods[other.Name]; !p.TLS || other.Serving == Plain {
+				return fmt.Errorf("moved %s to https while %s cannot reach an https peer", m.Name, other.Name)
+			}
 		}
 	case MoveLeader:
 		if !allWell || byName[a.Member].Learner {
@@ -187,6 +235,16 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 		}
 	}
 	return nil
+}
+
+// allReady reports whether every member's pod exists and is ready.
+func allReady(o Observed) bool {
+	for _, m := range o.Members {
+		if !o.Pods[m.Name].Ready {
+			return false
+		}
+	}
+	return true
 }
 
 func recordedOf(o Observed, m Member) etcdv1beta2.EtcdMember {
@@ -251,7 +309,7 @@ func FuzzBuild(f *testing.F) {
 				t.Fatalf("member %s: %v", m.Name, err)
 			}
 			scheme := SchemeOf(&e.Spec)
-			want := InitialCluster(scheme, e.Name, "ns", members)
+			want := InitialCluster(Stages{Default: StageOf(scheme)}, e.Name, "ns", members)
 			if m.ClaimUID != "" {
 				want = m.Name + "=" + PeerURL(scheme, e.Name, "ns", m.Name)
 			}

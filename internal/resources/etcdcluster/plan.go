@@ -23,6 +23,11 @@ type Member struct {
 	// a leader.
 	Healthy bool
 	Leader  bool
+	// PeerTLS is whether the member's registered peer URLs are https.
+	PeerTLS bool
+	// Serving is the TLS stage the member's server started at (see
+	// ServingStage).
+	Serving Stage
 	// Version is the version the member's server reports; empty when it
 	// does not answer.
 	Version string
@@ -51,6 +56,8 @@ type Pod struct {
 	// Stranded, when set, says why the pod cannot be scheduled again: its
 	// volume is local to a node that is gone or cordoned.
 	Stranded string
+	// TLS is whether the pod mounts the members' certificates (TLSLabel).
+	TLS bool
 }
 
 // Observed is everything the planner decides from.
@@ -112,6 +119,9 @@ const (
 	// data was lost) and waits out the kubelet's back-off; a new pod joins
 	// at once, on the same claim.
 	RestartPod ActionKind = "RestartPod"
+	// SecurePeer moves a member's peer URL to https, then deletes its pod,
+	// which restarts at Secure on the same claim.
+	SecurePeer ActionKind = "SecurePeer"
 	// ReplaceVolume deletes the claim and the pod of a member whose volume
 	// is local to a node that is gone or cordoned: the StatefulSet makes
 	// both again, the claim on a node that takes pods, and the member,
@@ -136,6 +146,9 @@ const (
 	// (their pods pass the readiness probe on /health): the operator is
 	// cut off from them; the cluster may be fine.
 	ReasonMembersUnreachable = "MembersUnreachable"
+	// ReasonEnablingTLS: a running cluster moves to the TLS spec.TLS set
+	// (see Stage).
+	ReasonEnablingTLS = "EnablingTLS"
 )
 
 // AlarmNoSpace is the alarm etcd raises when a member's backend reaches its
@@ -148,14 +161,15 @@ type Action struct {
 	// Member names the member the action is about (the one added,
 	// promoted, removed, upgraded or whose pod restarts).
 	Member string
-	// PodUID is the uid of the pod RestartPod or ReplaceVolume deletes.
+	// PodUID is the uid of the pod RestartPod, SecurePeer or
+	// ReplaceVolume deletes.
 	PodUID string
 	// ClaimUID is the uid of the claim ReplaceVolume deletes.
 	ClaimUID string
 	// ID is that member's ID (for Promote, Remove, Upgrade); for
 	// MoveLeader, the ID of the member that takes the leadership.
 	ID uint64
-	// PeerURL is the peer URL of a member added.
+	// PeerURL is the peer URL of a member added, or SecurePeer gives.
 	PeerURL string
 	// Image is the image an upgraded member's pod gets.
 	Image string
@@ -264,6 +278,9 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 				Message: fmt.Sprintf("Replacing the volume of member %s: %s; the member is added back as a new member on another node", m.Name, pod.Stranded)}
 		}
 	}
+	if d, ok := staleServer(spec, o, members); ok {
+		return d
+	}
 	if len(down) > 0 {
 		if out := outOfReach(o, members); len(out) == len(down) {
 			// The members that keep the quorum answer; the others serve
@@ -278,6 +295,9 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 	if d, ok := upgrade(spec, members, o.Pods); ok {
 		return d
 	}
+	if d, ok := secure(spec, namespace, o, members); ok {
+		return d
+	}
 
 	size := int(spec.Size)
 	switch {
@@ -286,7 +306,7 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		if d, ok := leftover(o, members, name); ok {
 			return d
 		}
-		url := PeerURL(SchemeOf(spec), o.Cluster, namespace, name)
+		url := PeerURL(addScheme(spec, o, members), o.Cluster, namespace, name)
 		kind := AddLearner
 		if !supportsLearners(lowestVersion(members)) {
 			kind = AddMember
