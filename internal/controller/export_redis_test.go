@@ -30,7 +30,7 @@ func NewRedisReconciler(c client.Client, nodes redisnode.Nodes, clk clock.Passiv
 func NewObservedRedisReconciler(c client.Client, nodes redisnode.Nodes, clk clock.PassiveClock, failoverAfter time.Duration,
 	reg prometheus.Registerer, recorder events.EventRecorder) reconcile.Reconciler {
 	x := &redisConnector{
-		nodes:         func(string, *tls.Config) redisnode.Nodes { return nodes },
+		nodes:         func(string, *tls.Config, map[string]bool) redisnode.Nodes { return nodes },
 		down:          &primaryDown{},
 		clock:         clk,
 		failoverAfter: failoverAfter,

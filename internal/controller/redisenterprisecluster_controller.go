@@ -80,8 +80,9 @@ type redisConnector struct {
 	client    client.Client
 	apiReader client.Reader
 	// nodes returns the Redis nodes of a cluster, reached with its
-	// password, and with TLS when tls is set.
-	nodes func(password string, tls *tls.Config) redisnode.Nodes
+	// password, and with TLS when tls is set but at the addresses of
+	// plain.
+	nodes func(password string, tls *tls.Config, plain map[string]bool) redisnode.Nodes
 	// down remembers since when each cluster's primary has been down.
 	down          *primaryDown
 	clock         clock.PassiveClock
@@ -95,8 +96,8 @@ type redisConnector struct {
 // through Redis, one planned step a pass (rec.Plan).
 func redisEnterpriseClusterKind(opts Options) kind[*redisv1alpha1.RedisEnterpriseCluster] {
 	x := &redisConnector{
-		nodes: func(password string, tls *tls.Config) redisnode.Nodes {
-			return redisnode.Client{Password: password, TLS: tls}
+		nodes: func(password string, tls *tls.Config, plain map[string]bool) redisnode.Nodes {
+			return redisnode.Client{Password: password, TLS: tls, Plain: plain}
 		},
 		down:          &primaryDown{},
 		clock:         cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}),
@@ -318,12 +319,16 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	if sts == nil {
 		return Step{Waiting: "waiting for the StatefulSet", RequeueAfter: redisWaitInterval}, nil
 	}
+	pods := &corev1.PodList{}
+	if err := x.client.List(ctx, pods, client.InNamespace(o.Namespace), client.MatchingLabels(rec.Selector(o.Name))); err != nil {
+		return Step{}, fmt.Errorf("list pods: %w", err)
+	}
 	var clientTLS *tls.Config
 	if look.tls != nil {
 		clientTLS = look.tls.client
 	}
-	redis := x.nodes(string(look.secret.Data[rec.SecretPassword]), clientTLS)
-	nodes, err := x.observe(ctx, o, sts, redis)
+	redis := x.nodes(string(look.secret.Data[rec.SecretPassword]), clientTLS, plainNodes(clientTLS, pods.Items))
+	nodes, err := x.observe(ctx, o, sts, pods.Items, redis)
 	if err != nil {
 		return Step{}, err
 	}
@@ -441,14 +446,10 @@ func (x *redisConnector) statefulSet(ctx context.Context, o *redisv1alpha1.Redis
 
 // observe reads the nodes' pods from the cache and asks every pod with an
 // address for its replication state, all at once.
-func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, sts *appsv1.StatefulSet, redis redisnode.Nodes) ([]redisNode, error) {
-	pods := &corev1.PodList{}
-	if err := x.client.List(ctx, pods, client.InNamespace(o.Namespace), client.MatchingLabels(rec.Selector(o.Name))); err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
+func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, sts *appsv1.StatefulSet, pods []corev1.Pod, redis redisnode.Nodes) ([]redisNode, error) {
 	byName := map[string]*corev1.Pod{}
-	for i := range pods.Items {
-		byName[pods.Items[i].Name] = &pods.Items[i]
+	for i := range pods {
+		byName[pods[i].Name] = &pods[i]
 	}
 	names := []string{}
 	for i := range rec.Nodes(&o.Spec) {
@@ -472,6 +473,7 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 		}
 		n.pod = pod
 		n.plan.RoleLabel = pod.Labels[rec.RoleLabel]
+		n.plan.TLS = rec.MountsTLS(pod)
 		claim, why, err := strandedClaim(ctx, x.apiReader, pod)
 		if err != nil {
 			return nil, err
@@ -507,6 +509,9 @@ func (x *redisConnector) observe(ctx context.Context, o *redisv1alpha1.RedisEnte
 				hosts[i] = info.PrimaryHost
 				n.plan.LinkUp = info.LinkUp
 				n.plan.Streaming = info.LinkUp && info.LastIO >= 0 && info.LastIO <= streamingWithin
+				if n.plan.TLS && !info.LinkUp {
+					n.plan.Link = replicationLink(ctx, redis, n.addr())
+				}
 			}
 		})
 	}
@@ -549,10 +554,11 @@ func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		return nil
 	}
 	host := rec.NodeHost(o.Name, d.Primary)
+	primaryTLS := node(d.Primary) != nil && node(d.Primary).plan.TLS
 	repoint := func() error {
 		var errs []error
 		for _, name := range d.Repoint {
-			if err := redis.Follow(ctx, node(name).addr(), host, rec.Port); err != nil {
+			if err := follow(ctx, redis, node(name), host, primaryTLS); err != nil {
 				errs = append(errs, fmt.Errorf("point %s at %s: %w", name, d.Primary, err))
 			}
 		}
@@ -570,7 +576,7 @@ func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		// A replica not repointed now is at the next pass.
 		return true, repoint()
 	case rec.Failover:
-		if err := x.fence(ctx, node(d.Fence), d.Target, host, redis); err != nil {
+		if err := x.fence(ctx, node(d.Fence), d.Target, host, primaryTLS, redis); err != nil {
 			return false, fmt.Errorf("fence the old primary %s: %w", d.Fence, err)
 		}
 		if err := redis.Promote(ctx, node(d.Target).addr()); err != nil {
@@ -605,7 +611,7 @@ func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 		n := node(d.Target)
 		return false, deleteStranded(ctx, x.client, o.Namespace, n.stranded.Name, string(n.stranded.UID), n.pod.Name, string(n.pod.UID))
 	case rec.Handover:
-		if err := handover(ctx, redis, node(recorded).addr(), node(d.Target).addr(), host); err != nil {
+		if err := handover(ctx, redis, node(recorded), node(d.Target), host); err != nil {
 			return false, err
 		}
 		// The Services follow the primary at once.
@@ -628,7 +634,7 @@ func (x *redisConnector) take(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 // are paused and it is made a replica of the node to be promoted (newName,
 // at newHost). A primary that answers but cannot be made a replica stops
 // the failover.
-func (x *redisConnector) fence(ctx context.Context, old *redisNode, newName, newHost string, redis redisnode.Nodes) error {
+func (x *redisConnector) fence(ctx context.Context, old *redisNode, newName, newHost string, newTLS bool, redis redisnode.Nodes) error {
 	if old == nil || old.pod == nil {
 		return nil
 	}
@@ -657,7 +663,7 @@ func (x *redisConnector) fence(ctx context.Context, old *redisNode, newName, new
 	if err := redis.PauseWrites(ctx, old.addr(), fencePause); err != nil {
 		return fmt.Errorf("pause writes: %w", err)
 	}
-	if err := redis.Follow(ctx, old.addr(), newHost, rec.Port); err != nil {
+	if err := follow(ctx, redis, old, newHost, newTLS); err != nil {
 		return fmt.Errorf("make it a replica of %s: %w", newName, err)
 	}
 	return redis.Unpause(ctx, old.addr())
@@ -681,7 +687,8 @@ func (x *redisConnector) label(ctx context.Context, n *redisNode, role string) e
 // the old primary, the new one catches up to its offset, is promoted, and
 // the old primary becomes its replica; then writes resume (and are refused
 // as read-only on the old primary, for clients to find the new one).
-func handover(ctx context.Context, redis redisnode.Nodes, oldAddr, newAddr, newHost string) error {
+func handover(ctx context.Context, redis redisnode.Nodes, old, target *redisNode, newHost string) error {
+	oldAddr, newAddr := old.addr(), target.addr()
 	ctx, cancel := context.WithTimeout(ctx, handoverTimeout+2*(redisnode.DialTimeout+redisnode.CallTimeout))
 	defer cancel()
 	if err := redis.PauseWrites(ctx, oldAddr, handoverTimeout); err != nil {
@@ -713,7 +720,7 @@ func handover(ctx context.Context, redis redisnode.Nodes, oldAddr, newAddr, newH
 		unpause()
 		return fmt.Errorf("promote: %w", err)
 	}
-	err := redis.Follow(ctx, oldAddr, newHost, rec.Port)
+	err := follow(ctx, redis, old, newHost, target.plan.TLS)
 	unpause()
 	if err != nil {
 		return fmt.Errorf("demote the old primary: %w", err)

@@ -85,6 +85,9 @@ type Client struct {
 	Password string
 	// TLS, when set, is the client configuration of nodes that serve TLS.
 	TLS *tls.Config
+	// Plain are the addresses reached without TLS though TLS is set: the
+	// nodes of a cluster on its way to TLS whose pods do not serve it yet.
+	Plain map[string]bool
 }
 
 var _ Nodes = Client{}
@@ -100,7 +103,7 @@ func (c Client) do(ctx context.Context, addr, cmd string, args ...any) (any, err
 		redis.DialConnectTimeout(DialTimeout),
 		redis.DialReadTimeout(CallTimeout),
 		redis.DialWriteTimeout(CallTimeout),
-		redis.DialUseTLS(c.TLS != nil),
+		redis.DialUseTLS(c.TLS != nil && !c.Plain[addr]),
 		redis.DialTLSConfig(c.TLS))
 	if err != nil {
 		return nil, err
@@ -233,5 +236,30 @@ func (c Client) Served(ctx context.Context, addr string) (*x509.Certificate, err
 // and later).
 func (c Client) ReloadTLS(ctx context.Context, addr, certFile, keyFile, caFile string) error {
 	_, err := c.do(ctx, addr, "CONFIG", "SET", "tls-cert-file", certFile, "tls-key-file", keyFile, "tls-ca-cert-file", caFile)
+	return err
+}
+
+// ReplicationTLS reports whether the node reaches its primary with TLS
+// (tls-replication).
+func (c Client) ReplicationTLS(ctx context.Context, addr string) (bool, error) {
+	kv, err := redis.Strings(c.do(ctx, addr, "CONFIG", "GET", "tls-replication"))
+	if err != nil {
+		return false, err
+	}
+	if len(kv) != 2 {
+		return false, fmt.Errorf("CONFIG GET tls-replication answered %q", kv)
+	}
+	return kv[1] == "yes", nil
+}
+
+// SetReplicationTLS sets whether the node reaches its primary with TLS
+// (tls-replication); it takes effect at the node's next link to a
+// primary.
+func (c Client) SetReplicationTLS(ctx context.Context, addr string, on bool) error {
+	value := "no"
+	if on {
+		value = "yes"
+	}
+	_, err := c.do(ctx, addr, "CONFIG", "SET", "tls-replication", value)
 	return err
 }

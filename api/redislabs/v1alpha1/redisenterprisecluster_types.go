@@ -33,7 +33,7 @@ const (
 // RedisEnterpriseClusterSpec is the desired state: `nodes` Redis servers,
 // one primary and the others its replicas.
 // +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="spec.restore can only be set when the RedisEnterpriseCluster is created"
-// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls can only be set when the RedisEnterpriseCluster is created: a running cluster's nodes cannot move between plain and TLS connections"
+// +kubebuilder:validation:XValidation:rule="has(self.tls) || !has(oldSelf.tls)",message="spec.tls cannot be removed: the nodes do not move back from TLS to plain connections"
 type RedisEnterpriseClusterSpec struct {
 	// Nodes is the number of Redis servers: one primary, the others its
 	// replicas. Odd, and at least 3, as in Redis Enterprise, so that a
@@ -96,9 +96,10 @@ type RedisEnterpriseClusterSpec struct {
 
 	// TLS makes every node serve TLS alone on its port (a plain
 	// connection is refused) and replicate over TLS, with the certificate
-	// of the Secret it names. It can only be set when the cluster is
-	// created; the Secret's contents may be renewed at any time (the
-	// operator has each node reload them).
+	// of the Secret it names. Set on a running cluster, it rolls the nodes
+	// to TLS one at a time, the primary last after a handover; once set
+	// it neither changes nor goes. The Secret's contents may be renewed at
+	// any time (the operator has each node reload them).
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.tls cannot change: renew the Secret's contents instead"
 	TLS *TLS `json:"tls,omitempty"`

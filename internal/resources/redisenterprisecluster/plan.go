@@ -65,6 +65,39 @@ type Node struct {
 	// Cordoned is whether the node's pod runs on a cordoned Kubernetes
 	// node: one being drained, whose pods are about to be evicted.
 	Cordoned bool
+	// TLS is whether the node's pod mounts the certificate of spec.tls: it
+	// serves TLS alone, and reaches its primary with TLS or without, as
+	// its tls-replication says (Link). A node without it reaches only a
+	// primary without it.
+	TLS bool
+	// Link is, for a replica that serves TLS and whose link is down, how
+	// it reaches its primary; LinkUnknown otherwise.
+	Link Link
+}
+
+// Link is how a replica reaches its primary.
+type Link string
+
+// The links.
+const (
+	LinkUnknown Link = ""
+	LinkPlain   Link = "plain"
+	LinkTLS     Link = "tls"
+)
+
+// wrongLink reports whether n, a replica that serves TLS, reaches its
+// primary in another scheme than the primary serves: its link never comes
+// up until it is pointed at the primary again.
+func wrongLink(n, primary Node) bool {
+	return n.TLS && n.Link != LinkUnknown && (n.Link == LinkTLS) != primary.TLS
+}
+
+// cannotFollow reports whether n, a node without the certificate, follows
+// a primary that serves TLS alone: it cannot sync until its pod is made
+// again from the current template, which mounts it (a cluster on its way
+// to TLS, after its primary was handed over to a node that serves TLS).
+func cannotFollow(n, primary Node) bool {
+	return !n.TLS && primary.TLS && !n.Current
 }
 
 // Action is the kind of step the planner chooses.
@@ -168,8 +201,10 @@ type Observation struct {
 // whose volume is stranded on a node that is gone or cordoned a new one;
 // label the pods;
 // then roll the pods that run an old template, replicas first, each only
-// while every node is healthy, and the primary last after a handover to a
-// synced replica. A primary whose Kubernetes node is cordoned (a drain is
+// while every node is healthy (a replica down on an old template at once;
+// one that does not serve TLS is not waited for while it cannot follow a
+// primary that does), and the primary last after a handover to a synced
+// replica. A primary whose Kubernetes node is cordoned (a drain is
 // coming) is handed over to the replica furthest along of those in sync on
 // a node that is not, without waiting for a replica that is away (its pod
 // evicted, or stranded where its volume is): only one that answers while
@@ -220,7 +255,7 @@ func plan(in Observation) Decision {
 		case n.Name == recorded:
 		case n.Primary:
 			stale = append(stale, n.Name)
-		case n.Follows != recorded:
+		case n.Follows != recorded, wrongLink(n, primary):
 			astray = append(astray, n.Name)
 		}
 	}
@@ -249,6 +284,18 @@ func plan(in Observation) Decision {
 	if !in.Settled {
 		return waiting(d, "waiting for the StatefulSet controller to take the new spec")
 	}
+	// A replica down on an old template holds nothing the roll keeps: it
+	// is made again from the current one at once, rather than held until
+	// every node is healthy, which it may never be on its old
+	// configuration (the TLS of a cluster on its way to TLS, whose
+	// certificate its pod does not mount).
+	for _, n := range nodes {
+		if n.Name != recorded && n.Pod == PodNotReady && !n.Answered && !n.Busy && !n.Current {
+			d.Action, d.Target, d.State = DeletePod, n.Name, redisv1alpha1.StateRunningRollingUpdate
+			d.Reason = fmt.Sprintf("replaced the replica %s, down on an old template, with the new template", n.Name)
+			return d
+		}
+	}
 	// A replica whose pod is ready and that answers, but is not in sync,
 	// is behind: its link is down, or the primary, which pings it every
 	// second, has sent it nothing for a few seconds, or has had no
@@ -256,7 +303,7 @@ func plan(in Observation) Decision {
 	// not timed out yet).
 	var unsynced, behind []string
 	for _, n := range nodes {
-		if n.Name == recorded {
+		if n.Name == recorded || (n.Pod != PodMissing && n.Pod != PodTerminating && cannotFollow(n, primary)) {
 			continue
 		}
 		if n.Pod != PodReady || !n.Answered || !InSync(n) {

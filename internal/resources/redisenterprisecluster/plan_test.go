@@ -362,6 +362,45 @@ func TestPlan(t *testing.T) {
 			want:       Decision{Action: Failover, Target: p2, Primary: p2, Fence: p0, Repoint: []string{p1, p0}, State: redisv1alpha1.StateInitializing},
 		},
 		{
+			name:     "should replace at once a replica down on an old template, whatever the others",
+			recorded: p0,
+			nodes: []Node{primaryNode(p0, 100), with(replicaNode(p1, p0, 100), func(n *Node) { n.Pod, n.Answered, n.Current = PodNotReady, false, false }),
+				orphanNode(p2, p0, 90)},
+			want: Decision{Action: DeletePod, Target: p1, Primary: p0, State: redisv1alpha1.StateRunningRollingUpdate},
+		},
+		{
+			name:     "on the way to TLS, should point a replica that serves TLS and reaches the primary with TLS at the plain primary again",
+			recorded: p0,
+			nodes: []Node{with(primaryNode(p0, 100), func(n *Node) { n.Current = false }),
+				with(orphanNode(p1, p0, 100), func(n *Node) { n.TLS, n.Link = true, LinkTLS }),
+				with(replicaNode(p2, p0, 100), func(n *Node) { n.Current = false })},
+			want: Decision{Action: Repoint, Primary: p0, Repoint: []string{p1}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "on the way to TLS, should point a replica that serves TLS and reaches the primary plainly at the TLS primary again",
+			recorded: p1,
+			nodes: []Node{with(orphanNode(p0, p1, 100), func(n *Node) { n.TLS, n.Link = true, LinkPlain }),
+				with(primaryNode(p1, 100), func(n *Node) { n.TLS = true }),
+				with(replicaNode(p2, p1, 100), func(n *Node) { n.TLS = true })},
+			want: Decision{Action: Repoint, Primary: p1, Repoint: []string{p0}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "on the way to TLS, should replace the old plain primary, which cannot follow the TLS primary it was handed over to",
+			recorded: p1,
+			nodes: []Node{with(orphanNode(p0, p1, 100), func(n *Node) { n.Current = false }),
+				with(primaryNode(p1, 100), func(n *Node) { n.TLS = true }),
+				with(replicaNode(p2, p1, 100), func(n *Node) { n.TLS = true })},
+			want: Decision{Action: DeletePod, Target: p0, Primary: p1, State: redisv1alpha1.StateRunningRollingUpdate},
+		},
+		{
+			name:     "should wait for a plain replica of a TLS primary that runs the current template",
+			recorded: p1,
+			nodes: []Node{orphanNode(p0, p1, 100),
+				with(primaryNode(p1, 100), func(n *Node) { n.TLS = true }),
+				with(replicaNode(p2, p1, 100), func(n *Node) { n.TLS = true })},
+			want: Decision{Primary: p1, Waiting: true, Cause: redisv1alpha1.ReasonReplicaBehind, State: redisv1alpha1.StateInitializing},
+		},
+		{
 			name:     "should fail over from a recorded primary that is beyond the nodes",
 			recorded: "r-5",
 			nodes:    []Node{orphanNode(p0, "r-5", 10), orphanNode(p1, "r-5", 10), orphanNode(p2, "r-5", 10)},
@@ -433,6 +472,8 @@ func FuzzPlan(f *testing.F) {
 				Offset:    int64(o),
 				Keys:      int64(k),
 				Cordoned:  flags&(4<<i) != 0,
+				TLS:       k&2 != 0,
+				Link:      []Link{LinkUnknown, LinkPlain, LinkTLS, LinkUnknown}[(k>>2)%4],
 			}
 			if f := int(c/3) % 6; f < len(names) && !n.Primary {
 				n.Follows = names[f]
@@ -459,7 +500,9 @@ func FuzzPlan(f *testing.F) {
 		if d.Action == KillScript && (d.Target != recorded || !byName[d.Target].Busy || downFor >= window) {
 			t.Fatalf("SCRIPT KILL to %s (%+v), recorded %s, down for %s", d.Target, byName[d.Target], recorded, downFor)
 		}
-		if d.Action != None && d.Action != Label && d.Action != Repoint && d.Action != KillScript && !answers(d.Target) {
+		downOld := func(n Node) bool { return n.Pod == PodNotReady && !n.Answered && !n.Current }
+		if d.Action != None && d.Action != Label && d.Action != Repoint && d.Action != KillScript && !answers(d.Target) &&
+			(d.Action != DeletePod || !downOld(byName[d.Target])) {
 			t.Fatalf("%s on %s, which does not answer: %+v", d.Action, d.Target, byName[d.Target])
 		}
 		for _, name := range d.Repoint {
@@ -520,10 +563,20 @@ func FuzzPlan(f *testing.F) {
 				t.Fatalf("repointed %v at %s, recorded %s", d.Repoint, d.Primary, recorded)
 			}
 		case DeletePod:
-			if d.Target == recorded {
-				t.Fatalf("deleted the primary %s's pod", recorded)
+			target := byName[d.Target]
+			if d.Target == recorded || target.Current {
+				t.Fatalf("deleted the pod of %+v, recorded %s", target, recorded)
+			}
+			// A replica that serves is replaced only while every other
+			// node is healthy, but one that cannot follow the TLS
+			// primary until it is replaced.
+			if downOld(target) {
+				break
 			}
 			for _, n := range nodes {
+				if n.Name != recorded && n.Pod != PodTerminating && cannotFollow(n, byName[recorded]) {
+					continue
+				}
 				if n.Pod != PodReady || !n.Answered || (n.Name != recorded && !n.LinkUp) {
 					t.Fatalf("deleted %s while %s is not healthy: %+v", d.Target, n.Name, n)
 				}

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -512,6 +513,12 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 		WithLabels(labels).
 		WithOwnerReferences(owner.Reference()).
 		WithSpec(stsSpec)
+}
+
+// MountsTLS reports whether pod, a node's, mounts the certificate of
+// spec.tls: a pod of a template with it.
+func MountsTLS(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == tlsVolume && v.Secret != nil })
 }
 
 // tlsMounts mounts, with spec.tls, its Secret at TLSDir.
