@@ -198,7 +198,7 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 			return fmt.Errorf("restarted the pod %+v of member %+v", pod, m)
 		case d.Reason == ReasonEnablingTLS && !spec.TLSEnabled():
 			return fmt.Errorf("restarted %s for TLS without spec.TLS", m.Name)
-		case d.Reason == ReasonEnablingTLS && o.Now.Sub(pod.Created) < restartGrace && !(allWell && allReady(o)):
+		case d.Reason == ReasonEnablingTLS && o.Now.Sub(pod.Created) < restartGrace && (!allWell || !allReady(o)):
 			// Only a server behind its stage for restartGrace is
 			// restarted while the cluster is not all well.
 			return fmt.Errorf("restarted %s for TLS while not all well", m.Name)

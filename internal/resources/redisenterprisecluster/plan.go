@@ -289,30 +289,17 @@ func plan(in Observation) Decision {
 	// every node is healthy, which it may never be on its old
 	// configuration (the TLS of a cluster on its way to TLS, whose
 	// certificate its pod does not mount).
-	for _, n := range nodes {
-		if n.Name != recorded && n.Pod == PodNotReady && !n.Answered && !n.Busy && !n.Current {
-			d.Action, d.Target, d.State = DeletePod, n.Name, redisv1alpha1.StateRunningRollingUpdate
-			d.Reason = fmt.Sprintf("replaced the replica %s, down on an old template, with the new template", n.Name)
-			return d
-		}
+	if n, ok := downOnOldTemplate(nodes, recorded); ok {
+		d.Action, d.Target, d.State = DeletePod, n.Name, redisv1alpha1.StateRunningRollingUpdate
+		d.Reason = fmt.Sprintf("replaced the replica %s, down on an old template, with the new template", n.Name)
+		return d
 	}
 	// A replica whose pod is ready and that answers, but is not in sync,
 	// is behind: its link is down, or the primary, which pings it every
 	// second, has sent it nothing for a few seconds, or has had no
 	// acknowledgement from it (cut off from it, say, while its link has
 	// not timed out yet).
-	var unsynced, behind []string
-	for _, n := range nodes {
-		if n.Name == recorded || (n.Pod != PodMissing && n.Pod != PodTerminating && cannotFollow(n, primary)) {
-			continue
-		}
-		if n.Pod != PodReady || !n.Answered || !InSync(n) {
-			unsynced = append(unsynced, n.Name)
-		}
-		if n.Pod == PodReady && n.Answered && !InSync(n) {
-			behind = append(behind, n.Name)
-		}
-	}
+	unsynced, behind := outOfSync(nodes, primary)
 	rolling := slices.ContainsFunc(nodes, outdated)
 	if rolling {
 		d.State = redisv1alpha1.StateRunningRollingUpdate
@@ -413,6 +400,36 @@ func handoverFromCordoned(d Decision, primary Node, nodes, answering []Node) (De
 	d.Repoint = others(answering, primary.Name, target.Name)
 	d.Reason = fmt.Sprintf("handed the primary over from %s to %s: the node of %s is cordoned", primary.Name, target.Name, primary.Name)
 	return d, true
+}
+
+// outOfSync returns the replicas of primary that are not ready and in
+// sync with it, and of those the ones behind: answering from a ready pod.
+// A replica that cannot follow a primary that serves TLS until its pod is
+// made again is neither: the roll does not wait for it.
+func outOfSync(nodes []Node, primary Node) (unsynced, behind []string) {
+	for _, n := range nodes {
+		if n.Name == primary.Name || (n.Pod != PodMissing && n.Pod != PodTerminating && cannotFollow(n, primary)) {
+			continue
+		}
+		if n.Pod != PodReady || !n.Answered || !InSync(n) {
+			unsynced = append(unsynced, n.Name)
+		}
+		if n.Pod == PodReady && n.Answered && !InSync(n) {
+			behind = append(behind, n.Name)
+		}
+	}
+	return unsynced, behind
+}
+
+// downOnOldTemplate returns the first replica (not the primary recorded)
+// whose pod runs an old template and is not ready while Redis is silent.
+func downOnOldTemplate(nodes []Node, recorded string) (Node, bool) {
+	for _, n := range nodes {
+		if n.Name != recorded && n.Pod == PodNotReady && !n.Answered && !n.Busy && !n.Current {
+			return n, true
+		}
+	}
+	return Node{}, false
 }
 
 // strandedReplica returns the first node but the primary recorded whose
