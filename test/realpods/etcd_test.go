@@ -199,7 +199,13 @@ func etcdEndpoints(ctx context.Context, c client.Client, e *etcdv1beta2.EtcdClus
 	var out []string
 	for _, p := range pods.Items {
 		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			out = append(out, string(etcdcluster.SchemeOf(&e.Spec))+"://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort)))
+			// A pod that mounts the certificates serves https (and, on
+			// the way to TLS, http too).
+			scheme := etcdcluster.HTTP
+			if p.Labels[etcdcluster.TLSLabel] == "true" {
+				scheme = etcdcluster.HTTPS
+			}
+			out = append(out, string(scheme)+"://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdcluster.ClientPort)))
 		}
 	}
 	return out

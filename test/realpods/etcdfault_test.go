@@ -102,10 +102,17 @@ const historyKeys = 4
 // Stop.
 func startEtcdHistory(t *testing.T, endpoint string, clients int) *etcdHistory {
 	t.Helper()
+	return startEtcdHistoryAt(t, []string{endpoint}, clients)
+}
+
+// startEtcdHistoryAt is startEtcdHistory with client i at endpoints[i %
+// len(endpoints)], one history over them all.
+func startEtcdHistoryAt(t *testing.T, endpoints []string, clients int) *etcdHistory {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &etcdHistory{start: time.Now(), stop: cancel, acked: map[string][]string{}, failures: map[string]int{}}
 	for id := range clients {
-		cli, err := etcdClient([]string{endpoint})
+		cli, err := etcdClient([]string{endpoints[id%len(endpoints)]})
 		if err != nil {
 			t.Fatal(err)
 		}

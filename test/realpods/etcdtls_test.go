@@ -3,8 +3,11 @@ package realpods
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,4 +151,108 @@ func TestEtcdClusterWithTLSRefusesClientsWithoutACertificateAndRenewsWithoutLosi
 		acked: h.acknowledged(), lost: h.lost, unavailable: leaderless, toReady: toRenewed})
 	t.Logf("renewed: every member served the new certificates %s after the Secrets changed; %d writes acknowledged, %d lost, %s without a leader; client errors: %s",
 		toRenewed.Round(100*time.Millisecond), h.acknowledged(), h.lost, leaderless.Round(100*time.Millisecond), h.failureSummary())
+}
+
+// A running EtcdCluster without TLS gets spec.TLS while clients write and
+// read the whole time, some in plain HTTP and some in TLS, both through
+// the client Service: every member moves to TLS, one restart at a time,
+// and the cluster is Ready again with the same members on the same data.
+// Then every member's peer and client URLs are https, a plain client is
+// refused, and the history is linearizable with every acknowledged write
+// kept and equal HashKV on every member.
+func TestEtcdClusterGivenTLSWhileRunningMovesEveryMemberWithoutLosingAWrite(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx := context.Background()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	const name = "moving"
+	e := &etcdv1beta2.EtcdCluster{}
+	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
+	e.Name = name
+	e.Spec.Version = etcdVersion
+	if err := c.Create(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	waitEtcdReady(t, c, e, 3, etcdVersion, 5*time.Minute)
+	ids, claims := etcdMemberIDs(e), etcdClaimUIDs(t, c, e)
+	etcdTLSSecrets(t, c, ns, name)
+
+	plainURL := clientServiceURL(t, c, e)
+	h := startEtcdHistoryAt(t, []string{plainURL, "https" + strings.TrimPrefix(plainURL, "http")}, 4)
+	leader := watchLeader(t, c, e.DeepCopy())
+	time.Sleep(2 * time.Second)
+
+	moved := time.Now()
+	patch := client.MergeFrom(e.DeepCopy())
+	e.Spec.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{
+		Member:         &etcdv1beta2.MemberSecret{PeerSecret: name + "-peer", ServerSecret: name + "-server"},
+		OperatorSecret: name + "-operator",
+	}}
+	if err := c.Patch(ctx, e, patch); err != nil {
+		t.Fatal(err)
+	}
+	testenv.EventuallyInNamespace(t, c, ns, 10*time.Minute, func() (bool, string) {
+		// The pods of the members at https, once every one is.
+		var secure []string
+		for _, ep := range etcdEndpoints(ctx, c, e) {
+			if strings.HasPrefix(ep, "https://") {
+				secure = append(secure, ep)
+			}
+		}
+		if len(secure) < 3 {
+			return false, fmt.Sprintf("%d pods mount the certificates", len(secure))
+		}
+		cli, err := etcdClient(secure)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer cli.Close()
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		list, err := cli.MemberList(rctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		var waiting []string
+		for _, m := range list.Members {
+			for _, u := range append(slices.Clone(m.PeerURLs), m.ClientURLs...) {
+				if !strings.HasPrefix(u, "https://") {
+					waiting = append(waiting, m.Name+" at "+u)
+				}
+			}
+		}
+		return len(list.Members) == 3 && len(waiting) == 0, fmt.Sprintf("members %d, not at https: %v", len(list.Members), waiting)
+	})
+	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
+	took := time.Since(moved)
+	waitEventReasons(t, c, "EtcdCluster", client.ObjectKeyFromObject(e), "PeerURLUpdated")
+	time.Sleep(3 * time.Second)
+	leaderless := leader.Stop()
+	h.check(t, etcdClientOf(t, c, e))
+	checkHashKV(t, c, e)
+	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
+		t.Errorf("members %v after the move to TLS, want %v kept", got, ids)
+	}
+	if got := etcdClaimUIDs(t, c, e); !maps.Equal(got, claims) {
+		t.Errorf("claims %v after the move to TLS, want %v kept", got, claims)
+	}
+	for _, ep := range etcdEndpoints(ctx, c, e) {
+		plain, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + strings.TrimPrefix(ep, "https://")}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = plain.Put(rctx, "plain", "x")
+		cancel()
+		plain.Close()
+		if err == nil {
+			t.Errorf("a plain client's put through %s was taken after the move to TLS", ep)
+		}
+	}
+	recordCell(faultCell{kind: "etcd", fault: "TLS turned on for a running cluster while clients write",
+		acked: h.acknowledged(), lost: h.lost, unavailable: leaderless, toReady: took})
+	t.Logf("moved to TLS: Ready at https %s after spec.TLS was set; %d writes acknowledged, %d lost, %s without a leader; client errors: %s",
+		took.Round(100*time.Millisecond), h.acknowledged(), h.lost, leaderless.Round(100*time.Millisecond), h.failureSummary())
 }

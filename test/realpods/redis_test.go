@@ -63,6 +63,22 @@ func (r *redisCluster) client(ip string) *redis.Client {
 	return redisClientTLS(ip, "", r.password, r.tls)
 }
 
+// clientOfPod is a client of the named node, with TLS when its pod mounts
+// the certificate (a cluster on its way to TLS has both); nil while the
+// pod has no address.
+func (r *redisCluster) clientOfPod(name string) *redis.Client {
+	pod := &corev1.Pod{}
+	if err := r.c.Get(context.Background(), client.ObjectKey{Namespace: r.rec.Namespace, Name: name}, pod); err != nil ||
+		pod.DeletionTimestamp != nil || pod.Status.PodIP == "" {
+		return nil
+	}
+	cfg := r.tls
+	if !rec.MountsTLS(pod) {
+		cfg = nil
+	}
+	return redisClientTLS(pod.Status.PodIP, "", r.password, cfg)
+}
+
 func redisClient(ip, username, password string) *redis.Client {
 	return redisClientTLS(ip, username, password, nil)
 }
@@ -166,9 +182,7 @@ func (r *redisCluster) startWriterWaiting(prefix string, replicas int, pause tim
 				// says it is one.
 				rc := &redisv1alpha1.RedisEnterpriseCluster{}
 				if err := r.c.Get(context.Background(), client.ObjectKeyFromObject(r.rec), rc); err == nil && rc.Status.Primary != "" {
-					if ip := r.podIP(rc.Status.Primary); ip != "" {
-						c = r.client(ip)
-					}
+					c = r.clientOfPod(rc.Status.Primary)
 				}
 				if c == nil {
 					time.Sleep(50 * time.Millisecond)
