@@ -21,6 +21,27 @@ import (
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
+// startEtcdOperator starts, in a namespace of its own, an operator in the
+// test's process that watches it alone, for a test that runs beside
+// others.
+func startEtcdOperator(t *testing.T) (client.Client, string) {
+	t.Helper()
+	return startOperatorIn(t, func(ns string) testenv.StartOptions { return testenv.StartOptions{Namespaces: []string{ns}} })
+}
+
+// startOperatorIn starts, for a test that runs beside others, an operator
+// in the test's process with the options of a new namespace, and returns
+// the namespace.
+func startOperatorIn(t *testing.T, options func(ns string) testenv.StartOptions) (client.Client, string) {
+	t.Helper()
+	needCluster(t)
+	t.Parallel()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	testenv.StartOperator(t, testCluster.Config(), options(ns))
+	return c, ns
+}
+
 // etcdTLSSecrets writes, in namespace ns, the Secrets of a cluster called
 // name with spec.TLS, in the layout cert-manager writes, each certificate
 // newly issued by testCA (a renewal, when they exist), and returns the
@@ -49,12 +70,8 @@ func etcdTLSSecrets(t *testing.T, c client.Client, ns, name string) (server, pee
 // stays Ready, and the history is linearizable with every acknowledged
 // write kept.
 func TestEtcdClusterWithTLSRefusesClientsWithoutACertificateAndRenewsWithoutLosingAWrite(t *testing.T) {
-	needCluster(t)
-	t.Parallel()
 	ctx := context.Background()
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	c, ns := startEtcdOperator(t)
 	const name = "secure"
 	etcdTLSSecrets(t, c, ns, name)
 	e := &etcdv1beta2.EtcdCluster{}
@@ -161,12 +178,8 @@ func TestEtcdClusterWithTLSRefusesClientsWithoutACertificateAndRenewsWithoutLosi
 // refused, and the history is linearizable with every acknowledged write
 // kept and equal HashKV on every member.
 func TestEtcdClusterGivenTLSWhileRunningMovesEveryMemberWithoutLosingAWrite(t *testing.T) {
-	needCluster(t)
-	t.Parallel()
 	ctx := context.Background()
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	c, ns := startEtcdOperator(t)
 	const name = "moving"
 	e := &etcdv1beta2.EtcdCluster{}
 	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)

@@ -38,12 +38,8 @@ func issuedTLS(t *testing.T, c client.Client, ns, name string) *tls.Config {
 // Ready; a client with the operator's issued certificate writes and reads,
 // one with a certificate of another CA is refused.
 func TestEtcdClusterWithTLSIssuedByTheOperatorServesOnlyItsCertificates(t *testing.T) {
-	needCluster(t)
-	t.Parallel()
 	ctx := context.Background()
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	c, ns := startEtcdOperator(t)
 	e := &etcdv1beta2.EtcdCluster{}
 	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
 	e.Name, e.Spec.Version, e.Spec.TLS = "issued", etcdVersion, &etcdv1beta2.TLSPolicy{}

@@ -54,14 +54,11 @@ func redisS3Storage(t *testing.T, c client.Client, ns, bucket string) redisv1alp
 // returns the namespace.
 func startBackupOperator(t *testing.T) (client.Client, string) {
 	t.Helper()
-	needCluster(t)
-	t.Parallel()
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	opts := cellOperatorOptions(ns)
-	opts.SnapshotImage = operatorImage(t)
-	testenv.StartOperator(t, testCluster.Config(), opts)
-	return c, ns
+	return startOperatorIn(t, func(ns string) testenv.StartOptions {
+		opts := cellOperatorOptions(ns)
+		opts.SnapshotImage = operatorImage(t)
+		return opts
+	})
 }
 
 // setBackup sets the cluster's spec.backup.

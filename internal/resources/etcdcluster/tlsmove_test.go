@@ -27,6 +27,15 @@ func tlsPods(members ...Member) map[string]Pod {
 	return p
 }
 
+// longNotReady returns p with the pod of member not ready since it was
+// created twice restartGrace before now.
+func longNotReady(p map[string]Pod, member string, now time.Time) map[string]Pod {
+	pod := p[member]
+	pod.Created, pod.Ready = now.Add(-2*restartGrace), false
+	p[member] = pod
+	return p
+}
+
 func TestARunningClusterMovesToTLSOneMemberAtATime(t *testing.T) {
 	leader := func(mem Member) Member { return with(mem, func(x *Member) { x.Leader = true }) }
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -77,14 +86,8 @@ func TestARunningClusterMovesToTLSOneMemberAtATime(t *testing.T) {
 			want: Action{Kind: SecurePeer, Member: "example-1", ID: 2, PodUID: "uid-example-1", PeerURL: "https://example-1.example.ns.svc:2380"}, reason: ReasonEnablingTLS},
 		{name: "a member whose URL moved but whose pod was not restarted is restarted, though no peer reaches it", spec: tlsSpec(),
 			members: []Member{leader(at(Dual, m(0, 1))), with(at(Dual, m(1, 2)), func(x *Member) { x.PeerTLS, x.Healthy = true, false }), at(Dual, m(2, 3))},
-			pods: func() map[string]Pod {
-				p := tlsPods(m(0, 1), m(1, 2), m(2, 3))
-				old := p["example-1"]
-				old.Created, old.Ready = now.Add(-2*restartGrace), false
-				p["example-1"] = old
-				return p
-			}(),
-			want: Action{Kind: RestartPod, Member: "example-1", PodUID: "uid-example-1"}, reason: ReasonEnablingTLS},
+			pods:    longNotReady(tlsPods(m(0, 1), m(1, 2), m(2, 3)), "example-1", now),
+			want:    Action{Kind: RestartPod, Member: "example-1", PodUID: "uid-example-1"}, reason: ReasonEnablingTLS},
 		{name: "a member just restarted with its URL moved is given time to say so", spec: tlsSpec(),
 			members: []Member{leader(at(Dual, m(0, 1))), with(at(Dual, m(1, 2)), func(x *Member) { x.PeerTLS, x.Healthy = true, false }), at(Dual, m(2, 3))},
 			pods: func() map[string]Pod {
@@ -95,14 +98,8 @@ func TestARunningClusterMovesToTLSOneMemberAtATime(t *testing.T) {
 			reason: ReasonMemberUnhealthy},
 		{name: "a pod with the certificates whose server started Plain is restarted", spec: tlsSpec(),
 			members: []Member{leader(at(Dual, m(0, 1))), with(m(1, 2), func(x *Member) { x.Healthy = false }), at(Dual, m(2, 3))},
-			pods: func() map[string]Pod {
-				p := tlsPods(m(0, 1), m(1, 2), m(2, 3))
-				old := p["example-1"]
-				old.Created, old.Ready = now.Add(-2*restartGrace), false
-				p["example-1"] = old
-				return p
-			}(),
-			want: Action{Kind: RestartPod, Member: "example-1", PodUID: "uid-example-1"}, reason: ReasonEnablingTLS},
+			pods:    longNotReady(tlsPods(m(0, 1), m(1, 2), m(2, 3)), "example-1", now),
+			want:    Action{Kind: RestartPod, Member: "example-1", PodUID: "uid-example-1"}, reason: ReasonEnablingTLS},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
