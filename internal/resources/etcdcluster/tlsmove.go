@@ -132,7 +132,10 @@ func ConfigStages(spec *etcdv1beta2.EtcdClusterSpec, o Observed, live Live, d De
 	stages := Stages{Default: Secure, ByMember: map[string]Stage{}}
 	if o.Reachable {
 		for _, m := range o.Members {
-			stages.ByMember[m.Name] = StageOf(boolScheme(m.PeerTLS))
+			stages.ByMember[m.Name] = Plain
+			if m.PeerTLS {
+				stages.ByMember[m.Name] = Secure
+			}
 		}
 	} else {
 		for _, r := range o.Recorded {
@@ -151,13 +154,6 @@ func ConfigStages(spec *etcdv1beta2.EtcdClusterSpec, o Observed, live Live, d De
 		stages.ByMember[d.Action.Member] = Secure
 	}
 	return stages
-}
-
-func boolScheme(https bool) Scheme {
-	if https {
-		return HTTPS
-	}
-	return HTTP
 }
 
 // deletesPod reports whether the action deletes the pod of uid.
