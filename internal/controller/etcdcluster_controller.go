@@ -134,7 +134,7 @@ func etcdMembership(o *etcdv1beta2.EtcdCluster, look *etcdLook, image string) et
 	}
 	if look != nil {
 		stages := etcdcluster.ConfigStages(&o.Spec, look.obs, look.live, look.decision)
-		m.Stages = &stages
+		m.Stages, m.Trust = &stages, look.obs.Trust
 	}
 	return m
 }
@@ -199,8 +199,9 @@ func (e *etcdOps) look(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdLoo
 		return look, fmt.Errorf("get ConfigMap %s: %w", etcdcluster.ConfigMapName(o.Name), err)
 	}
 	look.dial = e.dial
+	var trust string
 	if o.Spec.TLSEnabled() {
-		dial, err := e.tlsDialer(ctx, o)
+		dial, digest, err := e.tlsDialer(ctx, o)
 		if f, ok := errors.AsType[*status.Failure](err); ok {
 			look.tlsFailure = f
 			return look, nil
@@ -208,13 +209,14 @@ func (e *etcdOps) look(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdLoo
 		if err != nil {
 			return look, err
 		}
-		look.dial = dial
+		look.dial, trust = dial, digest
 	}
 	e.dial = look.dial
 	ctx, cancel := context.WithTimeout(ctx, etcdStepBudget)
 	defer cancel()
 	var err error
 	look.obs, look.urls, look.clusterID, err = e.observe(ctx, o)
+	look.obs.Trust = trust
 	if err == nil {
 		look.decision = etcdcluster.Next(&o.Spec, o.Namespace, look.obs)
 	}

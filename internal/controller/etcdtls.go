@@ -15,9 +15,10 @@ import (
 )
 
 // tlsDialer reads the Secrets spec.TLS names (issuing them first when it
-// names none) and returns the dialer of the operator's certificate. A
-// Secret that cannot serve is a *status.Failure naming the field.
-func (e *etcdOps) tlsDialer(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd.Dialer, error) {
+// names none) and returns the dialer of the operator's certificate, and
+// the digest of the CAs the members are to trust (etcdcluster.TrustDigest).
+// A Secret that cannot serve is a *status.Failure naming the field.
+func (e *etcdOps) tlsDialer(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd.Dialer, string, error) {
 	peer, server, operator := o.Spec.TLSSecrets(o.Name)
 	peerField, serverField, field := "spec.TLS.static.member.peerSecret", "spec.TLS.static.member.serverSecret", "spec.TLS.static.operatorSecret"
 	if o.Spec.TLS.Static == nil {
@@ -30,26 +31,30 @@ func (e *etcdOps) tlsDialer(ctx context.Context, o *etcdv1beta2.EtcdCluster) (et
 				{secret: server, cn: o.Name + "-server", hosts: serverHosts},
 				{secret: operator, cn: "app-operator"},
 			}, e.now()); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	if _, err := readTLSSecret(ctx, e.client, e.api, o.Namespace, serverField, server); err != nil {
-		return nil, err
+	serverSecret, err := readTLSSecret(ctx, e.client, e.api, o.Namespace, serverField, server)
+	if err != nil {
+		return nil, "", err
 	}
-	if _, err := readTLSSecret(ctx, e.client, e.api, o.Namespace, peerField, peer); err != nil {
-		return nil, err
+	peerSecret, err := readTLSSecret(ctx, e.client, e.api, o.Namespace, peerField, peer)
+	if err != nil {
+		return nil, "", err
 	}
 	secret, err := readTLSSecret(ctx, e.client, e.api, o.Namespace, field, operator)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return e.dialers.dialer(client.ObjectKeyFromObject(o), secret, func() (*tls.Config, error) {
+	trust := etcdcluster.TrustDigest(peerSecret.Data[tlssecret.CAKey], serverSecret.Data[tlssecret.CAKey])
+	dial, err := e.dialers.dialer(client.ObjectKeyFromObject(o), secret, func() (*tls.Config, error) {
 		cfg, err := tlssecret.ClientConfigOf(secret.Data, etcdcluster.ClientServerName(o.Name, o.Namespace))
 		if err != nil {
 			return nil, tlsSecretInvalid(field, operator, err)
 		}
 		return cfg, nil
 	})
+	return dial, trust, err
 }
 
 // now is the time of a pass: the clock's, when the kind has one.

@@ -125,7 +125,7 @@ func Build(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, m Membershi
 		Service:       peerService(owner, selector, labels),
 		ClientService: clientService(owner, selector, labels),
 		ConfigMap:     configMap(owner, m.stages(spec), labels, m.Members, m.Kept),
-		StatefulSet:   statefulSet(owner, spec, selector, labels, m.Replicas, m.Restore),
+		StatefulSet:   statefulSet(owner, spec, selector, labels, m),
 	}
 	if len(m.Members) > 1 {
 		c.PodDisruptionBudget = podDisruptionBudget(owner, selector, labels, len(m.Members))
@@ -160,6 +160,10 @@ type Membership struct {
 	// Stages are the TLS stages of the members' start-up files (see
 	// ConfigStages); nil: every member at its spec's scheme.
 	Stages *Stages
+	// Trust is the digest of the CAs the Secrets of spec.TLS hold, which
+	// the pods' template carries as TrustAnnotation; empty without TLS,
+	// or in a build without a cluster (a preview).
+	Trust string
 }
 
 // stages are m.Stages, or every member at the stage of spec's scheme.
@@ -465,7 +469,7 @@ func configMap(owner resources.Owner, stages Stages, labels map[string]string, m
 		WithData(data)
 }
 
-func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selector, labels map[string]string, replicas int32, restore *Restore) *appsv1ac.StatefulSetApplyConfiguration {
+func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selector, labels map[string]string, m Membership) *appsv1ac.StatefulSetApplyConfiguration {
 	container := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(Image(spec, spec.Version)).
@@ -512,8 +516,8 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 		peer, server, _ := spec.TLSSecrets(owner.Name)
 		podSpec.WithVolumes(resources.TLSVolume(serverTLSVolume, server), resources.TLSVolume(peerTLSVolume, peer))
 	}
-	if restore != nil {
-		init, volumes := restoreContainer(owner, SchemeOf(spec), restore)
+	if m.Restore != nil {
+		init, volumes := restoreContainer(owner, SchemeOf(spec), m.Restore)
 		podSpec.WithInitContainers(init).WithVolumes(volumes...)
 	}
 	// One member per node as far as the nodes allow (spec.pod.spread):
@@ -522,11 +526,18 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 	resources.SpreadMembers(podSpec, place.Spread, selector)
 	resources.Place(podSpec, place)
 
+	template := corev1ac.PodTemplateSpec().WithLabels(podLabels(spec, labels)).WithSpec(podSpec)
+	if spec.TLSEnabled() && m.Trust != "" {
+		// The pods the StatefulSet makes say which CAs their members
+		// trust (see retrust); updateStrategy OnDelete: a change here
+		// restarts no pod by itself.
+		template.WithAnnotations(map[string]string{TrustAnnotation: m.Trust})
+	}
 	return appsv1ac.StatefulSet(owner.Name, owner.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(owner.Reference()).
 		WithSpec(appsv1ac.StatefulSetSpec().
-			WithReplicas(replicas).
+			WithReplicas(m.Replicas).
 			WithServiceName(owner.Name).
 			WithPodManagementPolicy("Parallel").
 			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType("OnDelete")).
@@ -545,9 +556,7 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 					WithResources(corev1ac.VolumeResourceRequirements().
 						WithRequests(corev1.ResourceList{corev1.ResourceStorage: DataSize})))).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(podLabels(spec, labels)).
-				WithSpec(podSpec)))
+			WithTemplate(template))
 }
 
 // podLabels are the member pods' labels: with TLS, TLSLabel too, which

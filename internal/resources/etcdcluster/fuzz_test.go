@@ -60,6 +60,9 @@ func observedFrom(data []byte) (*etcdv1beta2.EtcdClusterSpec, Observed) {
 			if tls&16 != 0 {
 				pod.Created = o.Now.Add(-2 * restartGrace)
 			}
+			// The CAs the member started with: those the Secrets hold,
+			// older ones, or none written.
+			pod.Trust = [...]string{"ca-2", "ca-1", "", "ca-2"}[(tls>>5)%4]
 			o.Pods[mem.Name] = pod
 		}
 		if flags&16 == 0 {
@@ -68,6 +71,7 @@ func observedFrom(data []byte) (*etcdv1beta2.EtcdClusterSpec, Observed) {
 	}
 	if r.next()%2 == 1 {
 		spec.TLS = &etcdv1beta2.TLSPolicy{}
+		o.Trust = "ca-2"
 	}
 	return spec, o
 }
@@ -121,6 +125,9 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 	a := d.Action
 	if d.Failure && a.Kind != None {
 		return fmt.Errorf("a failure with an action")
+	}
+	if a.Kind == RestartPod && d.Reason == ReasonRotatingCA {
+		return checkRetrust(o, d)
 	}
 	if !o.Reachable {
 		if a.Kind != None && a.Kind != Seed {
@@ -233,6 +240,45 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 				return fmt.Errorf("upgraded %s while %s (%+v) restarts", a.Member, m.Name, pod)
 			}
 		}
+	}
+	return nil
+}
+
+// checkRetrust checks a restart for new CAs: of a pod that trusts older
+// ones; with a quorum, only with every member well and every pod ready,
+// and the leader only as the last member; without one, only of a pod that
+// is not ready (a ready pod serves).
+func checkRetrust(o Observed, d Decision) error {
+	pod := o.Pods[d.Action.Member]
+	if pod.UID != d.Action.PodUID || pod.Trust == "" || pod.Trust == o.Trust || o.Trust == "" {
+		return fmt.Errorf("restarted the pod %+v of %s for new CAs %q", pod, d.Action.Member, o.Trust)
+	}
+	var voters, healthy int
+	allWell := true
+	var restarted Member
+	for _, m := range o.Members {
+		if !m.Learner {
+			voters++
+			if m.Healthy {
+				healthy++
+			}
+		}
+		allWell = allWell && m.Healthy && m.Started
+		if m.Name == d.Action.Member {
+			restarted = m
+		}
+	}
+	if !o.Reachable || healthy < Quorum(voters) {
+		if pod.Ready {
+			return fmt.Errorf("restarted the ready pod of %s without a quorum", d.Action.Member)
+		}
+		return nil
+	}
+	if !allWell || !allReady(o) {
+		return fmt.Errorf("restarted %s for new CAs while not all well", d.Action.Member)
+	}
+	if restarted.Leader && len(o.Members) > 1 {
+		return fmt.Errorf("restarted the leader %s for new CAs", d.Action.Member)
 	}
 	return nil
 }

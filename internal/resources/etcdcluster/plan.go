@@ -58,6 +58,9 @@ type Pod struct {
 	Stranded string
 	// TLS is whether the pod mounts the members' certificates (TLSLabel).
 	TLS bool
+	// Trust is the pod's TrustAnnotation: the digest of the CAs the
+	// member trusts; empty when the pod has none.
+	Trust string
 }
 
 // Observed is everything the planner decides from.
@@ -83,6 +86,9 @@ type Observed struct {
 	Claims map[string]string
 	// Now is when the observation was made.
 	Now time.Time
+	// Trust is the digest of the CAs the Secrets of spec.TLS hold now
+	// (TrustDigest); empty without TLS.
+	Trust string
 }
 
 // JoinTimeout is how long a member may take to join: a member added whose
@@ -149,6 +155,9 @@ const (
 	// ReasonEnablingTLS: a running cluster moves to the TLS spec.TLS set
 	// (see Stage).
 	ReasonEnablingTLS = "EnablingTLS"
+	// ReasonRotatingCA: the CAs in the Secrets of spec.TLS changed, and
+	// the members restart one at a time to load them (see retrust).
+	ReasonRotatingCA = "RotatingCA"
 )
 
 // AlarmNoSpace is the alarm etcd raises when a member's backend reaches its
@@ -298,6 +307,9 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 	if d, ok := secure(spec, namespace, o, members); ok {
 		return d
 	}
+	if d, ok := retrust(o, members); ok {
+		return d
+	}
 
 	size := int(spec.Size)
 	switch {
@@ -370,6 +382,13 @@ func noQuorum(o Observed, members []Member, voters, healthyVoters int) Decision 
 		return Decision{Reason: ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
 			"The operator cannot reach members %s, whose pods are ready (they serve): %d of %d voting members answer it. The operator changes nothing until it reaches a quorum of them (check the network between it and the pods)",
 			strings.Join(unreachable, ", "), healthyVoters, voters)}
+	}
+	names := make([]string, 0, len(members))
+	for _, m := range members {
+		names = append(names, m.Name)
+	}
+	if d, ok := distrusted(o, names); ok {
+		return d
 	}
 	silent = append(silent, unreachable...)
 	slices.SortFunc(silent, func(a, b string) int { return compareNames(o.Cluster, a, b) })
@@ -493,6 +512,9 @@ func unreachable(o Observed) Decision {
 		}
 	}
 	slices.SortFunc(names, func(a, b string) int { return compareNames(o.Cluster, a, b) })
+	if d, ok := distrusted(o, names); ok {
+		return d
+	}
 	return Decision{Reason: ReasonQuorumLost, Failure: true, Message: fmt.Sprintf(
 		"No member answers; down: %s. The operator changes nothing until a quorum is back", strings.Join(names, ", "))}
 }
@@ -543,17 +565,25 @@ func upgrade(spec *etcdv1beta2.EtcdClusterSpec, members []Member, pods map[strin
 	if m.Leader && len(members) > 1 {
 		// The leader hands its leadership to a member already at the
 		// target first: writes wait for no election while it restarts.
-		to := members[0]
-		for _, o := range members {
-			if !o.Leader && !o.Learner && (to.Leader || pods[o.Name].Image == target) {
-				to = o
-			}
-		}
+		to := successor(members, func(m Member) bool { return pods[m.Name].Image == target })
 		return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonUpgrading,
 			Message: fmt.Sprintf("Moving the leadership from %s to %s before upgrading %s", m.Name, to.Name, m.Name)}, true
 	}
 	return Decision{Action: Action{Kind: Upgrade, Member: m.Name, ID: m.ID, Image: target}, Reason: ReasonUpgrading,
 		Message: fmt.Sprintf("Upgrading member %s to %s (%d of %d members left)", m.Name, spec.Version, len(stale), len(members))}, true
+}
+
+// successor is the member the leader hands its leadership to before it
+// restarts: the last voter other than the leader that the change has
+// reached already (done), else the last other voter.
+func successor(members []Member, done func(Member) bool) Member {
+	to := members[0]
+	for _, m := range members {
+		if !m.Leader && !m.Learner && (to.Leader || done(m)) {
+			to = m
+		}
+	}
+	return to
 }
 
 // skew says why the members cannot move from version from to version to;

@@ -236,12 +236,7 @@ func secure(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed, mem
 	if i < 0 {
 		leader := next[0]
 		if len(members) > 1 {
-			to := members[0]
-			for _, m := range members {
-				if !m.Leader && !m.Learner && (to.Leader || moved(m)) {
-					to = m
-				}
-			}
+			to := successor(members, moved)
 			return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonEnablingTLS,
 				Message: fmt.Sprintf("Moving the leadership from %s to %s before moving %s to TLS", leader.Name, to.Name, leader.Name)}, true
 		}
