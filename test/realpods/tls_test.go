@@ -79,14 +79,21 @@ func writeTLSSecret(t *testing.T, c client.Client, ns, name string, hosts ...str
 	if err != nil {
 		t.Fatal(err)
 	}
+	writeSecret(t, c, ns, name, pair.Data())
+	return pair.Serial
+}
+
+// writeSecret creates the Secret name in namespace ns with data, or sets
+// its data.
+func writeSecret(t *testing.T, c client.Client, ns, name string, data map[string][]byte) {
+	t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if _, err := controllerutil.CreateOrUpdate(context.Background(), c, s, func() error {
-		s.Type, s.Data = corev1.SecretTypeOpaque, pair.Data()
+		s.Type, s.Data = corev1.SecretTypeOpaque, data
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return pair.Serial
 }
 
 // servedSerial is the serial of the certificate the pod at ip presents
