@@ -2,13 +2,11 @@ package realpods
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"maps"
 	"math/big"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,13 +14,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
-	"github.com/app-operator/app-operator/internal/pki"
 	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
-	"github.com/app-operator/app-operator/internal/tlssecret"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -276,155 +271,4 @@ func TestEtcdClusterGivenTLSWhileRunningMovesEveryMemberWithoutLosingAWrite(t *t
 		acked: h.acknowledged(), lost: h.lost, unavailable: leaderless, toReady: took})
 	t.Logf("moved to TLS: Ready at https %s after spec.TLS was set; %d writes acknowledged, %d lost, %s without a leader; client errors: %s",
 		took.Round(100*time.Millisecond), h.acknowledged(), h.lost, leaderless.Round(100*time.Millisecond), h.failureSummary())
-}
-
-// A running EtcdCluster with TLS moves its peers to a new CA while
-// clients write and read the whole time, in the three changes a move
-// between CAs takes: both CAs in the peer Secret's ca.crt, the peer
-// certificate issued from the new CA, the old CA taken out. The operator
-// restarts every member, one at a time, after the first change and after
-// the last, and none after the second: etcd reads its certificate on each
-// connection, its CAs only at start. Then every member refuses a peer
-// certificate of the old CA and takes one of the new, the same members run
-// on the same claims, and the history is linearizable with every
-// acknowledged write kept.
-func TestEtcdClusterGivenANewPeerCAWhileRunningRestartsEachMemberWithoutLosingAWrite(t *testing.T) {
-	ctx := context.Background()
-	c, ns := startEtcdOperator(t)
-	const name = "rotating"
-	etcdTLSSecrets(t, c, ns, name)
-	e := &etcdv1beta2.EtcdCluster{}
-	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
-	e.Name = name
-	e.Spec.Version = etcdVersion
-	e.Spec.TLS = etcdStaticTLS(name)
-	if err := c.Create(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	waitEtcdReady(t, c, e, 3, etcdVersion, 5*time.Minute)
-	ids, claims := etcdMemberIDs(e), etcdClaimUIDs(t, c, e)
-	oldCA, err := testCA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	newCA, err := pki.NewCA("realpods-new-ca", time.Now(), 24*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// peerSecret writes the peer Secret: a certificate of issuer, and
-	// trusted in ca.crt.
-	peerSecret := func(issuer *pki.CA, trusted ...*pki.CA) (serial *big.Int, digest string) {
-		pair, err := issuer.Issue(name+"-peer", []string{"*." + name + "." + ns + ".svc"}, time.Now(), 24*time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data := pair.Data()
-		data[tlssecret.CAKey] = nil
-		for _, ca := range trusted {
-			data[tlssecret.CAKey] = append(data[tlssecret.CAKey], ca.PEM...)
-		}
-		writeSecret(t, c, ns, name+"-peer", data)
-		server := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-server"}, server); err != nil {
-			t.Fatal(err)
-		}
-		return pair.Serial, etcdcluster.TrustDigest(data[tlssecret.CAKey], server.Data[tlssecret.CAKey])
-	}
-	peerClient := func(ca *pki.CA) *tls.Config {
-		pair, err := ca.Issue("realpods-peer", nil, time.Now(), 24*time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := chainOnlyTLS(pair)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
-
-	h := startEtcdHistory(t, clientServiceURL(t, c, e), 2)
-	leader := watchLeader(t, c, e.DeepCopy())
-	time.Sleep(2 * time.Second)
-	start := time.Now()
-
-	// 1. Both CAs trusted: every member restarts to load them.
-	before := etcdPodUIDs(t, c, e)
-	_, digest := peerSecret(oldCA, oldCA, newCA)
-	waitEtcdPodsTrust(t, c, e, before, digest)
-	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
-
-	// 2. The certificate of the new CA: read on each connection.
-	before = etcdPodUIDs(t, c, e)
-	serial, _ := peerSecret(newCA, oldCA, newCA)
-	newPeer := peerClient(newCA)
-	testenv.EventuallyInNamespace(t, c, ns, 5*time.Minute, func() (bool, string) {
-		var waiting []string
-		for _, ep := range etcdEndpoints(ctx, c, e) {
-			ip := strings.TrimSuffix(strings.TrimPrefix(ep, "https://"), ":2379")
-			if got, err := servedSerialWith(newPeer, ip, etcdcluster.PeerPort); err != nil || got.Cmp(serial) != 0 {
-				waiting = append(waiting, fmt.Sprintf("%s serves %v (%v)", ip, got, err))
-			}
-		}
-		return len(waiting) == 0, fmt.Sprint(waiting)
-	})
-	if got := etcdPodUIDs(t, c, e); !maps.Equal(got, before) {
-		t.Errorf("pods %v after the peer certificate of the new CA, want %v: none restarted", got, before)
-	}
-
-	// 3. The old CA taken out: every member restarts again.
-	_, digest = peerSecret(newCA, newCA)
-	waitEtcdPodsTrust(t, c, e, before, digest)
-	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
-	took := time.Since(start)
-	time.Sleep(3 * time.Second)
-	leaderless := leader.Stop()
-	h.check(t, etcdClientOf(t, c, e))
-	checkHashKV(t, c, e)
-	if got := etcdMemberIDs(e); !maps.Equal(got, ids) {
-		t.Errorf("members %v after the move to a new CA, want %v kept", got, ids)
-	}
-	if got := etcdClaimUIDs(t, c, e); !maps.Equal(got, claims) {
-		t.Errorf("claims %v after the move to a new CA, want %v kept", got, claims)
-	}
-	oldPeer := peerClient(oldCA)
-	for _, ep := range etcdEndpoints(ctx, c, e) {
-		peerURL := strings.TrimSuffix(ep, ":2379") + ":" + strconv.Itoa(etcdcluster.PeerPort) + "/version"
-		for cfg, want := range map[*tls.Config]bool{newPeer: true, oldPeer: false} {
-			hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
-			resp, err := hc.Get(peerURL)
-			if err == nil {
-				resp.Body.Close()
-			}
-			if taken := err == nil && resp.StatusCode == http.StatusOK; taken != want {
-				t.Errorf("GET %s with a peer certificate of the %s CA: taken %v (%v), want %v", peerURL, map[bool]string{true: "new", false: "old"}[want], taken, err, want)
-			}
-		}
-	}
-	recordCell(faultCell{kind: "etcd", fault: "TLS: the peer CA replaced while clients write",
-		acked: h.acknowledged(), lost: h.lost, unavailable: leaderless, toReady: took})
-	t.Logf("new peer CA: Ready with every member on it %s after the first change; %d writes acknowledged, %d lost, %s without a leader; client errors: %s",
-		took.Round(100*time.Millisecond), h.acknowledged(), h.lost, leaderless.Round(100*time.Millisecond), h.failureSummary())
-}
-
-// waitEtcdPodsTrust waits until every member pod of e has been made again
-// since before (pod name to uid), carries digest as its TrustAnnotation,
-// and is ready.
-func waitEtcdPodsTrust(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, before map[string]types.UID, digest string) {
-	t.Helper()
-	testenv.EventuallyInNamespace(t, c, e.Namespace, 10*time.Minute, func() (bool, string) {
-		list := &corev1.PodList{}
-		if err := c.List(context.Background(), list, client.InNamespace(e.Namespace), client.MatchingLabels(etcdcluster.Selector(e.Name))); err != nil {
-			return false, err.Error()
-		}
-		var waiting []string
-		for _, p := range list.Items {
-			ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
-				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-			})
-			if p.UID == before[p.Name] || p.Annotations[etcdcluster.TrustAnnotation] != digest || !ready {
-				waiting = append(waiting, fmt.Sprintf("%s (same pod %v, CAs %s, ready %v)", p.Name, p.UID == before[p.Name], p.Annotations[etcdcluster.TrustAnnotation], ready))
-			}
-		}
-		return len(list.Items) == len(before) && len(waiting) == 0, fmt.Sprintf("%d pods, waiting for %v", len(list.Items), waiting)
-	})
 }

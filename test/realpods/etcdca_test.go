@@ -1,0 +1,237 @@
+package realpods
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"maps"
+	"math/big"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/pki"
+	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
+	"github.com/app-operator/app-operator/internal/tlssecret"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// peerCAMove is a running EtcdCluster with TLS whose peers move from the
+// tests' CA to a CA of its own, while clients write and read through the
+// client Service the whole time. The server and operator Secrets stay on
+// the tests' CA, which the clients use.
+type peerCAMove struct {
+	t             *testing.T
+	c             client.Client
+	e             *etcdv1beta2.EtcdCluster
+	oldCA, newCA  *pki.CA
+	ids           map[string]string
+	claims        map[string]types.UID
+	history       *etcdHistory
+	leader        *leaderWatch
+	start         time.Time
+	oldPeerClient *tls.Config
+	newPeerClient *tls.Config
+}
+
+// startPeerCAMove creates the cluster called name, waits for it to be
+// Ready, and starts the clients.
+func startPeerCAMove(t *testing.T, name string) *peerCAMove {
+	c, ns := startEtcdOperator(t)
+	etcdTLSSecrets(t, c, ns, name)
+	e := &etcdv1beta2.EtcdCluster{}
+	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
+	e.Name = name
+	e.Spec.Version = etcdVersion
+	e.Spec.TLS = etcdStaticTLS(name)
+	if err := c.Create(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	waitEtcdReady(t, c, e, 3, etcdVersion, 5*time.Minute)
+	m := &peerCAMove{t: t, c: c, e: e, ids: etcdMemberIDs(e), claims: etcdClaimUIDs(t, c, e)}
+	var err error
+	if m.oldCA, err = testCA(); err != nil {
+		t.Fatal(err)
+	}
+	if m.newCA, err = pki.NewCA("realpods-new-ca", time.Now(), 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	m.oldPeerClient, m.newPeerClient = m.peerClient(m.oldCA), m.peerClient(m.newCA)
+	m.history = startEtcdHistory(t, clientServiceURL(t, c, e), 2)
+	m.leader = watchLeader(t, c, e.DeepCopy())
+	time.Sleep(2 * time.Second)
+	m.start = time.Now()
+	return m
+}
+
+// writePeerSecret writes the peer Secret with a certificate of issuer and
+// the CAs trusted in its ca.crt, and returns the certificate's serial and
+// the digest of the CAs the members are then to trust.
+func (m *peerCAMove) writePeerSecret(issuer *pki.CA, trusted ...*pki.CA) (*big.Int, string) {
+	t, name, ns := m.t, m.e.Name, m.e.Namespace
+	pair, err := issuer.Issue(name+"-peer", []string{"*." + name + "." + ns + ".svc"}, time.Now(), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := pair.Data()
+	data[tlssecret.CAKey] = nil
+	for _, ca := range trusted {
+		data[tlssecret.CAKey] = append(data[tlssecret.CAKey], ca.PEM...)
+	}
+	writeSecret(t, m.c, ns, name+"-peer", data)
+	server := &corev1.Secret{}
+	if err := m.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-server"}, server); err != nil {
+		t.Fatal(err)
+	}
+	return pair.Serial, etcdcluster.TrustDigest(data[tlssecret.CAKey], server.Data[tlssecret.CAKey])
+}
+
+// peerClient is the TLS configuration of a peer with a certificate of ca.
+func (m *peerCAMove) peerClient(ca *pki.CA) *tls.Config {
+	pair, err := ca.Issue("realpods-peer", nil, time.Now(), 24*time.Hour)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	cfg, err := chainOnlyTLS(pair)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return cfg
+}
+
+// waitPodsTrust waits until every member pod has been made again since
+// before (pod name to uid), carries digest as its TrustAnnotation, and is
+// ready; then for the cluster to be Ready.
+func (m *peerCAMove) waitPodsTrust(before map[string]types.UID, digest string) {
+	t, c, e := m.t, m.c, m.e
+	testenv.EventuallyInNamespace(t, c, e.Namespace, 10*time.Minute, func() (bool, string) {
+		list := &corev1.PodList{}
+		if err := c.List(context.Background(), list, client.InNamespace(e.Namespace), client.MatchingLabels(etcdcluster.Selector(e.Name))); err != nil {
+			return false, err.Error()
+		}
+		var waiting []string
+		for _, p := range list.Items {
+			ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+			})
+			if p.UID == before[p.Name] || p.Annotations[etcdcluster.TrustAnnotation] != digest || !ready {
+				waiting = append(waiting, fmt.Sprintf("%s (same pod %v, CAs %s, ready %v)", p.Name, p.UID == before[p.Name], p.Annotations[etcdcluster.TrustAnnotation], ready))
+			}
+		}
+		return len(list.Items) == len(before) && len(waiting) == 0, fmt.Sprintf("%d pods, waiting for %v", len(list.Items), waiting)
+	})
+	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
+}
+
+// finish stops the clients and checks the end: the history linearizable
+// with every acknowledged write kept, equal HashKV, the same members on
+// the same claims, and every member's peer port refusing a certificate of
+// the old CA and taking one of the new. It records the fault-matrix cell
+// and returns the history.
+func (m *peerCAMove) finish(fault string) (*etcdHistory, time.Duration, time.Duration) {
+	t, c, e := m.t, m.c, m.e
+	took := time.Since(m.start)
+	time.Sleep(3 * time.Second)
+	leaderless := m.leader.Stop()
+	m.history.check(t, etcdClientOf(t, c, e))
+	checkHashKV(t, c, e)
+	if got := etcdMemberIDs(e); !maps.Equal(got, m.ids) {
+		t.Errorf("members %v after the move to a new CA, want %v kept", got, m.ids)
+	}
+	if got := etcdClaimUIDs(t, c, e); !maps.Equal(got, m.claims) {
+		t.Errorf("claims %v after the move to a new CA, want %v kept", got, m.claims)
+	}
+	for _, ep := range etcdEndpoints(context.Background(), c, e) {
+		url := strings.TrimSuffix(ep, ":"+strconv.Itoa(etcdcluster.ClientPort)) + ":" + strconv.Itoa(etcdcluster.PeerPort) + "/version"
+		if !peerTakes(url, m.newPeerClient) {
+			t.Errorf("GET %s with a peer certificate of the new CA refused", url)
+		}
+		if peerTakes(url, m.oldPeerClient) {
+			t.Errorf("GET %s with a peer certificate of the old CA taken", url)
+		}
+	}
+	recordCell(faultCell{kind: "etcd", fault: fault, acked: m.history.acknowledged(), lost: m.history.lost, unavailable: leaderless, toReady: took})
+	return m.history, took, leaderless
+}
+
+// peerTakes reports whether the peer port at url answers a client of cfg.
+func peerTakes(url string, cfg *tls.Config) bool {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	resp, err := hc.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// A running EtcdCluster with TLS moves its peers to a new CA while
+// clients write and read the whole time, in the three changes a move
+// between CAs takes: both CAs in the peer Secret's ca.crt, the peer
+// certificate issued from the new CA, the old CA taken out. The operator
+// restarts every member, one at a time, after the first change and after
+// the last, and none after the second: etcd reads its certificate on each
+// connection, its CAs only at start. Then every member refuses a peer
+// certificate of the old CA and takes one of the new, the same members run
+// on the same claims, and the history is linearizable with every
+// acknowledged write kept.
+func TestEtcdClusterGivenANewPeerCAWhileRunningRestartsEachMemberWithoutLosingAWrite(t *testing.T) {
+	m := startPeerCAMove(t, "rotating")
+	c, e := m.c, m.e
+
+	// 1. Both CAs trusted: every member restarts to load them.
+	before := etcdPodUIDs(t, c, e)
+	_, digest := m.writePeerSecret(m.oldCA, m.oldCA, m.newCA)
+	m.waitPodsTrust(before, digest)
+
+	// 2. The certificate of the new CA: read on each connection.
+	before = etcdPodUIDs(t, c, e)
+	serial, _ := m.writePeerSecret(m.newCA, m.oldCA, m.newCA)
+	testenv.EventuallyInNamespace(t, c, e.Namespace, 5*time.Minute, func() (bool, string) {
+		var waiting []string
+		for _, ep := range etcdEndpoints(context.Background(), c, e) {
+			ip := strings.TrimSuffix(strings.TrimPrefix(ep, "https://"), ":"+strconv.Itoa(etcdcluster.ClientPort))
+			if got, err := servedSerialWith(m.newPeerClient, ip, etcdcluster.PeerPort); err != nil || got.Cmp(serial) != 0 {
+				waiting = append(waiting, fmt.Sprintf("%s serves %v (%v)", ip, got, err))
+			}
+		}
+		return len(waiting) == 0, fmt.Sprint(waiting)
+	})
+	if got := etcdPodUIDs(t, c, e); !maps.Equal(got, before) {
+		t.Errorf("pods %v after the peer certificate of the new CA, want %v: none restarted", got, before)
+	}
+
+	// 3. The old CA taken out: every member restarts again.
+	_, digest = m.writePeerSecret(m.newCA, m.newCA)
+	m.waitPodsTrust(before, digest)
+
+	h, took, leaderless := m.finish("TLS: the peer CA replaced through both CAs while clients write")
+	t.Logf("new peer CA: Ready with every member on it %s after the first change; %d writes acknowledged, %d lost, %s without a leader; client errors: %s",
+		took.Round(100*time.Millisecond), h.acknowledged(), h.lost, leaderless.Round(100*time.Millisecond), h.failureSummary())
+}
+
+// A running EtcdCluster with TLS gets a new peer CA at once, as an issuer
+// changed under cert-manager would give it: a certificate of the new CA
+// and ca.crt with the new CA alone, while clients write and read the whole
+// time. Once the kubelet updates the mounted certificates, no member that
+// started before the change takes its peers' new certificates, and the
+// quorum is lost. The operator restarts each such member, and the cluster
+// comes back Ready on the new CA with the same members on the same claims;
+// the history is linearizable with every acknowledged write kept.
+func TestEtcdClusterGivenANewPeerCAAtOnceComesBackOnItWithoutLosingAWrite(t *testing.T) {
+	m := startPeerCAMove(t, "swapped")
+	before := etcdPodUIDs(t, m.c, m.e)
+	_, digest := m.writePeerSecret(m.newCA, m.newCA)
+	m.waitPodsTrust(before, digest)
+	h, took, leaderless := m.finish("TLS: the peer CA replaced at once while clients write")
+	t.Logf("peer CA replaced at once: Ready with every member on it %s after the change; %d writes acknowledged, %d lost, %s without a leader; client errors: %s",
+		took.Round(100*time.Millisecond), h.acknowledged(), h.lost, leaderless.Round(100*time.Millisecond), h.failureSummary())
+}
