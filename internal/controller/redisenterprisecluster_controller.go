@@ -353,8 +353,8 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	} else {
 		log.V(1).Info("No step", "state", d.State, "reason", d.Reason)
 	}
+	previous := o.Status.Primary
 	if d.Action != rec.None && d.Action != rec.Record {
-		previous := o.Status.Primary
 		if err := x.claim(ctx, o, cmp.Or(d.Primary, previous), "Taking the step: "+d.Reason); err != nil {
 			return Step{}, fmt.Errorf("claim the step %s %s: %w", d.Action, d.Target, err)
 		}
@@ -382,7 +382,7 @@ func (x *redisConnector) step(ctx context.Context, o *redisv1alpha1.RedisEnterpr
 	case d.Failure:
 		return Step{Failure: &status.Failure{Reason: redisv1alpha1.ReasonNoPrimary, Message: d.Reason}, RequeueAfter: redisWaitInterval}, nil
 	case d.Action != rec.None:
-		return Step{Took: d.Reason, Cause: d.Cause, Event: redisStepEvent(d.Action), RequeueAfter: redisStepInterval}, nil
+		return Step{Took: d.Reason, Cause: d.Cause, Event: redisStepEvent(d.Action, o.Spec.Restore != nil && previous == ""), RequeueAfter: redisStepInterval}, nil
 	case d.Waiting:
 		return Step{Waiting: d.Reason, Cause: d.Cause, RequeueAfter: redisWaitInterval}, nil
 	}

@@ -37,6 +37,9 @@ const (
 	EventBackupSucceeded   = "BackupSucceeded"
 	EventBackupFailed      = "BackupFailed"
 	EventRestoreStarted    = "RestoreStarted"
+	// EventRestored: a RedisEnterpriseCluster of spec.restore elected its
+	// first primary, the node that restored the backup.
+	EventRestored = "Restored"
 )
 
 // etcdStepEvent is the event of an EtcdCluster step of kind k; nil for a
@@ -67,12 +70,17 @@ func etcdStepEvent(k etcdcluster.ActionKind) *StepEvent {
 }
 
 // redisStepEvent is the event of a RedisEnterpriseCluster step a; nil for
-// a step that changes no node's role (a label, a pod restarted).
-func redisStepEvent(a rec.Action) *StepEvent {
+// a step that changes no node's role (a label, a pod restarted). restored
+// says the cluster has spec.restore and no primary yet: its first primary
+// is the node that restored the backup.
+func redisStepEvent(a rec.Action, restored bool) *StepEvent {
 	reason, typ := "", corev1.EventTypeNormal
 	switch a {
 	case rec.Promote:
 		reason = EventPrimaryElected
+		if restored {
+			reason = EventRestored
+		}
 	case rec.Failover:
 		reason, typ = EventFailedOver, corev1.EventTypeWarning
 	case rec.Handover:

@@ -141,7 +141,8 @@ func TestRedisBackupToS3ThenRestoreHoldsEveryWriteAcknowledgedBeforeIt(t *testin
 }
 
 // restoreInto creates a cluster of three called name, like r, from the
-// backup in s3, waits for it to run, and returns it with its primary.
+// backup in s3, waits for it to run and for its Restored event, and
+// returns it with its primary.
 func (r *redisCluster) restoreInto(name, backup string, s3 redisv1alpha1.S3Storage) (*redisCluster, string) {
 	r.t.Helper()
 	restored := &redisv1alpha1.RedisEnterpriseCluster{
@@ -155,6 +156,7 @@ func (r *redisCluster) restoreInto(name, backup string, s3 redisv1alpha1.S3Stora
 	out := &redisCluster{t: r.t, c: r.c, rec: restored}
 	primary := out.waitRunning(redisReadyTimeout)
 	out.readPassword()
+	waitEventReasons(r.t, r.c, "RedisEnterpriseCluster", client.ObjectKeyFromObject(restored), controller.EventRestored)
 	return out, primary
 }
 
