@@ -46,15 +46,7 @@ type peerCAMove struct {
 // Ready, and starts the clients.
 func startPeerCAMove(t *testing.T, name string) *peerCAMove {
 	c, ns := startEtcdOperator(t)
-	etcdTLSSecrets(t, c, ns, name)
-	e := &etcdv1beta2.EtcdCluster{}
-	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
-	e.Name = name
-	e.Spec.Version = etcdVersion
-	e.Spec.TLS = etcdStaticTLS(name)
-	if err := c.Create(context.Background(), e); err != nil {
-		t.Fatal(err)
-	}
+	e := createEtcdClusterWithTLS(t, c, ns, name)
 	waitEtcdReady(t, c, e, 3, etcdVersion, 5*time.Minute)
 	m := &peerCAMove{t: t, c: c, e: e, ids: etcdMemberIDs(e), claims: etcdClaimUIDs(t, c, e)}
 	var err error

@@ -69,6 +69,23 @@ func etcdStaticTLS(name string) *etcdv1beta2.TLSPolicy {
 	}}
 }
 
+// createEtcdClusterWithTLS writes the Secrets of a cluster called name
+// (etcdTLSSecrets) in namespace ns, and creates the cluster of the sample
+// with spec.TLS naming them.
+func createEtcdClusterWithTLS(t *testing.T, c client.Client, ns, name string) *etcdv1beta2.EtcdCluster {
+	t.Helper()
+	etcdTLSSecrets(t, c, ns, name)
+	e := &etcdv1beta2.EtcdCluster{}
+	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
+	e.Name = name
+	e.Spec.Version = etcdVersion
+	e.Spec.TLS = etcdStaticTLS(name)
+	if err := c.Create(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // An EtcdCluster with spec.TLS, its Secrets written as cert-manager
 // writes them: it reaches Ready (the members join over TLS, the operator
 // reaches them with its own certificate); a client without a certificate,
@@ -82,16 +99,8 @@ func TestEtcdClusterWithTLSRefusesClientsWithoutACertificateAndRenewsWithoutLosi
 	ctx := context.Background()
 	c, ns := startEtcdOperator(t)
 	const name = "secure"
-	etcdTLSSecrets(t, c, ns, name)
-	e := &etcdv1beta2.EtcdCluster{}
-	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", e, ns)
-	e.Name = name
-	e.Spec.Version = etcdVersion
-	e.Spec.TLS = etcdStaticTLS(name)
 	start := time.Now()
-	if err := c.Create(ctx, e); err != nil {
-		t.Fatal(err)
-	}
+	e := createEtcdClusterWithTLS(t, c, ns, name)
 	waitEtcdReady(t, c, e, 3, etcdVersion, 5*time.Minute)
 	t.Logf("Ready with TLS %s after creation", time.Since(start).Round(100*time.Millisecond))
 	checkMembersServeMetrics(t, c, e)
