@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -274,11 +275,24 @@ func checkRetrust(o Observed, d Decision) error {
 		}
 		return nil
 	}
-	if !allWell || !allReady(o) {
+	if !restarted.Healthy && !pod.Ready {
+		// Down already: its restart takes nothing from the quorum.
+		return nil
+	}
+	// A member on the new CAs up without a leader for restartGrace:
+	// the CAs changed at once, and the members on the old ones are
+	// restarted even though one is down.
+	cutOff := slices.ContainsFunc(o.Members, func(m Member) bool {
+		p, ok := o.Pods[m.Name]
+		return ok && !m.Healthy && m.Version != "" && p.Trust == o.Trust && o.Now.Sub(p.Created) >= restartGrace
+	})
+	if !cutOff && (!allWell || !allReady(o)) {
 		return fmt.Errorf("restarted %s for new CAs while not all well", d.Action.Member)
 	}
-	if restarted.Leader && len(o.Members) > 1 {
-		return fmt.Errorf("restarted the leader %s for new CAs", d.Action.Member)
+	if restarted.Leader && len(o.Members) > 1 && (!cutOff || slices.ContainsFunc(o.Members, func(m Member) bool {
+		return !m.Leader && m.Healthy && o.distrusts(o.Pods[m.Name])
+	})) {
+		return fmt.Errorf("restarted the leader %s for new CAs before the others", d.Action.Member)
 	}
 	return nil
 }

@@ -290,6 +290,9 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 	if d, ok := staleServer(spec, o, members); ok {
 		return d
 	}
+	if d, ok := cutOffByTrust(o, members); ok {
+		return d
+	}
 	if len(down) > 0 {
 		if out := outOfReach(o, members); len(out) == len(down) {
 			// The members that keep the quorum answer; the others serve

@@ -72,6 +72,52 @@ func retrust(o Observed, members []Member) (Decision, bool) {
 		Message: fmt.Sprintf("Restarting member %s to load the CAs of its Secrets, %d of %d members left", m.Name, len(stale), len(members))}, true
 }
 
+// cutOffByTrust returns, while the quorum holds, the restart that lets a
+// change of CA made at once go on; false when there is none. Such a change
+// cuts a member restarted on the new CAs off from the members that still
+// trust only the old ones (each refuses the other's certificate), while
+// those keep their quorum over the connections they opened before. So:
+//
+//   - a member that is down and whose pod, not ready, trusts the old CAs
+//     is restarted: it holds no quorum the others need;
+//   - when a member on the new CAs has been up without a leader for
+//     restartGrace, the members on the old CAs are restarted, one at a
+//     time, the leader last: the first takes the quorum away until it has
+//     joined the member cut off, on the new CAs; the last, cut off in
+//     turn, is restarted as a member down.
+//
+// A member restarted on CAs that still take its peers' certificates finds
+// a leader within seconds, and none of this applies.
+func cutOffByTrust(o Observed, members []Member) (Decision, bool) {
+	var cutOff string
+	var old []Member
+	for _, m := range members {
+		pod, ok := o.Pods[m.Name]
+		switch {
+		case !ok:
+		case !m.Healthy && !pod.Ready && o.distrusts(pod):
+			return Decision{Action: Action{Kind: RestartPod, Member: m.Name, PodUID: pod.UID}, Reason: ReasonRotatingCA,
+				Message: fmt.Sprintf("Restarting member %s, down, whose pod started with other CAs than its Secrets hold, to load them", m.Name)}, true
+		case o.distrusts(pod):
+			old = append(old, m)
+		case !m.Healthy && m.Version != "" && o.Trust != "" && pod.Trust == o.Trust &&
+			!o.Now.IsZero() && !pod.Created.IsZero() && o.Now.Sub(pod.Created) >= restartGrace:
+			cutOff = m.Name
+		}
+	}
+	if cutOff == "" || len(old) == 0 {
+		return Decision{}, false
+	}
+	i := slices.IndexFunc(old, func(m Member) bool { return !m.Leader })
+	if i < 0 {
+		i = 0
+	}
+	m := old[i]
+	return Decision{Action: Action{Kind: RestartPod, Member: m.Name, PodUID: o.Pods[m.Name].UID}, Reason: ReasonRotatingCA,
+		Message: fmt.Sprintf("Member %s, on the CAs its Secrets hold, has been up without a leader for %s: the CAs changed at once, and the members on the old ones refuse it. Restarting member %s to load them (the quorum is lost until it joins %s)",
+			cutOff, restartGrace, m.Name, cutOff)}, true
+}
+
 // distrusted returns, when the members do not keep a quorum, the restart
 // of the pod of a member that is not ready and trusts other CAs than the
 // Secrets hold: a change of CA made at once (not through both CAs in

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -49,6 +50,16 @@ func TestTheMembersRestartOneAtATimeToLoadNewCAs(t *testing.T) {
 		return p
 	}
 	all := []string{"example-0", "example-1", "example-2"}
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	// leaderless is mem up (it answers) without a leader.
+	leaderless := func(mem Member) Member { return with(mem, func(x *Member) { x.Healthy = false }) }
+	// createdAgo returns p with the pod of name made d before now.
+	createdAgo := func(p map[string]Pod, name string, d time.Duration) map[string]Pod {
+		pod := p[name]
+		pod.Created = now.Add(-d)
+		p[name] = pod
+		return p
+	}
 	tests := []struct {
 		name      string
 		reachable bool
@@ -90,6 +101,20 @@ func TestTheMembersRestartOneAtATimeToLoadNewCAs(t *testing.T) {
 		{name: "no member answering but their pods ready: the operator is cut off, and restarts nothing", reachable: false,
 			pods:   trusting(tlsPods(m(0, 1), m(1, 2), m(2, 3)), "old", all...),
 			reason: ReasonMembersUnreachable, failure: true},
+		{name: "a member down whose pod trusts the old CAs restarts at once, though the others are not all well", reachable: true,
+			members: secure(leader(m(0, 1)), m(1, 2), down(m(2, 3))),
+			pods:    notReady(trusting(trusting(tlsPods(m(0, 1), m(1, 2), m(2, 3)), "new", "example-0"), "old", "example-1", "example-2"), "example-2"),
+			want:    Action{Kind: RestartPod, Member: "example-2", PodUID: "uid-example-2"}, reason: ReasonRotatingCA, message: "down"},
+		{name: "CAs changed at once: a member on the new CAs up without a leader for a minute has the members on the old CAs restarted, a follower first", reachable: true,
+			members: secure(leader(m(0, 1)), m(1, 2), leaderless(m(2, 3))),
+			pods: createdAgo(notReady(trusting(trusting(tlsPods(m(0, 1), m(1, 2), m(2, 3)), "old", "example-0", "example-1"), "new", "example-2"), "example-2"),
+				"example-2", 2*restartGrace),
+			want: Action{Kind: RestartPod, Member: "example-1", PodUID: "uid-example-1"}, reason: ReasonRotatingCA, message: "the CAs changed at once"},
+		{name: "a member on the new CAs just restarted is given time to find a leader", reachable: true,
+			members: secure(leader(m(0, 1)), m(1, 2), leaderless(m(2, 3))),
+			pods: createdAgo(notReady(trusting(trusting(tlsPods(m(0, 1), m(1, 2), m(2, 3)), "old", "example-0", "example-1"), "new", "example-2"), "example-2"),
+				"example-2", 5*time.Second),
+			reason: ReasonMemberUnhealthy},
 		{name: "a quorum lost with every pod trusting the CAs the Secrets hold is waited out", reachable: true,
 			members: secure(m(0, 1), down(m(1, 2)), down(m(2, 3))),
 			pods:    notReady(trusting(tlsPods(m(0, 1), m(1, 2), m(2, 3)), "new", all...), "example-1", "example-2"),
@@ -98,7 +123,7 @@ func TestTheMembersRestartOneAtATimeToLoadNewCAs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := Observed{Cluster: "example", Reachable: tt.reachable, FromLeader: true, Members: tt.members, Pods: tt.pods, Trust: "new",
-				Recorded: recorded(m(0, 1), m(1, 2), m(2, 3))}
+				Recorded: recorded(m(0, 1), m(1, 2), m(2, 3)), Now: now}
 			d := Next(tlsSpec(), ns, o)
 			if diff := cmp.Diff(tt.want, d.Action); diff != "" {
 				t.Errorf("action (-want +got):\n%s\n%s", diff, d.Message)
