@@ -204,9 +204,11 @@ func (d Decision) Done() bool { return d.Reason == "" }
 // toward spec, in this order: seed; stop when the quorum is lost; finish
 // the membership change in flight (a member joining, a learner to
 // promote); replace a member whose data is gone; wait for unhealthy
-// members; upgrade one member; add or remove one member. Every change
-// needs every member healthy, except the removal of a member whose data
-// is gone, which needs a quorum of the others.
+// members; restart one member for a change rolled one member at a time
+// (version, TLS, CAs); add or remove one member. Every change needs every
+// member healthy, except the removal of a member whose data is gone,
+// which needs a quorum of the others, and the restarts a change of CA
+// made at once needs (see cutOffByTrust and distrusted).
 func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decision {
 	if !o.Reachable {
 		return unreachable(o)
@@ -304,13 +306,7 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		return Decision{Reason: ReasonMemberUnhealthy, Message: fmt.Sprintf("Waiting for unhealthy members: %s", strings.Join(down, ", "))}
 	}
 
-	if d, ok := upgrade(spec, members, o.Pods); ok {
-		return d
-	}
-	if d, ok := secure(spec, namespace, o, members); ok {
-		return d
-	}
-	if d, ok := retrust(o, members); ok {
+	if d, ok := rolling(spec, namespace, o, members); ok {
 		return d
 	}
 
@@ -520,6 +516,20 @@ func unreachable(o Observed) Decision {
 	}
 	return Decision{Reason: ReasonQuorumLost, Failure: true, Message: fmt.Sprintf(
 		"No member answers; down: %s. The operator changes nothing until a quorum is back", strings.Join(names, ", "))}
+}
+
+// rolling returns the next step of a change that restarts every member,
+// one at a time, every member healthy: to spec.version (upgrade), to TLS
+// (secure), to new CAs (retrust), in that order; false when none is under
+// way.
+func rolling(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed, members []Member) (Decision, bool) {
+	if d, ok := upgrade(spec, members, o.Pods); ok {
+		return d, true
+	}
+	if d, ok := secure(spec, namespace, o, members); ok {
+		return d, true
+	}
+	return retrust(o, members)
 }
 
 // upgrade returns the next member to move to spec.version: a

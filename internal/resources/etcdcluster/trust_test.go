@@ -14,7 +14,7 @@ import (
 
 // recorded is the membership status.members records of members.
 func recorded(members ...Member) []etcdv1beta2.EtcdMember {
-	var r []etcdv1beta2.EtcdMember
+	r := make([]etcdv1beta2.EtcdMember, 0, len(members))
 	for _, mem := range members {
 		r = append(r, etcdv1beta2.EtcdMember{Name: mem.Name, ID: strconv.FormatUint(mem.ID, 16)})
 	}
