@@ -199,7 +199,7 @@ func (e *etcdOps) look(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdLoo
 		return look, fmt.Errorf("get ConfigMap %s: %w", etcdcluster.ConfigMapName(o.Name), err)
 	}
 	look.dial = e.dial
-	var trust string
+	var trust etcdcluster.Trust
 	if o.Spec.TLSEnabled() {
 		dial, digest, err := e.tlsDialer(ctx, o)
 		if f, ok := errors.AsType[*status.Failure](err); ok {

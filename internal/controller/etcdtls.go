@@ -16,9 +16,9 @@ import (
 
 // tlsDialer reads the Secrets spec.TLS names (issuing them first when it
 // names none) and returns the dialer of the operator's certificate, and
-// the digest of the CAs the members are to trust (etcdcluster.TrustDigest).
+// the CAs the members are to trust.
 // A Secret that cannot serve is a *status.Failure naming the field.
-func (e *etcdOps) tlsDialer(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd.Dialer, string, error) {
+func (e *etcdOps) tlsDialer(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd.Dialer, etcdcluster.Trust, error) {
 	peer, server, operator := o.Spec.TLSSecrets(o.Name)
 	peerField, serverField, field := "spec.TLS.static.member.peerSecret", "spec.TLS.static.member.serverSecret", "spec.TLS.static.operatorSecret"
 	if o.Spec.TLS.Static == nil {
@@ -31,22 +31,22 @@ func (e *etcdOps) tlsDialer(ctx context.Context, o *etcdv1beta2.EtcdCluster) (et
 				{secret: server, cn: o.Name + "-server", hosts: serverHosts},
 				{secret: operator, cn: "app-operator"},
 			}, e.now()); err != nil {
-			return nil, "", err
+			return nil, etcdcluster.Trust{}, err
 		}
 	}
 	serverSecret, err := readTLSSecret(ctx, e.client, e.api, o.Namespace, serverField, server)
 	if err != nil {
-		return nil, "", err
+		return nil, etcdcluster.Trust{}, err
 	}
 	peerSecret, err := readTLSSecret(ctx, e.client, e.api, o.Namespace, peerField, peer)
 	if err != nil {
-		return nil, "", err
+		return nil, etcdcluster.Trust{}, err
 	}
 	secret, err := readTLSSecret(ctx, e.client, e.api, o.Namespace, field, operator)
 	if err != nil {
-		return nil, "", err
+		return nil, etcdcluster.Trust{}, err
 	}
-	trust := etcdcluster.TrustDigest(peerSecret.Data[tlssecret.CAKey], serverSecret.Data[tlssecret.CAKey])
+	trust := etcdcluster.TrustOf(peerSecret.Data[tlssecret.CAKey], serverSecret.Data[tlssecret.CAKey])
 	dial, err := e.dialers.dialer(client.ObjectKeyFromObject(o), secret, func() (*tls.Config, error) {
 		cfg, err := tlssecret.ClientConfigOf(secret.Data, etcdcluster.ClientServerName(o.Name, o.Namespace))
 		if err != nil {

@@ -66,7 +66,7 @@ func startPeerCAMove(t *testing.T, name string) *peerCAMove {
 
 // writePeerSecret writes the peer Secret with a certificate of issuer and
 // the CAs trusted in its ca.crt, and returns the certificate's serial and
-// the digest of the CAs the members are then to trust.
+// the TrustAnnotation of the pods made from then on.
 func (m *peerCAMove) writePeerSecret(issuer *pki.CA, trusted ...*pki.CA) (*big.Int, string) {
 	t, name, ns := m.t, m.e.Name, m.e.Namespace
 	pair, err := issuer.Issue(name+"-peer", []string{"*." + name + "." + ns + ".svc"}, time.Now(), 24*time.Hour)
@@ -83,7 +83,7 @@ func (m *peerCAMove) writePeerSecret(issuer *pki.CA, trusted ...*pki.CA) (*big.I
 	if err := m.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-server"}, server); err != nil {
 		t.Fatal(err)
 	}
-	return pair.Serial, etcdcluster.TrustDigest(data[tlssecret.CAKey], server.Data[tlssecret.CAKey])
+	return pair.Serial, etcdcluster.TrustOf(data[tlssecret.CAKey], server.Data[tlssecret.CAKey]).String()
 }
 
 // peerClient is the TLS configuration of a peer with a certificate of ca.
@@ -100,9 +100,9 @@ func (m *peerCAMove) peerClient(ca *pki.CA) *tls.Config {
 }
 
 // waitPodsTrust waits until every member pod has been made again since
-// before (pod name to uid), carries digest as its TrustAnnotation, and is
+// before (pod name to uid), carries trust as its TrustAnnotation, and is
 // ready; then for the cluster to be Ready.
-func (m *peerCAMove) waitPodsTrust(before map[string]types.UID, digest string) {
+func (m *peerCAMove) waitPodsTrust(before map[string]types.UID, trust string) {
 	t, c, e := m.t, m.c, m.e
 	testenv.EventuallyInNamespace(t, c, e.Namespace, 10*time.Minute, func() (bool, string) {
 		list := &corev1.PodList{}
@@ -114,7 +114,7 @@ func (m *peerCAMove) waitPodsTrust(before map[string]types.UID, digest string) {
 			ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
 				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
 			})
-			if p.UID == before[p.Name] || p.Annotations[etcdcluster.TrustAnnotation] != digest || !ready {
+			if p.UID == before[p.Name] || p.Annotations[etcdcluster.TrustAnnotation] != trust || !ready {
 				waiting = append(waiting, fmt.Sprintf("%s (same pod %v, CAs %s, ready %v)", p.Name, p.UID == before[p.Name], p.Annotations[etcdcluster.TrustAnnotation], ready))
 			}
 		}
@@ -181,8 +181,8 @@ func TestEtcdClusterGivenANewPeerCAWhileRunningRestartsEachMemberWithoutLosingAW
 
 	// 1. Both CAs trusted: every member restarts to load them.
 	before := etcdPodUIDs(t, c, e)
-	_, digest := m.writePeerSecret(m.oldCA, m.oldCA, m.newCA)
-	m.waitPodsTrust(before, digest)
+	_, trust := m.writePeerSecret(m.oldCA, m.oldCA, m.newCA)
+	m.waitPodsTrust(before, trust)
 
 	// 2. The certificate of the new CA: read on each connection.
 	before = etcdPodUIDs(t, c, e)
@@ -202,8 +202,8 @@ func TestEtcdClusterGivenANewPeerCAWhileRunningRestartsEachMemberWithoutLosingAW
 	}
 
 	// 3. The old CA taken out: every member restarts again.
-	_, digest = m.writePeerSecret(m.newCA, m.newCA)
-	m.waitPodsTrust(before, digest)
+	_, trust = m.writePeerSecret(m.newCA, m.newCA)
+	m.waitPodsTrust(before, trust)
 
 	h, took, leaderless := m.finish("TLS: the peer CA replaced through both CAs while clients write")
 	t.Logf("new peer CA: Ready with every member on it %s after the first change; %d writes acknowledged, %d lost, %s without a leader; client errors: %s",
@@ -221,8 +221,8 @@ func TestEtcdClusterGivenANewPeerCAWhileRunningRestartsEachMemberWithoutLosingAW
 func TestEtcdClusterGivenANewPeerCAAtOnceComesBackOnItWithoutLosingAWrite(t *testing.T) {
 	m := startPeerCAMove(t, "swapped")
 	before := etcdPodUIDs(t, m.c, m.e)
-	_, digest := m.writePeerSecret(m.newCA, m.newCA)
-	m.waitPodsTrust(before, digest)
+	_, trust := m.writePeerSecret(m.newCA, m.newCA)
+	m.waitPodsTrust(before, trust)
 	h, took, leaderless := m.finish("TLS: the peer CA replaced at once while clients write")
 	t.Logf("peer CA replaced at once: Ready with every member on it %s after the change; %d writes acknowledged, %d lost, %s without a leader; client errors: %s",
 		took.Round(100*time.Millisecond), h.acknowledged(), h.lost, leaderless.Round(100*time.Millisecond), h.failureSummary())

@@ -160,10 +160,10 @@ type Membership struct {
 	// Stages are the TLS stages of the members' start-up files (see
 	// ConfigStages); nil: every member at its spec's scheme.
 	Stages *Stages
-	// Trust is the digest of the CAs the Secrets of spec.TLS hold, which
-	// the pods' template carries as TrustAnnotation; empty without TLS,
-	// or in a build without a cluster (a preview).
-	Trust string
+	// Trust is the CAs the Secrets of spec.TLS hold, which the pods'
+	// template carries as TrustAnnotation; zero without TLS, or in a
+	// build without a cluster (a preview).
+	Trust Trust
 }
 
 // stages are m.Stages, or every member at the stage of spec's scheme.
@@ -527,11 +527,11 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 	resources.Place(podSpec, place)
 
 	template := corev1ac.PodTemplateSpec().WithLabels(podLabels(spec, labels)).WithSpec(podSpec)
-	if spec.TLSEnabled() && m.Trust != "" {
+	if spec.TLSEnabled() && !m.Trust.IsZero() {
 		// The pods the StatefulSet makes say which CAs their members
 		// trust (see retrust); updateStrategy OnDelete: a change here
 		// restarts no pod by itself.
-		template.WithAnnotations(map[string]string{TrustAnnotation: m.Trust})
+		template.WithAnnotations(map[string]string{TrustAnnotation: m.Trust.String()})
 	}
 	return appsv1ac.StatefulSet(owner.Name, owner.Namespace).
 		WithLabels(labels).

@@ -2,7 +2,6 @@ package etcdcluster
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -24,6 +23,20 @@ func (b *bytesReader) next() byte {
 	c := (*b)[0]
 	*b = (*b)[1:]
 	return c
+}
+
+// fuzzTrusts are the CAs a member pod may have started with: the
+// Secrets' (the first), both of a move, old ones replaced at once (peer,
+// server), or none written.
+var fuzzTrusts = []Trust{
+	{Peer: []string{"p2"}, Server: []string{"s2"}},
+	{Peer: []string{"p1", "p2"}, Server: []string{"s2"}},
+	{Peer: []string{"p1"}, Server: []string{"s2"}},
+	{Peer: []string{"p2"}, Server: []string{"s1"}},
+	{},
+	{Peer: []string{"p2"}, Server: []string{"s2"}},
+	{Peer: []string{"p2"}, Server: []string{"s2"}},
+	{Peer: []string{"p2"}, Server: []string{"s2"}},
 }
 
 var fuzzVersions = []string{"3.3.25", "3.5.21", "3.6.15", "3.6.16", "3.7.0", "3.8.0", ""}
@@ -63,7 +76,7 @@ func observedFrom(data []byte) (*etcdv1beta2.EtcdClusterSpec, Observed) {
 			}
 			// The CAs the member started with: those the Secrets hold,
 			// older ones, or none written.
-			pod.Trust = [...]string{"ca-2", "ca-1", "", "ca-2"}[(tls>>5)%4]
+			pod.Trust = fuzzTrusts[int(tls>>5)%len(fuzzTrusts)]
 			o.Pods[mem.Name] = pod
 		}
 		if flags&16 == 0 {
@@ -72,7 +85,7 @@ func observedFrom(data []byte) (*etcdv1beta2.EtcdClusterSpec, Observed) {
 	}
 	if r.next()%2 == 1 {
 		spec.TLS = &etcdv1beta2.TLSPolicy{}
-		o.Trust = "ca-2"
+		o.Trust = fuzzTrusts[0]
 	}
 	return spec, o
 }
@@ -245,14 +258,33 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 	return nil
 }
 
-// checkRetrust checks a restart for new CAs: of a pod that trusts older
-// ones; with a quorum, only with every member well and every pod ready,
-// and the leader only as the last member; without one, only of a pod that
-// is not ready (a ready pod serves).
+// checkRetrust checks a restart for new CAs: of a pod that trusts other
+// ones. Peer CAs replaced at once: any time, the pods not ready first.
+// Server CAs replaced at once: with every pod ready. Otherwise: with
+// every member well and every pod ready, and the leader only as the last
+// member.
 func checkRetrust(o Observed, d Decision) error {
 	pod := o.Pods[d.Action.Member]
-	if pod.UID != d.Action.PodUID || pod.Trust == "" || pod.Trust == o.Trust || o.Trust == "" {
-		return fmt.Errorf("restarted the pod %+v of %s for new CAs %q", pod, d.Action.Member, o.Trust)
+	if pod.UID != d.Action.PodUID || !o.distrusts(pod) {
+		return fmt.Errorf("restarted the pod %+v of %s for new CAs %v", pod, d.Action.Member, o.Trust)
+	}
+	ready := true
+	for _, p := range o.Pods {
+		ready = ready && p.Ready
+	}
+	switch {
+	case disjoint(pod.Trust.Peer, o.Trust.Peer):
+		for name, p := range o.Pods {
+			if pod.Ready && !p.Ready && o.distrusts(p) && disjoint(p.Trust.Peer, o.Trust.Peer) {
+				return fmt.Errorf("restarted the ready pod of %s before the pod of %s, not ready", d.Action.Member, name)
+			}
+		}
+		return nil
+	case disjoint(pod.Trust.Server, o.Trust.Server):
+		if !ready {
+			return fmt.Errorf("restarted %s for new server CAs while a pod is not ready", d.Action.Member)
+		}
+		return nil
 	}
 	var voters, healthy int
 	allWell := true
@@ -269,30 +301,11 @@ func checkRetrust(o Observed, d Decision) error {
 			restarted = m
 		}
 	}
-	if !o.Reachable || healthy < Quorum(voters) {
-		if pod.Ready {
-			return fmt.Errorf("restarted the ready pod of %s without a quorum", d.Action.Member)
-		}
-		return nil
-	}
-	if !restarted.Healthy && !pod.Ready {
-		// Down already: its restart takes nothing from the quorum.
-		return nil
-	}
-	// A member on the new CAs up without a leader for restartGrace:
-	// the CAs changed at once, and the members on the old ones are
-	// restarted even though one is down.
-	cutOff := slices.ContainsFunc(o.Members, func(m Member) bool {
-		p, ok := o.Pods[m.Name]
-		return ok && !m.Healthy && m.Version != "" && p.Trust == o.Trust && o.Now.Sub(p.Created) >= restartGrace
-	})
-	if !cutOff && (!allWell || !allReady(o)) {
+	if !o.Reachable || healthy < Quorum(voters) || !allWell || !allReady(o) {
 		return fmt.Errorf("restarted %s for new CAs while not all well", d.Action.Member)
 	}
-	if restarted.Leader && len(o.Members) > 1 && (!cutOff || slices.ContainsFunc(o.Members, func(m Member) bool {
-		return !m.Leader && m.Healthy && o.distrusts(o.Pods[m.Name])
-	})) {
-		return fmt.Errorf("restarted the leader %s for new CAs before the others", d.Action.Member)
+	if restarted.Leader && len(o.Members) > 1 {
+		return fmt.Errorf("restarted the leader %s for new CAs", d.Action.Member)
 	}
 	return nil
 }

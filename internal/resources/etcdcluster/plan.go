@@ -58,9 +58,9 @@ type Pod struct {
 	Stranded string
 	// TLS is whether the pod mounts the members' certificates (TLSLabel).
 	TLS bool
-	// Trust is the pod's TrustAnnotation: the digest of the CAs the
-	// member trusts; empty when the pod has none.
-	Trust string
+	// Trust is the pod's TrustAnnotation: the CAs its member trusts;
+	// zero when the pod has none.
+	Trust Trust
 }
 
 // Observed is everything the planner decides from.
@@ -86,9 +86,9 @@ type Observed struct {
 	Claims map[string]string
 	// Now is when the observation was made.
 	Now time.Time
-	// Trust is the digest of the CAs the Secrets of spec.TLS hold now
-	// (TrustDigest); empty without TLS.
-	Trust string
+	// Trust is the CAs the Secrets of spec.TLS hold now; zero without
+	// TLS.
+	Trust Trust
 }
 
 // JoinTimeout is how long a member may take to join: a member added whose
@@ -207,9 +207,12 @@ func (d Decision) Done() bool { return d.Reason == "" }
 // members; restart one member for a change rolled one member at a time
 // (version, TLS, CAs); add or remove one member. Every change needs every
 // member healthy, except the removal of a member whose data is gone,
-// which needs a quorum of the others, and the restarts a change of CA
-// made at once needs (see cutOffByTrust and distrusted).
+// which needs a quorum of the others, and the restarts of a change of CA
+// made at once, which come first (see replaced).
 func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decision {
+	if d, ok := replaced(o); ok {
+		return d
+	}
 	if !o.Reachable {
 		return unreachable(o)
 	}
@@ -290,9 +293,6 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		}
 	}
 	if d, ok := staleServer(spec, o, members); ok {
-		return d
-	}
-	if d, ok := cutOffByTrust(o, members); ok {
 		return d
 	}
 	if len(down) > 0 {
@@ -381,13 +381,6 @@ func noQuorum(o Observed, members []Member, voters, healthyVoters int) Decision 
 		return Decision{Reason: ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
 			"The operator cannot reach members %s, whose pods are ready (they serve): %d of %d voting members answer it. The operator changes nothing until it reaches a quorum of them (check the network between it and the pods)",
 			strings.Join(unreachable, ", "), healthyVoters, voters)}
-	}
-	names := make([]string, 0, len(members))
-	for _, m := range members {
-		names = append(names, m.Name)
-	}
-	if d, ok := distrusted(o, names); ok {
-		return d
 	}
 	silent = append(silent, unreachable...)
 	slices.SortFunc(silent, func(a, b string) int { return compareNames(o.Cluster, a, b) })
@@ -511,9 +504,6 @@ func unreachable(o Observed) Decision {
 		}
 	}
 	slices.SortFunc(names, func(a, b string) int { return compareNames(o.Cluster, a, b) })
-	if d, ok := distrusted(o, names); ok {
-		return d
-	}
 	return Decision{Reason: ReasonQuorumLost, Failure: true, Message: fmt.Sprintf(
 		"No member answers; down: %s. The operator changes nothing until a quorum is back", strings.Join(names, ", "))}
 }

@@ -9,7 +9,7 @@ import (
 // PodOf is what the planner reads of a member's pod p, whose data is on
 // the claim of uid claimUID (empty when it is not there).
 func PodOf(p *corev1.Pod, claimUID string) Pod {
-	pod := Pod{UID: string(p.UID), ClaimUID: claimUID, TLS: p.Labels[TLSLabel] == "true", Trust: p.Annotations[TrustAnnotation]}
+	pod := Pod{UID: string(p.UID), ClaimUID: claimUID, TLS: p.Labels[TLSLabel] == "true", Trust: ParseTrust(p.Annotations[TrustAnnotation])}
 	for _, c := range p.Spec.Containers {
 		if c.Name == ContainerName {
 			pod.Image = c.Image

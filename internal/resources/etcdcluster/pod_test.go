@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -43,10 +44,16 @@ func TestPodOf(t *testing.T) {
 		{"waiting out a crash loop", pod(corev1.ContainerStatus{Name: ContainerName, Image: image,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}),
 			Pod{Image: image, ClaimUID: "c", CrashLooping: true}},
+		{"started on the CAs its annotation names, with the certificates", func() *corev1.Pod {
+			p := pod()
+			p.Labels = map[string]string{TLSLabel: "true"}
+			p.Annotations = map[string]string{TrustAnnotation: "peer=p1,p2;server=s1"}
+			return p
+		}(), Pod{Image: image, ClaimUID: "c", TLS: true, Trust: Trust{Peer: []string{"p1", "p2"}, Server: []string{"s1"}}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := PodOf(tt.pod, "c"); got != tt.want {
-				t.Errorf("PodOf = %+v, want %+v", got, tt.want)
+			if diff := cmp.Diff(tt.want, PodOf(tt.pod, "c")); diff != "" {
+				t.Errorf("PodOf (-want +got):\n%s", diff)
 			}
 		})
 	}
