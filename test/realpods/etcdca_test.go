@@ -211,13 +211,13 @@ func TestEtcdClusterGivenANewPeerCAWhileRunningRestartsEachMemberWithoutLosingAW
 }
 
 // A running EtcdCluster with TLS gets a new peer CA at once, as an issuer
-// changed under cert-manager would give it: a certificate of the new CA
-// and ca.crt with the new CA alone, while clients write and read the whole
-// time. Once the kubelet updates the mounted certificates, no member that
-// started before the change takes its peers' new certificates, and the
-// quorum is lost. The operator restarts each such member, and the cluster
-// comes back Ready on the new CA with the same members on the same claims;
-// the history is linearizable with every acknowledged write kept.
+// given a new CA under cert-manager would give it: a certificate of the
+// new CA and ca.crt with the new CA alone, while clients write and read
+// the whole time. A member on the new CA and one on the old refuse each
+// other, so the operator restarts every member on the old CA without
+// waiting for the quorum; the cluster comes back Ready on the new CA with
+// the same members on the same claims, and the history is linearizable
+// with every acknowledged write kept.
 func TestEtcdClusterGivenANewPeerCAAtOnceComesBackOnItWithoutLosingAWrite(t *testing.T) {
 	m := startPeerCAMove(t, "swapped")
 	before := etcdPodUIDs(t, m.c, m.e)
