@@ -201,7 +201,7 @@ func (e *etcdOps) look(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdLoo
 	look.dial = e.dial
 	var trust etcdcluster.Trust
 	if o.Spec.TLSEnabled() {
-		dial, digest, err := e.tlsDialer(ctx, o)
+		dial, cas, err := e.tlsDialer(ctx, o)
 		if f, ok := errors.AsType[*status.Failure](err); ok {
 			look.tlsFailure = f
 			return look, nil
@@ -209,7 +209,7 @@ func (e *etcdOps) look(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdLoo
 		if err != nil {
 			return look, err
 		}
-		look.dial, trust = dial, digest
+		look.dial, trust = dial, cas
 	}
 	e.dial = look.dial
 	ctx, cancel := context.WithTimeout(ctx, etcdStepBudget)

@@ -16,8 +16,8 @@ import (
 
 // tlsDialer reads the Secrets spec.TLS names (issuing them first when it
 // names none) and returns the dialer of the operator's certificate, and
-// the CAs the members are to trust.
-// A Secret that cannot serve is a *status.Failure naming the field.
+// the CAs the members are to trust. A Secret that cannot serve is a
+// *status.Failure naming the field.
 func (e *etcdOps) tlsDialer(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcd.Dialer, etcdcluster.Trust, error) {
 	peer, server, operator := o.Spec.TLSSecrets(o.Name)
 	peerField, serverField, field := "spec.TLS.static.member.peerSecret", "spec.TLS.static.member.serverSecret", "spec.TLS.static.operatorSecret"

@@ -26,8 +26,8 @@ func (b *bytesReader) next() byte {
 }
 
 // fuzzTrusts are the CAs a member pod may have started with: the
-// Secrets' (the first), both of a move, old ones replaced at once (peer,
-// server), or none written.
+// Secrets' (the first, repeated so that most pods are on them), both of a
+// move, old ones replaced at once (peer, server), or none written.
 var fuzzTrusts = []Trust{
 	{Peer: []string{"p2"}, Server: []string{"s2"}},
 	{Peer: []string{"p1", "p2"}, Server: []string{"s2"}},

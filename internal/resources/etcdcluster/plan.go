@@ -156,7 +156,7 @@ const (
 	// (see Stage).
 	ReasonEnablingTLS = "EnablingTLS"
 	// ReasonRotatingCA: the CAs in the Secrets of spec.TLS changed, and
-	// the members restart one at a time to load them (see retrust).
+	// the members restart to load them (see retrust and replaced).
 	ReasonRotatingCA = "RotatingCA"
 )
 
@@ -554,26 +554,43 @@ func upgrade(spec *etcdv1beta2.EtcdClusterSpec, members []Member, pods map[strin
 	if msg := skew(lowest, spec.Version); msg != "" {
 		return Decision{Reason: ReasonVersionSkew, Failure: true, Message: msg}, true
 	}
-	// The leader last: one election, not one per member.
-	slices.SortStableFunc(stale, func(a, b Member) int {
-		switch {
-		case a.Leader == b.Leader:
-			return 0
-		case a.Leader:
-			return 1
-		}
-		return -1
-	})
-	m := stale[0]
-	if m.Leader && len(members) > 1 {
-		// The leader hands its leadership to a member already at the
-		// target first: writes wait for no election while it restarts.
-		to := successor(members, func(m Member) bool { return pods[m.Name].Image == target })
+	m, to := nextToRestart(members, stale, func(m Member) bool { return pods[m.Name].Image == target })
+	if to != nil {
 		return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonUpgrading,
 			Message: fmt.Sprintf("Moving the leadership from %s to %s before upgrading %s", m.Name, to.Name, m.Name)}, true
 	}
 	return Decision{Action: Action{Kind: Upgrade, Member: m.Name, ID: m.ID, Image: target}, Reason: ReasonUpgrading,
 		Message: fmt.Sprintf("Upgrading member %s to %s (%d of %d members left)", m.Name, spec.Version, len(stale), len(members))}, true
+}
+
+// restarting returns the first member whose pod is missing or not ready:
+// a change rolled one member at a time restarts the next member only once
+// the one before is back in the client Service and the budget.
+func restarting(o Observed, members []Member) (string, bool) {
+	for _, m := range members {
+		if pod, ok := o.Pods[m.Name]; !ok || !pod.Ready {
+			return m.Name, true
+		}
+	}
+	return "", false
+}
+
+// nextToRestart returns, of left (the members a rolling change has not
+// reached yet), the one it restarts next: a follower first, the leader
+// last (one election, not one per member). When that is the leader of a
+// cluster of more than one, handTo is the member it hands its leadership
+// to first (see successor), so that writes wait for no election while it
+// restarts; nil otherwise.
+func nextToRestart(members, left []Member, done func(Member) bool) (m Member, handTo *Member) {
+	i := slices.IndexFunc(left, func(m Member) bool { return !m.Leader })
+	if i >= 0 {
+		return left[i], nil
+	}
+	if len(members) > 1 {
+		to := successor(members, done)
+		return left[0], &to
+	}
+	return left[0], nil
 }
 
 // successor is the member the leader hands its leadership to before it

@@ -220,10 +220,8 @@ func secure(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed, mem
 	if len(toDual)+len(toSecure) == 0 {
 		return Decision{}, false
 	}
-	for _, m := range members {
-		if pod, ok := o.Pods[m.Name]; !ok || !pod.Ready {
-			return Decision{Reason: ReasonEnablingTLS, Message: fmt.Sprintf("Member %s is restarting on the way to TLS", m.Name)}, true
-		}
+	if name, ok := restarting(o, members); ok {
+		return Decision{Reason: ReasonEnablingTLS, Message: fmt.Sprintf("Member %s is restarting on the way to TLS", name)}, true
 	}
 	next, kind, moved := toDual, RestartPod, func(m Member) bool { return o.Pods[m.Name].TLS && m.Serving != Plain }
 	what := "with its certificates mounted (clients in http and https, peers in http)"
@@ -231,18 +229,11 @@ func secure(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed, mem
 		next, kind, moved = toSecure, SecurePeer, func(m Member) bool { return m.PeerTLS && m.Serving == Secure }
 		what = "with its peer URL moved to https (clients and peers in https alone)"
 	}
-	// The leader last: one election, not one per member.
-	i := slices.IndexFunc(next, func(m Member) bool { return !m.Leader })
-	if i < 0 {
-		leader := next[0]
-		if len(members) > 1 {
-			to := successor(members, moved)
-			return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonEnablingTLS,
-				Message: fmt.Sprintf("Moving the leadership from %s to %s before moving %s to TLS", leader.Name, to.Name, leader.Name)}, true
-		}
-		i = 0
+	m, to := nextToRestart(members, next, moved)
+	if to != nil {
+		return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonEnablingTLS,
+			Message: fmt.Sprintf("Moving the leadership from %s to %s before moving %s to TLS", m.Name, to.Name, m.Name)}, true
 	}
-	m := next[i]
 	a := Action{Kind: kind, Member: m.Name, ID: m.ID, PodUID: o.Pods[m.Name].UID}
 	if kind == SecurePeer {
 		a.PeerURL = PeerURL(HTTPS, o.Cluster, namespace, m.Name)

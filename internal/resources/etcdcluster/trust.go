@@ -114,22 +114,14 @@ func retrust(o Observed, members []Member) (Decision, bool) {
 	if len(stale) == 0 {
 		return Decision{}, false
 	}
-	for _, m := range members {
-		if pod, ok := o.Pods[m.Name]; !ok || !pod.Ready {
-			return Decision{Reason: ReasonRotatingCA, Message: fmt.Sprintf("Member %s is restarting to load the CAs of its Secrets", m.Name)}, true
-		}
+	if name, ok := restarting(o, members); ok {
+		return Decision{Reason: ReasonRotatingCA, Message: fmt.Sprintf("Member %s is restarting to load the CAs of its Secrets", name)}, true
 	}
-	// The leader last: one election, not one per member.
-	i := slices.IndexFunc(stale, func(m Member) bool { return !m.Leader })
-	if i < 0 {
-		if len(members) > 1 {
-			to := successor(members, func(m Member) bool { return !o.distrusts(o.Pods[m.Name]) })
-			return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonRotatingCA,
-				Message: fmt.Sprintf("Moving the leadership from %s to %s before restarting %s to load the CAs of its Secrets", stale[0].Name, to.Name, stale[0].Name)}, true
-		}
-		i = 0
+	m, to := nextToRestart(members, stale, func(m Member) bool { return !o.distrusts(o.Pods[m.Name]) })
+	if to != nil {
+		return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonRotatingCA,
+			Message: fmt.Sprintf("Moving the leadership from %s to %s before restarting %s to load the CAs of its Secrets", m.Name, to.Name, m.Name)}, true
 	}
-	m := stale[i]
 	return Decision{Action: Action{Kind: RestartPod, Member: m.Name, PodUID: o.Pods[m.Name].UID}, Reason: ReasonRotatingCA,
 		Message: fmt.Sprintf("Restarting member %s to load the CAs of its Secrets, %d of %d members left", m.Name, len(stale), len(members))}, true
 }
