@@ -513,7 +513,7 @@ func unreachable(o Observed) Decision {
 // (secure), to new CAs (retrust), in that order; false when none is under
 // way.
 func rolling(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed, members []Member) (Decision, bool) {
-	if d, ok := upgrade(spec, members, o.Pods); ok {
+	if d, ok := upgrade(spec, o, members); ok {
 		return d, true
 	}
 	if d, ok := secure(spec, namespace, o, members); ok {
@@ -525,9 +525,11 @@ func rolling(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed, me
 // upgrade returns the next member to move to spec.version: a
 // non-leader first, the leader last (after handing its leadership to a
 // member at the target), each only once the one before runs the target
-// version and its pod is ready again. The version moves one minor at a
-// time at most, and never down.
-func upgrade(spec *etcdv1beta2.EtcdClusterSpec, members []Member, pods map[string]Pod) (Decision, bool) {
+// version and every member's pod is ready (the first one too: a member
+// just promoted from a learner is healthy before its pod is ready). The
+// version moves one minor at a time at most, and never down.
+func upgrade(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member) (Decision, bool) {
+	pods := o.Pods
 	target := Image(spec, spec.Version)
 	var stale []Member
 	for _, m := range members {
@@ -553,6 +555,9 @@ func upgrade(spec *etcdv1beta2.EtcdClusterSpec, members []Member, pods map[strin
 	lowest := lowestVersion(members)
 	if msg := skew(lowest, spec.Version); msg != "" {
 		return Decision{Reason: ReasonVersionSkew, Failure: true, Message: msg}, true
+	}
+	if name, ok := restarting(o, members); ok {
+		return Decision{Reason: ReasonUpgrading, Message: fmt.Sprintf("Waiting for the pod of member %s to be ready before upgrading the next member to %s", name, spec.Version)}, true
 	}
 	m, to := nextToRestart(members, stale, func(m Member) bool { return pods[m.Name].Image == target })
 	if to != nil {

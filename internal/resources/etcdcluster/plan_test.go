@@ -180,6 +180,10 @@ func TestNext(t *testing.T) {
 			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), with(m(1, 2), func(x *Member) { x.Version = "3.7.0" }), m(2, 3)},
 				Pods: map[string]Pod{"example-0": {Image: img3616, Ready: true}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0"}, "example-2": {Image: img3616, Ready: true}}},
 			reason: ReasonUpgrading, message: "example-1 is restarting"},
+		{name: "an upgrade waits for a member just promoted, healthy, whose pod is not ready yet", spec: spec(3, "3.7.0"),
+			obs: Observed{Reachable: true, Members: three, Pods: map[string]Pod{
+				"example-0": {Image: img3616, Ready: true}, "example-1": {Image: img3616, Ready: true}, "example-2": {Image: img3616}}},
+			reason: ReasonUpgrading, message: "Waiting for the pod of member example-2 to be ready"},
 		{name: "an upgrade ends with the leader", spec: spec(3, "3.7.0"),
 			obs: Observed{Reachable: true, Members: []Member{leader(m(0, 1)), with(m(1, 2), func(x *Member) { x.Version = "3.7.0" }), with(m(2, 3), func(x *Member) { x.Version = "3.7.0" })},
 				Pods: map[string]Pod{"example-0": {Image: img3616, Ready: true}, "example-1": {Image: "quay.io/coreos/etcd:v3.7.0", Ready: true}, "example-2": {Image: "quay.io/coreos/etcd:v3.7.0", Ready: true}}},
