@@ -105,7 +105,7 @@ func TestRedisBackupToS3ThenRestoreHoldsEveryWriteAcknowledgedBeforeIt(t *testin
 	_, source, mc, s3 := startRedisBackupSource(t, "source")
 	pods := source.podUIDs()
 	w := source.startWriterWaiting("k", 2, cellWritePause)
-	waitWrites(t, w, 200)
+	ackedBefore := writesBeforeBackup(t, w, 200)
 	start := time.Now()
 	source.setBackup(&redisv1alpha1.Backup{Interval: 3600, BackupStorage: redisv1alpha1.BackupStorage{S3: &s3}})
 	info := source.waitBackupStatus(redisv1alpha1.BackupStatusSucceeded, 3*time.Minute)
@@ -134,7 +134,7 @@ func TestRedisBackupToS3ThenRestoreHoldsEveryWriteAcknowledgedBeforeIt(t *testin
 	if primary != "restored-0" {
 		t.Fatalf("primary %s of the restored cluster, want restored-0, the node that holds the backup", primary)
 	}
-	held, before := checkRestoredPrefix(t, r, primary, acked, ackedAt, info.LastScheduleTime.Time)
+	held, before := checkRestoredPrefix(t, r, primary, acked, ackedAt, info.LastScheduleTime.Time, ackedBefore)
 	r.checkRunningTakesWrites()
 	t.Logf("backup Succeeded %s after spec.backup was set, %d bytes at offset %d; restored cluster Running %s after it was created; it holds %d of %d acknowledged writes, with no gap, and all %d acknowledged before the backup started",
 		took.Round(100*time.Millisecond), obj.Size, info.ReplicationOffset, toRunning.Round(100*time.Millisecond), held, len(acked), before)
@@ -160,12 +160,30 @@ func (r *redisCluster) restoreInto(name, backup string, s3 redisv1alpha1.S3Stora
 	return out, primary
 }
 
+// writesBeforeBackup waits until w has n more writes acknowledged, then
+// until the wall clock enters a new second, and returns how many writes
+// were acknowledged by then. A backup's start (status.backupInfo's
+// lastScheduleTime) is kept in whole seconds: a backup started in the
+// second of the last acknowledgement would look as if it began before
+// it. Started after this returns, the backup starts after every one of
+// them, whatever the machine's load.
+func writesBeforeBackup(t *testing.T, w *writer, n int) int {
+	t.Helper()
+	waitWrites(t, w, n)
+	acked := w.ackedCount()
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now))
+	return acked
+}
+
 // checkRestoredPrefix reads every acknowledged write back from node: it
 // must hold every write acknowledged before scheduled (both replicas had
-// it before the backup began), and no write it lacks may come before one
-// it holds (the writes were sent one after the other). It returns how
-// many it holds, and how many were acknowledged before scheduled.
-func checkRestoredPrefix(t *testing.T, r *redisCluster, node string, acked []string, ackedAt []time.Time, scheduled time.Time) (held, before int) {
+// it before the backup began), at least wantBefore of them (the writes
+// the test made sure of before it started the backup), and no write it
+// lacks may come before one it holds (the writes were sent one after the
+// other). It returns how many it holds, and how many were acknowledged
+// before scheduled.
+func checkRestoredPrefix(t *testing.T, r *redisCluster, node string, acked []string, ackedAt []time.Time, scheduled time.Time, wantBefore int) (held, before int) {
 	t.Helper()
 	cli := r.client(r.podIP(node))
 	defer cli.Close()
@@ -197,8 +215,8 @@ func checkRestoredPrefix(t *testing.T, r *redisCluster, node string, acked []str
 			}
 		}
 	}
-	if before == 0 || held < before {
-		t.Errorf("%d writes acknowledged before the backup started, %d restored", before, held)
+	if before < wantBefore || held < before {
+		t.Errorf("%d writes acknowledged before the backup started (at least %d were acknowledged before the test started it), %d restored", before, wantBefore, held)
 	}
 	return held, before
 }
@@ -234,7 +252,7 @@ func TestRedisBackupDuringAFailoverIsCompleteOrReportedFailed(t *testing.T) {
 	c, source, _, s3 := startRedisBackupSource(t, "failover")
 	ns, primary := source.rec.Namespace, source.rec.Status.Primary
 	w := source.startWriterWaiting("f", 2, cellWritePause)
-	waitWrites(t, w, 200)
+	ackedBefore := writesBeforeBackup(t, w, 200)
 	source.setBackup(&redisv1alpha1.Backup{Interval: 3600, BackupStorage: redisv1alpha1.BackupStorage{S3: &s3}})
 	source.waitBackupStatus(redisv1alpha1.BackupStatusRunning, 2*time.Minute)
 	deleted := time.Now()
@@ -263,7 +281,7 @@ func TestRedisBackupDuringAFailoverIsCompleteOrReportedFailed(t *testing.T) {
 		return
 	}
 	r, restoredPrimary := source.restoreInto("restored", path.Base(info.LastBackup), s3)
-	held, before := checkRestoredPrefix(t, r, restoredPrimary, w.acked, w.ackedAt, info.LastScheduleTime.Time)
+	held, before := checkRestoredPrefix(t, r, restoredPrimary, w.acked, w.ackedAt, info.LastScheduleTime.Time, ackedBefore)
 	t.Logf("the backup completed during the failover (%s); restored, it holds %d acknowledged writes with no gap, all %d acknowledged before it started; %d writes acknowledged, %d lost",
 		info.LastBackup, held, before, acked, lost)
 }
