@@ -141,19 +141,20 @@ verify: manifests generate bundle lint ## Fail when generated files (CRDs, RBAC,
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts bundle catalog)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts bundle catalog; exit 1; }
 	go vet ./...
 
-# The tests of node faults `make test` runs on three real nodes: each node
-# drained in turn, for both data services (a few minutes with the nodes'
-# start). `make test-nodes` runs every one (about a quarter of an hour).
-TEST_NODES_RUN ?= ^TestNodes(Etcd|Redis)Drain
+# The packages `make test` runs beside test/realpods, one at a time: the
+# real-pods suite, the longest, starts first, and never shares the machine
+# with more than one other package.
+TEST_OTHER_PACKAGES = $(shell go list ./... | grep -v '/test/realpods$$')
 
 .PHONY: test
-test: controlplane realnode olm $(HELM) $(PROMTOOL) $(WEED) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM) and drains on three, the alerts' promtool tests.
+test: controlplane realnode olm $(HELM) $(PROMTOOL) $(WEED) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM), the alerts' promtool tests. The tests on three nodes: make test-nodes.
 	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
 	@# file too, printed at the end: go test shows a passing package's output
 	@# only with -v.
-	@summary=$$(mktemp); status=0; \
-	HELM=$(HELM) PROMTOOL=$(PROMTOOL) WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./... || status=$$?; \
-	APP_OPERATOR_NODES=3 WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -run '$(TEST_NODES_RUN)' ./test/realpods || status=$$?; \
+	@summary=$$(mktemp); status=0; realpods=$$(mktemp); \
+	HELM=$(HELM) PROMTOOL=$(PROMTOOL) WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./test/realpods >$$realpods 2>&1 & pid=$$!; \
+	HELM=$(HELM) PROMTOOL=$(PROMTOOL) WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -p 1 $(TEST_OTHER_PACKAGES) || status=$$?; \
+	wait $$pid || status=$$?; cat $$realpods; rm -f $$realpods; \
 	cat $$summary; rm -f $$summary; exit $$status
 
 .PHONY: test-nodes
