@@ -126,8 +126,17 @@ bundle: manifests ## Generate the OLM bundle (bundle/) and its file-based catalo
 	go run ./hack/bundle --version=$(BUNDLE_VERSION) --image=$(BUNDLE_MANAGER_IMG) --bundle-image=$(BUNDLE_IMG) --output=bundle --catalog=catalog/app-operator/catalog.yaml
 
 .PHONY: verify
-verify: manifests generate bundle lint ## Fail when generated files (CRDs, RBAC, the OLM bundle), formatting or go.mod are stale, the lint finds something, or git tracks a binary or a file of more than 2 MB.
+verify: verify-generated verify-code ## Fail when generated files (CRDs, RBAC, the OLM bundle), formatting or go.mod are stale, the lint finds something, or git tracks a binary or a file of more than 2 MB.
+
+.PHONY: verify-generated
+verify-generated: manifests generate bundle ## Fail when generated files (CRDs, RBAC, the OLM bundle) are stale or git tracks a binary or a file of more than 2 MB.
 	@hack/check-tracked-files.sh
+	@git diff --exit-code -- api config internal charts bundle catalog || { echo "Generated files are stale: run 'make manifests generate bundle' and commit the result."; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts bundle catalog)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts bundle catalog; exit 1; }
+
+# verify-code writes no file: CI runs it beside make test.
+.PHONY: verify-code
+verify-code: lint ## Fail when formatting or a go.mod is stale, or the lint or go vet finds something.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "Files need gofmt:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
 	cd hack/controlplane && go mod tidy -diff
@@ -137,25 +146,14 @@ verify: manifests generate bundle lint ## Fail when generated files (CRDs, RBAC,
 	cd hack/promtool && go mod tidy -diff
 	cd hack/seaweedfs && go mod tidy -diff
 	cd hack/olm && go mod tidy -diff
-	@git diff --exit-code -- api config internal charts bundle catalog || { echo "Generated files are stale: run 'make manifests generate bundle' and commit the result."; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts bundle catalog)" || { echo "Untracked generated files:"; git status --porcelain -- api config internal charts bundle catalog; exit 1; }
 	go vet ./...
 
-# The packages `make test` runs beside test/realpods, one at a time: the
-# real-pods suite, the longest, starts first, and never shares the machine
-# with more than one other package.
-TEST_OTHER_PACKAGES = $(shell go list ./... | grep -v '/test/realpods$$')
-
+# hack/test.sh builds what each suite needs and starts each suite as soon
+# as its tools are there: the real-pods suite, the longest, first; the
+# other packages one at a time beside it.
 .PHONY: test
-test: controlplane realnode olm $(HELM) $(PROMTOOL) $(WEED) ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM), the alerts' promtool tests. The tests on three nodes: make test-nodes.
-	@# The suites' summary lines (such as "bad inputs refused X/X") go to a
-	@# file too, printed at the end: go test shows a passing package's output
-	@# only with -v.
-	@summary=$$(mktemp); status=0; realpods=$$(mktemp); \
-	HELM=$(HELM) PROMTOOL=$(PROMTOOL) WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) ./test/realpods >$$realpods 2>&1 & pid=$$!; \
-	HELM=$(HELM) PROMTOOL=$(PROMTOOL) WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -p 1 $(TEST_OTHER_PACKAGES) || status=$$?; \
-	wait $$pid || status=$$?; cat $$realpods; rm -f $$realpods; \
-	cat $$summary; rm -f $$summary; exit $$status
+test: ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM), the alerts' promtool tests. The tests on three nodes: make test-nodes.
+	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" HELM=$(HELM) PROMTOOL=$(PROMTOOL) WEED=$(WEED) hack/test.sh
 
 .PHONY: test-nodes
 test-nodes: controlplane realnode $(WEED) ## Run the tests of node faults (a node lost, drained, cut off) on three real nodes.
