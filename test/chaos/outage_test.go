@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/app-operator/app-operator/test/testenv"
 )
 
 // outage is how long the API server stays down.
@@ -22,9 +26,13 @@ func TestAPIServerOutage(t *testing.T) {
 
 	crs := append(samples(t, ns), manyResources(t, ns, 20)...)
 	create(t, c, crs...)
-	// Mid-converge: some children are there, not all.
-	time.Sleep(2 * time.Second)
-	before := childUIDs(t, c, ns)
+	// Mid-converge: some children are there, not all. The outage starts
+	// once the first are made, however long the operator takes to start.
+	var before map[string]types.UID
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		before = childUIDs(t, c, ns)
+		return len(before) > 0, "no child made yet"
+	})
 	if err := testCluster.RestartAPIServer(context.Background(), outage); err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ const (
 
 // startEtcdSample runs, in a namespace of its own with its own operator,
 // the EtcdCluster sample called name at version, and waits for its three
-// members to be Ready.
+// members, and their pods, to be Ready.
 func startEtcdSample(t *testing.T, name, version string) (client.Client, *etcdv1beta2.EtcdCluster) {
 	t.Helper()
 	needCluster(t)
@@ -69,7 +69,7 @@ func runEtcdSample(t *testing.T, name, version string) (client.Client, *etcdv1be
 }
 
 // createEtcdSample creates the sample EtcdCluster as name in namespace ns
-// with version, and waits until it is Ready.
+// with version, and waits until it is Ready and every member pod is ready.
 func createEtcdSample(t *testing.T, c client.Client, ns, name, version string) *etcdv1beta2.EtcdCluster {
 	t.Helper()
 	e := &etcdv1beta2.EtcdCluster{}
@@ -80,6 +80,7 @@ func createEtcdSample(t *testing.T, c client.Client, ns, name, version string) *
 		t.Fatal(err)
 	}
 	waitEtcdReady(t, c, e, 3, version, 5*time.Minute)
+	waitEtcdPodsReady(t, c, e, 3)
 	return e
 }
 
@@ -696,6 +697,11 @@ type upgradeRun struct {
 func rollUpgrade(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, version string) upgradeRun {
 	t.Helper()
 	ctx := context.Background()
+	// Every member pod ready before the count starts: the pod a previous
+	// change restarted last turns ready a probe period after the cluster
+	// is Ready, and would count as a second one not ready beside the
+	// first member the upgrade restarts.
+	waitEtcdPodsReady(t, c, e, 3)
 	cli := etcdClientOf(t, c, e)
 	var r upgradeRun
 	stop := make(chan struct{})
@@ -792,6 +798,28 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// waitEtcdPodsReady waits until e has size member pods, every one ready
+// (its Ready condition True) and none going. A member's pod turns ready a
+// probe period after its etcd answers, so e can be Ready before all its
+// pods are: a test that counts the pods not ready, or that takes a member
+// down and expects the others in the client Service, waits for this.
+func waitEtcdPodsReady(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, size int) {
+	t.Helper()
+	testenv.EventuallyInNamespace(t, c, e.Namespace, 2*time.Minute, func() (bool, string) {
+		pods := &corev1.PodList{}
+		if err := c.List(context.Background(), pods, client.InNamespace(e.Namespace), client.MatchingLabels(etcdcluster.Selector(e.Name))); err != nil {
+			return false, err.Error()
+		}
+		var notReady []string
+		for i := range pods.Items {
+			if p := &pods.Items[i]; !podReady(p) || p.DeletionTimestamp != nil {
+				notReady = append(notReady, p.Name)
+			}
+		}
+		return len(pods.Items) == size && len(notReady) == 0, fmt.Sprintf("%d member pods, %d wanted; not ready: %v", len(pods.Items), size, notReady)
+	})
 }
 
 // checkMembersServeMetrics reads etcd's own metrics from every member pod

@@ -76,6 +76,24 @@ func (w *backupWrites) Stop() {
 	w.wg.Wait()
 }
 
+// waitAcked waits until n more puts are acknowledged, and returns how many
+// are by then.
+func (w *backupWrites) waitAcked(t *testing.T, n int) int {
+	t.Helper()
+	count := func() (int, int) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.acked), len(w.unknown)
+	}
+	before, _ := count()
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		acked, unknown := count()
+		return acked-before >= n, fmt.Sprintf("%d of %d puts acknowledged (%d without an answer)", acked-before, n, unknown)
+	})
+	acked, _ := count()
+	return acked
+}
+
 // check reads every key back from cli, a client of the restored cluster,
 // and fails t unless the cluster holds a prefix of the acknowledged
 // writes that covers revision: every put acknowledged at or before it,
@@ -244,7 +262,9 @@ func backupThenRestore(t *testing.T, c client.Client, source *etcdv1beta2.EtcdCl
 	ctx, ns := context.Background(), source.Namespace
 	pods, restarts := etcdPodUIDs(t, c, source), etcdRestarts(t, c, source)
 	w := startBackupWrites(t, clientServiceURL(t, c, source))
-	time.Sleep(2 * time.Second)
+	// Writes acknowledged before the backup exists: each is at or before
+	// any revision its snapshot is taken at, so the restore must hold them.
+	ackedBefore := w.waitAcked(t, 50)
 	b := &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backup"},
 		Spec:       etcdv1beta2.EtcdBackupSpec{ClusterName: source.Name, StorageType: storage, BackupLocation: loc},
@@ -306,8 +326,8 @@ func backupThenRestore(t *testing.T, c client.Client, source *etcdv1beta2.EtcdCl
 	waitEtcdReady(t, c, restored, 3, etcdVersion, time.Minute)
 	run.held, run.after = w.check(t, etcdClientOf(t, c, restored), run.revision)
 	run.acked = len(w.acked)
-	if run.held == 0 || run.held-run.after == 0 {
-		t.Errorf("the restored cluster holds %d acknowledged writes, %d of them after the snapshot's revision: want the writes before it", run.held, run.after)
+	if run.held-run.after < ackedBefore {
+		t.Errorf("the restored cluster holds %d acknowledged writes, %d of them after the snapshot's revision: want at least the %d acknowledged before the backup was created", run.held, run.after, ackedBefore)
 	}
 	if during == nil {
 		// The cluster backed up is as it was.

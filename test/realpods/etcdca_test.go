@@ -59,7 +59,7 @@ func startPeerCAMove(t *testing.T, name string) *peerCAMove {
 	m.oldPeerClient, m.newPeerClient = m.peerClient(m.oldCA), m.peerClient(m.newCA)
 	m.history = startEtcdHistory(t, clientServiceURL(t, c, e), 2)
 	m.leader = watchLeader(t, c, e.DeepCopy())
-	time.Sleep(2 * time.Second)
+	m.history.waitAcknowledged(t, writesBeforeFault)
 	m.start = time.Now()
 	return m
 }

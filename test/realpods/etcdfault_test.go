@@ -97,6 +97,11 @@ type etcdHistory struct {
 // historyKeys are the registers the clients write and read.
 const historyKeys = 4
 
+// writesBeforeFault is how many puts the clients have acknowledged before
+// a test breaks something, and again once the cluster is Ready after: the
+// history then spans the fault, whatever the machine's load.
+const writesBeforeFault = 20
+
 // startEtcdHistory starts clients that put and get keys through endpoint
 // (the client Service, as an application reaches etcd) back to back until
 // Stop.
@@ -180,6 +185,16 @@ func (h *etcdHistory) acknowledged() int {
 		n += len(vs)
 	}
 	return n
+}
+
+// waitAcknowledged waits until the clients have n more puts acknowledged.
+func (h *etcdHistory) waitAcknowledged(t *testing.T, n int) {
+	t.Helper()
+	before := h.acknowledged()
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		got := h.acknowledged() - before
+		return got >= n, fmt.Sprintf("%d of %d puts acknowledged (clients saw: %s)", got, n, h.failureSummary())
+	})
 }
 
 // check stops the clients and checks the history: it is linearizable
@@ -431,7 +446,7 @@ func TestEtcdClusterRecreatedOverRunningMembersAdoptsThemWithoutARestart(t *test
 
 	h := startEtcdHistory(t, clientServiceURL(t, c, e), 2)
 	leader := watchLeader(t, c, e)
-	time.Sleep(2 * time.Second)
+	h.waitAcknowledged(t, writesBeforeFault)
 
 	// kubectl delete --cascade=orphan: the children stay, without their
 	// owner reference.

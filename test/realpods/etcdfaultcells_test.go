@@ -50,8 +50,8 @@ func watchEtcdCell(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *e
 	cell := &etcdCell{c: c, e: e}
 	cell.h = startEtcdHistory(t, clientServiceURL(t, c, e), 2)
 	cell.leader = watchLeader(t, c, e)
-	// Some writes before the fault.
-	time.Sleep(2 * time.Second)
+	// Some writes acknowledged before the fault.
+	cell.h.waitAcknowledged(t, writesBeforeFault)
 	return cell
 }
 
@@ -62,8 +62,8 @@ func watchEtcdCell(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *e
 func (cell *etcdCell) finish(t *testing.T, fault string, toReady time.Duration) {
 	t.Helper()
 	c, e, h := cell.c, cell.e, cell.h
-	// Some writes after Ready.
-	time.Sleep(2 * time.Second)
+	// Some writes acknowledged after Ready.
+	h.waitAcknowledged(t, writesBeforeFault)
 	leaderless := cell.leader.Stop()
 	h.check(t, etcdClientOf(t, c, e))
 	checkHashKV(t, c, e)

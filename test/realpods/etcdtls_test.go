@@ -145,7 +145,7 @@ func TestEtcdClusterWithTLSRefusesClientsWithoutACertificateAndRenewsWithoutLosi
 
 	h := startEtcdHistory(t, clientServiceURL(t, c, e), 2)
 	leader := watchLeader(t, c, e)
-	time.Sleep(2 * time.Second)
+	h.waitAcknowledged(t, writesBeforeFault)
 
 	// Every Secret renewed at once, as cert-manager renews certificates
 	// of the same issuer.
@@ -210,7 +210,9 @@ func TestEtcdClusterGivenTLSWhileRunningMovesEveryMemberWithoutLosingAWrite(t *t
 	plainURL := clientServiceURL(t, c, e)
 	h := startEtcdHistoryAt(t, []string{plainURL, "https" + strings.TrimPrefix(plainURL, "http")}, 4)
 	leader := watchLeader(t, c, e.DeepCopy())
-	time.Sleep(2 * time.Second)
+	// Acknowledged through the plain clients: the TLS ones get no answer
+	// until the members serve TLS.
+	h.waitAcknowledged(t, writesBeforeFault)
 
 	moved := time.Now()
 	patch := client.MergeFrom(e.DeepCopy())

@@ -502,8 +502,9 @@ func TestNodesRedisPrimaryNodeCutOffFromTheOthersFailsNothingOver(t *testing.T) 
 	w := r.startWriter("partition")
 	waitWrites(t, w, 200)
 	heal := partition(t, node)
-	// A write in flight as the cut starts may still be acknowledged.
-	time.Sleep(3 * time.Second)
+	// A write in flight as the cut starts may still be acknowledged:
+	// count from the first write that fails.
+	waitWriteFails(t, w)
 	before := w.ackedCount()
 	reasons := r.readyReasons(30*time.Second, primary)
 	during := w.ackedCount() - before

@@ -259,8 +259,9 @@ func TestRedisFaultPrimaryCutOffFromItsReplicas(t *testing.T) {
 		w := r.startWriterWaiting("all", 1, cellWritePause)
 		waitWrites(t, w, 200)
 		heal := cutPodFrom(t, c, ns, primary, r.podIP(replicas[0]), r.podIP(replicas[1]))
-		// A write in flight as the cut starts may still be acknowledged.
-		time.Sleep(3 * time.Second)
+		// A write in flight as the cut starts may still be acknowledged:
+		// count from the first write that fails.
+		waitWriteFails(t, w)
 		before := w.ackedCount()
 		reasons := r.readyReasons(cutFor-3*time.Second, primary)
 		during := w.ackedCount() - before

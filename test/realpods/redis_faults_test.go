@@ -109,6 +109,22 @@ func waitWrites(t *testing.T, w *writer, n int) {
 	})
 }
 
+// waitWriteFails waits for a write of w to fail. The writes go one at a
+// time: by then the write in flight when it was called has ended, and a
+// later one is sent after the call.
+func waitWriteFails(t *testing.T, w *writer) {
+	t.Helper()
+	errs := func() int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.errors
+	}
+	before := errs()
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		return errs() > before, fmt.Sprintf("no write failed yet; %d acknowledged", w.ackedCount())
+	})
+}
+
 func (w *writer) lastError() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
