@@ -126,3 +126,56 @@ func splitRule(line string) []string {
 	}
 	return args
 }
+
+// removeKubeProxyChains removes every KUBE-* chain of the filter, nat and
+// mangle tables, and the rules that jump to them: what `kube-proxy
+// --cleanup` removes, for a node whose kube-proxy cannot run it (a run
+// killed, and its binaries deleted with its clone).
+func removeKubeProxyChains() error {
+	var errs []error
+	for _, ipt := range []string{"iptables", "ip6tables"} {
+		for _, table := range []string{"filter", "nat", "mangle"} {
+			out, err := exec.Command(ipt, "-w", "-t", table, "-S").Output()
+			if err != nil {
+				continue
+			}
+			var chains []string
+			var jumps [][]string
+			for _, line := range strings.Split(string(out), "\n") {
+				args := splitRule(line)
+				switch {
+				case len(args) >= 2 && args[0] == "-N" && strings.HasPrefix(args[1], "KUBE-"):
+					chains = append(chains, args[1])
+				case len(args) >= 2 && args[0] == "-A" && !strings.HasPrefix(args[1], "KUBE-") && jumpsToKube(args):
+					jumps = append(jumps, append([]string{"-D"}, args[1:]...))
+				}
+			}
+			run := func(args ...string) {
+				if o, err := exec.Command(ipt, append([]string{"-w", "-t", table}, args...)...).CombinedOutput(); err != nil {
+					errs = append(errs, fmt.Errorf("%s -t %s %s: %v: %s", ipt, table, strings.Join(args, " "), err, o))
+				}
+			}
+			for _, j := range jumps {
+				run(j...)
+			}
+			// Flushed first, all of them: the chains jump to one another.
+			for _, c := range chains {
+				run("-F", c)
+			}
+			for _, c := range chains {
+				run("-X", c)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// jumpsToKube reports whether the rule args jumps to a KUBE-* chain.
+func jumpsToKube(args []string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-j" && strings.HasPrefix(args[i+1], "KUBE-") {
+			return true
+		}
+	}
+	return false
+}

@@ -128,8 +128,8 @@ func cleanupRealNode(rec realNodeRecordData, proxyCleaned bool) error {
 	for _, dir := range []string{realNodeState, rec.Dir} {
 		errs = append(errs, unmountUnder(dir))
 	}
-	if !proxyCleaned {
-		errs = append(errs, kubeProxyCleanup(rec.BinDir))
+	if !proxyCleaned && kubeProxyCleanup(rec.BinDir) != nil {
+		errs = append(errs, removeKubeProxyChains())
 	}
 	errs = append(errs, removeKubeletChains())
 	errs = append(errs, deleteBridge(), deleteNodeNetwork())
