@@ -10,7 +10,7 @@
 # than one other test package. The tests on three nodes run in
 # `make test-nodes`.
 #
-# Usage: hack/test.sh (from make test, which passes MAKE, GO_TEST_FLAGS and
+# Usage: hack/test.sh (from make test, which passes GO_TEST_FLAGS and
 # the tools' paths: HELM, PROMTOOL, WEED).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
