@@ -149,8 +149,9 @@ verify-code: lint ## Fail when formatting or a go.mod is stale, or the lint or g
 	go vet ./...
 
 # hack/test.sh builds what each suite needs and starts each suite as soon
-# as its tools are there: the real-pods suite, the longest, first; the
-# other packages one at a time beside it.
+# as its tools are there: the packages that start a real node one after
+# another, the real-pods suite (the longest) first; the other packages one
+# at a time beside them.
 .PHONY: test
 test: ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM), the alerts' promtool tests. The tests on three nodes: make test-nodes.
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" HELM=$(HELM) PROMTOOL=$(PROMTOOL) WEED=$(WEED) hack/test.sh

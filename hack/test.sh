@@ -2,13 +2,15 @@
 # Runs every test (make test): builds what each suite needs, and runs the
 # suites as soon as what they need is there.
 #
-# The real-pods suite (test/realpods) takes the longest, and spends most of
-# it waiting for pods; it starts as soon as the control plane, the real
-# node and the object store are built. Beside it, one lane builds the tools
-# the other packages need (Helm, promtool, OLM), then runs those packages
-# one at a time: the real-pods suite never shares the machine with more
-# than one other test package. The tests on three nodes run in
-# `make test-nodes`.
+# The packages that run on the real node (one real node per machine at a
+# time) run one after another in one lane: the real-pods suite, the
+# install tests and the demo's test. That lane takes the longest, spending
+# most of it waiting for pods; it starts as soon as the control plane, the
+# real node and the object store are built. Beside it, the other lane
+# builds the tools the other packages need (Helm, promtool, OLM), then runs
+# those packages one at a time: the real-node lane never shares the
+# machine with more than one other test package. The tests on three nodes
+# run in `make test-nodes`.
 #
 # Usage: hack/test.sh (from make test, which passes GO_TEST_FLAGS and
 # the tools' paths: HELM, PROMTOOL, WEED).
@@ -31,29 +33,37 @@ touch "$APP_OPERATOR_TEST_SUMMARY"
 # Every package needs the control plane; build it first.
 $MAKE --no-print-directory controlplane
 
-realpods_lane() {
-  $MAKE --no-print-directory realnode seaweedfs
-  touch "$work/realnode-built"
-  echo "test: the real-pods suite started; its output follows the other packages'"
-  go test "${flags[@]}" ./test/realpods
+# The packages that start a real node; the first needs only the node and
+# the object store, the others Helm and OLM too.
+realnode_packages=(./test/realpods ./test/install ./hack/localcluster)
+
+realnode_lane() {
+  local rc=0
+  $MAKE --no-print-directory realnode seaweedfs || return
+  echo "test: the real-node packages started; their output follows the other packages'"
+  go test "${flags[@]}" "${realnode_packages[0]}" || rc=$?
+  while [[ ! -e "$work/tools-built" ]]; do
+    kill -0 "$others" 2>/dev/null || return 1
+    sleep 5
+  done
+  go test "${flags[@]}" -p 1 "${realnode_packages[@]:1}" || rc=$?
+  return "$rc"
 }
 
 others_lane() {
-  $MAKE --no-print-directory helm promtool olm
-  # test/install runs on the real node: wait for it to be built.
-  while [[ ! -e "$work/realnode-built" ]]; do
-    kill -0 "$realpods" 2>/dev/null || return 1
-    sleep 5
-  done
-  mapfile -t packages < <(go list ./... | grep -v '/test/realpods$')
+  $MAKE --no-print-directory helm promtool olm || return
+  touch "$work/tools-built"
+  local skip
+  skip=$(printf '%s$|' "${realnode_packages[@]#.}")
+  mapfile -t packages < <(go list ./... | grep -Ev "(${skip%|})")
   go test "${flags[@]}" -p 1 "${packages[@]}"
 }
 
-realpods_lane >"$work/realpods.log" 2>&1 &
-realpods=$!
+others_lane &
+others=$!
 status=0
-others_lane || status=$?
-wait "$realpods" || status=$?
-cat "$work/realpods.log"
+realnode_lane >"$work/realnode.log" 2>&1 || status=$?
+wait "$others" || status=$?
+cat "$work/realnode.log"
 cat "$APP_OPERATOR_TEST_SUMMARY"
 exit "$status"
