@@ -30,6 +30,7 @@ import (
 	"github.com/app-operator/app-operator/internal/permissions"
 	"github.com/app-operator/app-operator/internal/preview"
 	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
@@ -53,6 +54,7 @@ func main() {
 		msd                microservicedeploy.Options
 		permCheckTimeout   time.Duration
 		redisFailoverAfter time.Duration
+		etcdJoinTimeout    time.Duration
 		workers            int
 		apiQPS             float64
 		apiBurst           int
@@ -94,6 +96,8 @@ func main() {
 		"Ingress annotation that carries the external authentication endpoint (the Ingress controller's).")
 	flag.DurationVar(&redisFailoverAfter, "redis-failover-after", controller.DefaultRedisFailoverAfter,
 		"How long a RedisEnterpriseCluster's primary must be down, with no replica still streaming from it, before a replica replaces it.")
+	flag.DurationVar(&etcdJoinTimeout, "etcd-join-timeout", etcdcluster.DefaultJoinTimeout,
+		"How long an EtcdCluster's new member may take to join (start, or as a learner catch up and answer) before it is removed and added again.")
 	flag.DurationVar(&permCheckTimeout, "permission-check-timeout", 45*time.Second,
 		"How long the start-up permission check may retry an API server that does not answer before the manager exits.")
 	// The default is measured by `make bench` (docs/performance.md).
@@ -219,6 +223,7 @@ func main() {
 		MicroServiceDeploy:      msd,
 		MaxConcurrentReconciles: workers,
 		RedisFailoverAfter:      redisFailoverAfter,
+		EtcdJoinTimeout:         etcdJoinTimeout,
 		SnapshotImage:           snapshotImage,
 	}
 	if err := controller.SetupWithManager(mgr, opts); err != nil {

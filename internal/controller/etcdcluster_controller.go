@@ -66,7 +66,7 @@ func etcdClusterKind(opts Options) kind[*etcdv1beta2.EtcdCluster] {
 // etcdClusterKindWith is etcdClusterKind reaching the members through dial.
 func etcdClusterKindWith(opts Options, dial etcd.Dialer) kind[*etcdv1beta2.EtcdCluster] {
 	gvk := etcdv1beta2.GroupVersion.WithKind("EtcdCluster")
-	ops := &etcdOps{dial: dial, dialers: &etcdTLSDialers{}, clock: opts.Clock}
+	ops := &etcdOps{dial: dial, dialers: &etcdTLSDialers{}, clock: opts.Clock, joinTimeout: opts.EtcdJoinTimeout}
 	snapshotImage := cmp.Or(opts.SnapshotImage, DefaultSnapshotImage)
 	gauges := newEtcdGauges(opts.Metrics)
 	k := kind[*etcdv1beta2.EtcdCluster]{
@@ -171,6 +171,8 @@ type etcdOps struct {
 	dial    etcd.Dialer
 	dialers *etcdTLSDialers
 	clock   interface{ Now() time.Time }
+	// joinTimeout is the planner's JoinTimeout (its default when zero).
+	joinTimeout time.Duration
 }
 
 // with returns the ops of one pass, with its clients.
@@ -270,7 +272,7 @@ func (e *etcdOps) decide(ctx context.Context, o *etcdv1beta2.EtcdCluster, look *
 // members etcd reports and each one's health. urls maps a member name to
 // its client URL; clusterID is the cluster the members counted belong to.
 func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdcluster.Observed, map[string]string, uint64, error) {
-	obs := etcdcluster.Observed{Cluster: o.Name, Recorded: o.Status.Members, Pods: map[string]etcdcluster.Pod{}, Claims: map[string]string{}}
+	obs := etcdcluster.Observed{Cluster: o.Name, Recorded: o.Status.Members, Pods: map[string]etcdcluster.Pod{}, Claims: map[string]string{}, JoinTimeout: e.joinTimeout}
 	if e.clock != nil {
 		obs.Now = e.clock.Now()
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/app-operator/app-operator/internal/applyschema"
 	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
@@ -39,6 +40,10 @@ type Options struct {
 	// replica still streaming from it, before a replica replaces it;
 	// DefaultRedisFailoverAfter when zero.
 	RedisFailoverAfter time.Duration
+	// EtcdJoinTimeout is how long an EtcdCluster's new member may take to
+	// join before it is removed and added again;
+	// etcdcluster.DefaultJoinTimeout when zero.
+	EtcdJoinTimeout time.Duration
 	// Metrics is where the gauges of the EtcdClusters and
 	// RedisEnterpriseClusters are registered (see clustermetrics.go);
 	// controller-runtime's registry, which the manager's metrics endpoint
@@ -75,6 +80,9 @@ func (o Options) withDefaults() Options {
 	o.MaxConcurrentReconciles = max(o.MaxConcurrentReconciles, 1)
 	if o.RedisFailoverAfter <= 0 {
 		o.RedisFailoverAfter = DefaultRedisFailoverAfter
+	}
+	if o.EtcdJoinTimeout <= 0 {
+		o.EtcdJoinTimeout = etcdcluster.DefaultJoinTimeout
 	}
 	return o
 }

@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -89,13 +90,17 @@ type Observed struct {
 	// Trust is the CAs the Secrets of spec.TLS hold now; zero without
 	// TLS.
 	Trust Trust
+	// JoinTimeout is how long a member may take to join: a member added
+	// whose pod has run this long without the member starting, or a
+	// learner whose pod has run this long without it answering, is
+	// removed (and added again later), so that it blocks no other change.
+	// DefaultJoinTimeout when zero.
+	JoinTimeout time.Duration
 }
 
-// JoinTimeout is how long a member may take to join: a member added whose
-// pod has run this long without the member starting, or a learner whose
-// pod has run this long without it answering, is removed (and added
-// again later), so that it blocks no other change.
-const JoinTimeout = 5 * time.Minute
+// DefaultJoinTimeout is the JoinTimeout of an Observed that sets none:
+// enough for a learner to receive a snapshot of a few gigabytes.
+const DefaultJoinTimeout = 5 * time.Minute
 
 // ActionKind is what one step does to the cluster.
 type ActionKind string
@@ -411,8 +416,9 @@ func noSpace(members []Member) (Decision, bool) {
 // abandonJoin returns the removal of a member that has not joined (not
 // started, or a learner that does not answer) when the spec no longer
 // asks for it (fewer members than there are), or when its pod has run
-// for JoinTimeout without it joining; false when there is none.
+// for o.JoinTimeout without it joining; false when there is none.
 func abandonJoin(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member) (Decision, bool) {
+	timeout := cmp.Or(o.JoinTimeout, DefaultJoinTimeout)
 	for _, m := range slices.Backward(members) {
 		// A member that answers healthy has joined, whatever the list
 		// says of it.
@@ -424,9 +430,9 @@ func abandonJoin(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member
 		case len(members) > int(spec.Size):
 			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: ReasonScaling,
 				Message: fmt.Sprintf("Removing member %s, which has not joined, since size is %d", m.Name, spec.Size)}, true
-		case ok && !pod.Created.IsZero() && !o.Now.IsZero() && o.Now.Sub(pod.Created) >= JoinTimeout:
+		case ok && !pod.Created.IsZero() && !o.Now.IsZero() && o.Now.Sub(pod.Created) >= timeout:
 			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: ReasonScaling,
-				Message: fmt.Sprintf("Removing member %s, which has not joined within %s; it is added again after the other changes", m.Name, JoinTimeout)}, true
+				Message: fmt.Sprintf("Removing member %s, which has not joined within %s; it is added again after the other changes", m.Name, timeout)}, true
 		}
 	}
 	return Decision{}, false
