@@ -6,11 +6,12 @@
 # time) run one after another in one lane: the real-pods suite, the
 # install tests and the demo's test. That lane takes the longest, spending
 # most of it waiting for pods; it starts as soon as the control plane, the
-# real node and the object store are built. Beside it, the other lane
-# builds the tools the other packages need (Helm, promtool, OLM), then runs
-# those packages one at a time: the real-node lane never shares the
-# machine with more than one other test package. The tests on three nodes
-# run in `make test-nodes`.
+# real node and the object store are built. Beside it, at a lower
+# priority (nice 10), the other lane builds the tools the other packages
+# need (Helm, promtool, OLM), then runs those packages one at a time: the
+# real-node lane never shares the machine with more than one other test
+# package, and gets the processors first. The tests on three nodes run in
+# `make test-nodes`.
 #
 # Usage: hack/test.sh (from make test, which passes GO_TEST_FLAGS and
 # the tools' paths: HELM, PROMTOOL, WEED).
@@ -39,7 +40,7 @@ realnode_packages=(./test/realpods ./test/install ./hack/localcluster)
 
 realnode_lane() {
   local rc=0
-  $MAKE --no-print-directory realnode seaweedfs || return
+  $MAKE --no-print-directory -j2 -Otarget realnode seaweedfs || return
   echo "test: the real-node packages started; their output follows the other packages'"
   go test "${flags[@]}" "${realnode_packages[0]}" || rc=$?
   while [[ ! -e "$work/tools-built" ]]; do
@@ -51,6 +52,9 @@ realnode_lane() {
 }
 
 others_lane() {
+  # Below the real-node lane's priority: that lane is the longest, and
+  # its cells wait on the operator; this one fills the time it leaves.
+  renice -n 10 -p "$BASHPID" >/dev/null
   $MAKE --no-print-directory helm promtool olm || return
   touch "$work/tools-built"
   local skip

@@ -39,33 +39,43 @@ cached() {
   esac
 }
 
-i=0
+# One go build for the binaries of this module: it compiles each package
+# once and links one binary while it compiles the next. kwok (a module of
+# its own) builds beside it. Linker -X flags naming no symbol of a binary
+# (the Kubernetes version, in etcd) are ignored.
+names=() pkgs=()
 for entry in "${tools[@]}"; do
-  i=$((i + 1))
   name=${entry%% *}
-  pkg=${entry#* }
   if cached "$name"; then
-    echo "[$i/6] $name: cached in $out"
-    continue
+    echo "$name: cached in $out"
+  else
+    names+=("$name")
+    pkgs+=("${entry#* }")
   fi
-  flags=(-trimpath "-ldflags=-s -w")
-  [[ $name == etcd ]] || flags=(-trimpath "-ldflags=$k8s_ldflags")
-  echo "[$i/6] $name: building $pkg (the first build of the control plane takes several minutes)"
-  start=$SECONDS
-  (cd "$here" && CGO_ENABLED=0 go build "${flags[@]}" -o "$out/$name.tmp" "$pkg")
-  mv "$out/$name.tmp" "$out/$name"
-  echo "[$i/6] $name: built in $((SECONDS - start))s"
 done
-
-if [[ -x "$out/kwok" ]]; then
-  echo "[6/6] kwok: cached in $out"
-else
-  echo "[6/6] kwok: building sigs.k8s.io/kwok/cmd/kwok"
-  start=$SECONDS
+build_kwok() {
+  [[ -x "$out/kwok" ]] && { echo "kwok: cached in $out"; return; }
+  echo "kwok: building sigs.k8s.io/kwok/cmd/kwok"
+  local start=$SECONDS
   (cd "$here/kwok" && CGO_ENABLED=0 go build -trimpath "-ldflags=-s -w" -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok)
   mv "$out/kwok.tmp" "$out/kwok"
-  echo "[6/6] kwok: built in $((SECONDS - start))s"
+  echo "kwok: built in $((SECONDS - start))s"
+}
+build_kwok &
+kwok=$!
+if ((${#names[@]})); then
+  echo "${names[*]}: building (the first build of the control plane takes several minutes)"
+  start=$SECONDS
+  rm -rf "$out/.build" && mkdir -p "$out/.build"
+  (cd "$here" && CGO_ENABLED=0 go build -trimpath "-ldflags=$k8s_ldflags" -o "$out/.build/" "${pkgs[@]}")
+  for name in "${names[@]}"; do
+    # go build names etcd's binary after its package: server.
+    if [[ $name == etcd ]]; then mv "$out/.build/server" "$out/etcd"; else mv "$out/.build/$name" "$out/$name"; fi
+  done
+  rm -rf "$out/.build"
+  echo "${names[*]}: built in $((SECONDS - start))s"
 fi
+wait "$kwok"
 
 # kwok needs its Stage definitions; they ship inside its module.
 if [[ ! -f "$out/kwok-stages.yaml" ]]; then

@@ -46,46 +46,81 @@ minor=${minor%%.*}
 k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s -X k8s.io/component-base/version.gitMajor=1"
 k8s_ldflags+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
 
-# name, module folder, cgo, tags, ldflags, package
-tools=(
-  "kubelet|$repo/hack/controlplane|0||$k8s_ldflags|k8s.io/kubernetes/cmd/kubelet"
-  "kube-proxy|$repo/hack/controlplane|0||$k8s_ldflags|k8s.io/kubernetes/cmd/kube-proxy"
-  "containerd|$here|0|no_btrfs no_devmapper no_zfs|-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd|github.com/containerd/containerd/v2/cmd/containerd"
-  "containerd-shim-runc-v2|$here|0|no_btrfs no_devmapper no_zfs|-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd|github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
-  "ctr|$here|0|no_btrfs no_devmapper no_zfs|-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd|github.com/containerd/containerd/v2/cmd/ctr"
-  "runc|$here|1|seccomp|-s -w|github.com/opencontainers/runc"
-  "registry|$here|0||-s -w|github.com/distribution/distribution/v3/cmd/registry"
-  "metrics-server|$here/metrics-server|0||-s -w|sigs.k8s.io/metrics-server/cmd/metrics-server"
-  "coredns|$here/coredns|0||-s -w|github.com/app-operator/app-operator/hack/realnode/coredns"
-)
-n=$((${#tools[@]} + 1))
-i=0
-for entry in "${tools[@]}"; do
-  i=$((i + 1))
-  IFS='|' read -r name dir cgo tags ldflags pkg <<<"$entry"
-  if [[ -x "$out/$name" ]]; then
-    echo "[$i/$n] $name: cached in $out"
-    continue
-  fi
-  echo "[$i/$n] $name: building $pkg"
-  start=$SECONDS
-  (cd "$dir" && CGO_ENABLED=$cgo go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out/$name.tmp" "$pkg")
-  mv "$out/$name.tmp" "$out/$name"
-  echo "[$i/$n] $name: built in $((SECONDS - start))s"
-done
+containerd_ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd"
+
+# build names… -- dir cgo tags ldflags packages…: one go build of the
+# packages (in the module of dir) into $out, each binary under its name,
+# skipping those already there. One go build compiles each package once,
+# and links one binary while it compiles the next.
+build() {
+  local names=() name
+  while [[ $1 != -- ]]; do names+=("$1"); shift; done
+  shift
+  local dir=$1 cgo=$2 tags=$3 ldflags=$4
+  shift 4
+  local pkgs=("$@") todo=() todo_pkgs=() i
+  for i in "${!names[@]}"; do
+    if [[ -x "$out/${names[$i]}" ]]; then
+      echo "${names[$i]}: cached in $out"
+    else
+      todo+=("${names[$i]}")
+      todo_pkgs+=("${pkgs[$i]}")
+    fi
+  done
+  ((${#todo[@]})) || return 0
+  echo "${todo[*]}: building"
+  local start=$SECONDS tmp="$out/.build-${todo[0]}"
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  (cd "$dir" && CGO_ENABLED=$cgo go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$tmp/" "${todo_pkgs[@]}")
+  for i in "${!todo[@]}"; do
+    # go build names a binary after the last element of its package.
+    mv "$tmp/$(basename "${todo_pkgs[$i]}")" "$out/${todo[$i]}"
+  done
+  rm -rf "$tmp"
+  echo "${todo[*]}: built in $((SECONDS - start))s"
+}
 
 # The images, keyed by the sources that define them.
-sum=$(find "$repo/hack/nodeimages" -type f \( -name "*.go" -o -name go.mod -o -name go.sum \) | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
-if [[ -f "$out/images/.source" && $(cat "$out/images/.source") == "$sum" ]]; then
-  echo "[$n/$n] images: cached in $out/images"
-else
-  echo "[$n/$n] images: building from Debian packages (apt-get download), the pause program and etcd"
+images() {
+  local sum start
+  sum=$(find "$repo/hack/nodeimages" -type f \( -name "*.go" -o -name go.mod -o -name go.sum \) | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
+  if [[ -f "$out/images/.source" && $(cat "$out/images/.source") == "$sum" ]]; then
+    echo "images: cached in $out/images"
+    return
+  fi
+  echo "images: building from Debian packages (apt-get download), the pause program and etcd"
   start=$SECONDS
   # apt-get download needs the package lists, which a fresh machine may lack.
   apt-cache show nginx memcached >/dev/null 2>&1 || apt-get update -qq
   (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out/pause" ./hack/nodeimages/pause)
   (cd "$repo" && go run ./hack/nodeimages --debs="$out/debs" --pause="$out/pause" --etcd-cache="$out/etcd" --output="$out/images")
   echo "$sum" >"$out/images/.source"
-  echo "[$n/$n] images: built in $((SECONDS - start))s"
-fi
+  echo "images: built in $((SECONDS - start))s"
+}
+
+# The groups are independent (each its own module, or its own build
+# settings): they build side by side, filling the time one spends linking
+# or downloading.
+jobs=()
+build kubelet kube-proxy -- "$repo/hack/controlplane" 0 "" "$k8s_ldflags" \
+  k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy &
+jobs+=($!)
+# The storage tags are containerd's; the registry has no file they select.
+build containerd containerd-shim-runc-v2 ctr registry -- "$here" 0 "no_btrfs no_devmapper no_zfs" "$containerd_ldflags" \
+  github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+  github.com/containerd/containerd/v2/cmd/ctr github.com/distribution/distribution/v3/cmd/registry &
+jobs+=($!)
+build runc -- "$here" 1 seccomp "-s -w" github.com/opencontainers/runc &
+jobs+=($!)
+build metrics-server -- "$here/metrics-server" 0 "" "-s -w" sigs.k8s.io/metrics-server/cmd/metrics-server &
+jobs+=($!)
+build coredns -- "$here/coredns" 0 "" "-s -w" github.com/app-operator/app-operator/hack/realnode/coredns &
+jobs+=($!)
+images &
+jobs+=($!)
+failed=0
+for job in "${jobs[@]}"; do
+  wait "$job" || failed=1
+done
+((failed == 0)) || { echo "Real node: a build failed (above)"; exit 1; }
 echo "Real node ready in $out"
