@@ -12,18 +12,26 @@ module=github.com/operator-framework/operator-controller
 version=$(awk -v m="$module" '$1 == m && $2 ~ /^v/ {print $2}' "$here/go.mod")
 ldflags="-s -w -X $module/internal/shared/version.version=$version"
 
+# One go build for both: it compiles their shared packages once.
+names=() pkgs=()
 for name in operator-controller catalogd; do
   if [[ -x "$out/$name" ]]; then
     echo "OLM: $name cached in $out"
-    continue
+  else
+    names+=("$name")
+    pkgs+=("$module/cmd/$name")
   fi
-  echo "OLM: building $name $version"
-  start=$SECONDS
-  # containers_image_openpgp: image signatures checked in Go, without gpgme.
-  (cd "$here" && CGO_ENABLED=0 go build -trimpath -tags containers_image_openpgp -ldflags "$ldflags" -o "$out/$name.tmp" "$module/cmd/$name")
-  mv "$out/$name.tmp" "$out/$name"
-  echo "OLM: $name built in $((SECONDS - start))s"
 done
+if ((${#names[@]})); then
+  echo "OLM: building ${names[*]} $version"
+  start=$SECONDS
+  rm -rf "$out/.build" && mkdir -p "$out/.build"
+  # containers_image_openpgp: image signatures checked in Go, without gpgme.
+  (cd "$here" && CGO_ENABLED=0 go build -trimpath -tags containers_image_openpgp -ldflags "$ldflags" -o "$out/.build/" "${pkgs[@]}")
+  for name in "${names[@]}"; do mv "$out/.build/$name" "$out/$name"; done
+  rm -rf "$out/.build"
+  echo "OLM: ${names[*]} built in $((SECONDS - start))s"
+fi
 
 dir=$(cd "$here" && go list -m -f '{{.Dir}}' "$module")
 mkdir -p "$out/crds"
