@@ -22,6 +22,10 @@ WEED := $(LOCALBIN)/weed-$(SEAWEEDFS_VERSION)
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/controlplane/go.mod)
 KWOK_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kwok" {print $$2}' hack/controlplane/kwok/go.mod)
 CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
+# The parts of the control plane `make controlplane` builds: kubernetes
+# (etcd and the Kubernetes binaries) and kwok (the fake node, which the
+# clusters with real pods do not run).
+CONTROLPLANE_PARTS ?= kubernetes kwok
 # The control plane's kubectl, built from source with the rest of it.
 KUBECTL := $(CONTROLPLANE)/kubectl
 # The kubectl `make install` and `make uninstall` run: the one on PATH, or
@@ -261,8 +265,8 @@ uninstall: $(if $(KUBECTL_BIN),,controlplane) ## Remove the CRDs (and every cust
 ##@ Tools
 
 .PHONY: controlplane
-controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from source (cached).
-	@hack/controlplane/build.sh $(CONTROLPLANE)
+controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from source (cached; CONTROLPLANE_PARTS=kubernetes leaves kwok out).
+	@hack/controlplane/build.sh $(CONTROLPLANE) $(CONTROLPLANE_PARTS)
 
 .PHONY: realnode
 realnode: ## Build the real-node profile's kubelet, kube-proxy, containerd, runc, registry, metrics-server, CoreDNS and images (cached; root only).

@@ -31,8 +31,9 @@ trap 'rm -rf "$work"' EXIT
 export APP_OPERATOR_TEST_SUMMARY=$work/summary
 touch "$APP_OPERATOR_TEST_SUMMARY"
 
-# Every package needs the control plane; build it first.
-$MAKE --no-print-directory controlplane
+# Every package needs the control plane; build it first. The clusters with
+# real pods need no kwok: the other lane builds it.
+$MAKE --no-print-directory controlplane CONTROLPLANE_PARTS=kubernetes
 
 # The packages that start a real node; the first needs only the node and
 # the object store, the others Helm and OLM too.
@@ -55,7 +56,7 @@ others_lane() {
   # Below the real-node lane's priority: that lane is the longest, and
   # its cells wait on the operator; this one fills the time it leaves.
   renice -n 10 -p "$BASHPID" >/dev/null
-  $MAKE --no-print-directory helm promtool olm || return
+  $MAKE --no-print-directory controlplane helm promtool olm || return
   touch "$work/tools-built"
   local skip
   skip=$(printf '%s$|' "${realnode_packages[@]#.}")

@@ -2,11 +2,15 @@
 # Builds the local control plane (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, kubectl and kwok) from source at the versions pinned by the
 # go.mod files in this folder and in kwok/, into OUT_DIR. A binary that is already
-# there is reused, so only the first run pays for the build.
+# there is reused, so only the first run pays for the build. The parts after
+# OUT_DIR pick what is built: kubernetes (etcd and the Kubernetes binaries),
+# kwok, or both (the default).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-out=${1:?usage: build.sh OUT_DIR}
+out=${1:?usage: build.sh OUT_DIR [kubernetes] [kwok]}
+shift
+parts=" ${*:-kubernetes kwok} "
 mkdir -p "$out"
 
 tools=(
@@ -44,6 +48,7 @@ cached() {
 # its own) builds beside it. Linker -X flags naming no symbol of a binary
 # (the Kubernetes version, in etcd) are ignored.
 names=() pkgs=()
+[[ $parts == *" kubernetes "* ]] || tools=()
 for entry in "${tools[@]}"; do
   name=${entry%% *}
   if cached "$name"; then
@@ -61,8 +66,11 @@ build_kwok() {
   mv "$out/kwok.tmp" "$out/kwok"
   echo "kwok: built in $((SECONDS - start))s"
 }
-build_kwok &
-kwok=$!
+kwok=
+if [[ $parts == *" kwok "* ]]; then
+  build_kwok &
+  kwok=$!
+fi
 if ((${#names[@]})); then
   echo "${names[*]}: building (the first build of the control plane takes several minutes)"
   start=$SECONDS
@@ -75,10 +83,10 @@ if ((${#names[@]})); then
   rm -rf "$out/.build"
   echo "${names[*]}: built in $((SECONDS - start))s"
 fi
-wait "$kwok"
+[[ -z $kwok ]] || wait "$kwok"
 
 # kwok needs its Stage definitions; they ship inside its module.
-if [[ ! -f "$out/kwok-stages.yaml" ]]; then
+if [[ $parts == *" kwok "* && ! -f "$out/kwok-stages.yaml" ]]; then
   dir=$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
   {
     for f in "$dir"/kustomize/stage/node/fast/*.yaml "$dir"/kustomize/stage/node/heartbeat/*.yaml \
