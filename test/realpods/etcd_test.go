@@ -56,15 +56,21 @@ func startEtcdSample(t *testing.T, name, version string) (client.Client, *etcdv1
 	t.Helper()
 	needCluster(t)
 	t.Parallel()
-	return runEtcdSample(t, name, version)
+	return runEtcdSampleWith(t, name, version, controller.Options{})
 }
 
 // runEtcdSample is startEtcdSample for a test that runs alone.
 func runEtcdSample(t *testing.T, name, version string) (client.Client, *etcdv1beta2.EtcdCluster) {
 	t.Helper()
+	return runEtcdSampleWith(t, name, version, controller.Options{})
+}
+
+// runEtcdSampleWith is runEtcdSample with an operator of options opts.
+func runEtcdSampleWith(t *testing.T, name, version string, opts controller.Options) (client.Client, *etcdv1beta2.EtcdCluster) {
+	t.Helper()
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: opts})
 	return c, createEtcdSample(t, c, ns, name, version)
 }
 

@@ -307,11 +307,8 @@ func TestEtcdFaultLearnerPodDeletedWhileJoiningStillJoins(t *testing.T) {
 func TestEtcdFaultLearnerThatNeverComesBackDoesNotBlockTheScale(t *testing.T) {
 	needCluster(t)
 	t.Parallel()
-	c := operatorClient(t)
-	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{EtcdJoinTimeout: cellJoinTimeout}})
-	cell := watchEtcdCell(t, c, createEtcdSample(t, c, ns, "frozen", etcdVersion))
-	e := cell.e
+	c, e := runEtcdSampleWith(t, "frozen", etcdVersion, controller.Options{EtcdJoinTimeout: cellJoinTimeout})
+	cell := watchEtcdCell(t, c, e)
 	members := watchEtcd(t, c, e)
 	setEtcdSpec(t, c, e, func(s *etcdv1beta2.EtcdClusterSpec) { s.Size = 4 })
 	// Frozen as soon as its etcd runs: a learner that has caught up can be
