@@ -15,10 +15,10 @@ HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 # promtool, built from the Prometheus module pinned in hack/promtool/go.mod.
 PROMETHEUS_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" && $$2 ~ /^v/ {print $$2}' hack/promtool/go.mod)
 PROMTOOL := $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
-# weed (SeaweedFS), the real-pods tests' S3 object store, built from the
-# module pinned in hack/seaweedfs/go.mod.
-SEAWEEDFS_VERSION := $(shell awk '$$1 == "github.com/seaweedfs/seaweedfs" && $$2 ~ /^v/ {print $$2}' hack/seaweedfs/go.mod)
-WEED := $(LOCALBIN)/weed-$(SEAWEEDFS_VERSION)
+# The tests' S3 object store (hack/objectstore, on the gofakes3 module
+# pinned in its go.mod).
+GOFAKES3_VERSION := $(shell awk '$$1 == "require" {$$1 = ""; $$0 = $$0} $$1 == "github.com/rclone/gofakes3" && $$2 ~ /^v/ {print $$2}' hack/objectstore/go.mod)
+OBJECTSTORE := $(LOCALBIN)/objectstore-$(GOFAKES3_VERSION)-$(shell cat hack/objectstore/*.go | sha256sum | cut -c1-12)
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/controlplane/go.mod)
 KWOK_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kwok" {print $$2}' hack/controlplane/kwok/go.mod)
 CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
@@ -148,7 +148,7 @@ verify-code: lint ## Fail when formatting or a go.mod is stale, or the lint or g
 	cd hack/realnode && go mod tidy -diff
 	cd hack/realnode/metrics-server && go mod tidy -diff
 	cd hack/promtool && go mod tidy -diff
-	cd hack/seaweedfs && go mod tidy -diff
+	cd hack/objectstore && go mod tidy -diff && go vet ./...
 	cd hack/olm && go mod tidy -diff
 	go vet ./...
 
@@ -158,12 +158,12 @@ verify-code: lint ## Fail when formatting or a go.mod is stale, or the lint or g
 # at a time beside them.
 .PHONY: test
 test: ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM), the alerts' promtool tests. The tests on three nodes: make test-nodes.
-	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" HELM=$(HELM) PROMTOOL=$(PROMTOOL) WEED=$(WEED) hack/test.sh
+	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" HELM=$(HELM) PROMTOOL=$(PROMTOOL) OBJECTSTORE=$(OBJECTSTORE) hack/test.sh
 
 .PHONY: test-nodes
-test-nodes: controlplane realnode $(WEED) ## Run the tests of node faults (a node lost, drained, cut off) on three real nodes.
+test-nodes: controlplane realnode $(OBJECTSTORE) ## Run the tests of node faults (a node lost, drained, cut off) on three real nodes.
 	@summary=$$(mktemp); status=0; \
-	APP_OPERATOR_NODES=3 WEED=$(WEED) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -run '^TestNodes' ./test/realpods || status=$$?; \
+	APP_OPERATOR_NODES=3 OBJECTSTORE=$(OBJECTSTORE) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -run '^TestNodes' ./test/realpods || status=$$?; \
 	cat $$summary; rm -f $$summary; exit $$status
 
 # The numbers of applications `make bench` measures, e.g. BENCH_N=1000,5000,10000;
@@ -294,11 +294,11 @@ $(PROMTOOL):
 	@# tests need none, and they are most of the build.
 	cd hack/promtool && go build -tags remove_all_sd -o $@ github.com/prometheus/prometheus/cmd/promtool
 
-.PHONY: seaweedfs
-seaweedfs: $(WEED) ## Build weed (the SeaweedFS module pinned in hack/seaweedfs/go.mod), the real-pods tests' S3 object store, into bin/.
-$(WEED):
+.PHONY: objectstore
+objectstore: $(OBJECTSTORE) ## Build the tests' S3 object store (hack/objectstore) into bin/.
+$(OBJECTSTORE):
 	@mkdir -p $(LOCALBIN)
-	cd hack/seaweedfs && go build -o $@ github.com/seaweedfs/seaweedfs/weed
+	cd hack/objectstore && go build -o $@ .
 
 .PHONY: helm
 helm: $(HELM) ## Install Helm into bin/.

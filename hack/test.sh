@@ -14,13 +14,13 @@
 # `make test-nodes`.
 #
 # Usage: hack/test.sh (from make test, which passes GO_TEST_FLAGS and
-# the tools' paths: HELM, PROMTOOL, WEED).
+# the tools' paths: HELM, PROMTOOL, OBJECTSTORE).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 MAKE=make
-: "${GO_TEST_FLAGS:=-count=1 -timeout=40m}" "${HELM:?}" "${PROMTOOL:?}" "${WEED:?}"
-export HELM PROMTOOL WEED
+: "${GO_TEST_FLAGS:=-count=1 -timeout=40m}" "${HELM:?}" "${PROMTOOL:?}" "${OBJECTSTORE:?}"
+export HELM PROMTOOL OBJECTSTORE
 read -r -a flags <<<"$GO_TEST_FLAGS"
 
 work=$(mktemp -d)
@@ -41,7 +41,7 @@ realnode_packages=(./test/realpods ./test/install ./hack/localcluster)
 
 realnode_lane() {
   local rc=0
-  $MAKE --no-print-directory -j2 -Otarget realnode seaweedfs || return
+  $MAKE --no-print-directory -j2 -Otarget realnode objectstore || return
   echo "test: the real-node packages started; their output follows the other packages'"
   go test "${flags[@]}" "${realnode_packages[0]}" || rc=$?
   while [[ ! -e "$work/tools-built" ]]; do

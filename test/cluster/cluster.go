@@ -83,7 +83,7 @@ type Options struct {
 	// its own (realnode_agent.go).
 	Nodes int
 	// ObjectStore starts an S3 object store with the RealPods profile's
-	// nodes (objectstore.go): SeaweedFS, the weed binary that the WEED
+	// nodes (objectstore.go): the binary that the OBJECTSTORE
 	// environment variable names. Cluster.ObjectStore says where it
 	// answers.
 	ObjectStore bool
@@ -120,12 +120,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var weed string
+	var objectStoreBin string
 	if opts.ObjectStore {
 		if opts.Profile != RealPods {
 			return nil, errors.New("the object store comes with the RealPods profile only")
 		}
-		if weed, err = weedBinary(); err != nil {
+		if objectStoreBin, err = objectStoreBinary(); err != nil {
 			return nil, err
 		}
 	}
@@ -197,7 +197,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if opts.Profile == RealPods {
-		if err := cl.startRealNode(ctx, realNodeBinDir, weed, opts.Nodes, ports.node, tokens.node, keys, progress); err != nil {
+		if err := cl.startRealNode(ctx, realNodeBinDir, objectStoreBin, opts.Nodes, ports.node, tokens.node, keys, progress); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(progress, "Cluster ready (%s Ready, pods run for real)\n", strings.Join(cl.NodeNames(), ", "))

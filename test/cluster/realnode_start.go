@@ -18,10 +18,10 @@ import (
 // control plane, in order.
 
 // startRealNode starts the nodes on top of the running control plane and
-// returns once every node is Ready (and the object store answers, when weed
-// names its binary). On failure the caller's Stop undoes
+// returns once every node is Ready (and the object store answers, when
+// objectStore names its binary). On failure the caller's Stop undoes
 // what was done: c.node is set as soon as the machine-wide lock is held.
-func (c *Cluster) startRealNode(ctx context.Context, binDir, weed string, nodes int, ports realNodePorts, tokens realNodeTokens, keys *pki, progress io.Writer) error {
+func (c *Cluster) startRealNode(ctx context.Context, binDir, objectStore string, nodes int, ports realNodePorts, tokens realNodeTokens, keys *pki, progress io.Writer) error {
 	lock, err := lockRealNode(ctx, progress)
 	if err != nil {
 		return err
@@ -49,11 +49,11 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir, weed string, nodes 
 	if err != nil {
 		return err
 	}
-	if weed != "" {
+	if objectStore != "" {
 		// Started now, on the host's address that the network above
 		// made; its start-up overlaps the nodes'.
-		fmt.Fprintf(progress, "Starting the object store (SeaweedFS: master, volume, filer, S3) on %s\n", n.hostIP)
-		if err := n.startObjectStore(weed); err != nil {
+		fmt.Fprintf(progress, "Starting the object store (S3) on %s\n", n.hostIP)
+		if err := n.startObjectStore(objectStore); err != nil {
 			return err
 		}
 	}

@@ -57,7 +57,7 @@ func run(m *testing.M) int {
 		CRDDir:   filepath.Join(root, "config", "crd", "bases"),
 		Nodes:    nodes,
 		// An S3 object store for the tests that write to S3; it needs
-		// WEED, the weed binary.
+		// OBJECTSTORE, the store's binary.
 		ObjectStore: true,
 	}
 	if nodes > 1 {

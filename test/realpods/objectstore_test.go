@@ -27,7 +27,7 @@ import (
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
-// The cluster's S3 object store (SeaweedFS) takes the cluster's
+// The cluster's S3 object store (hack/objectstore) takes the cluster's
 // credentials, and only them, keeps what is put byte for byte, refuses a
 // bucket name S3 refuses, and answers pods as well as the host.
 
@@ -116,7 +116,7 @@ func TestObjectStorePutsAndGetsBack(t *testing.T) {
 	}
 	c := s3Client(t, store, store.SecretKey, nil)
 	bucket := newBucket(t, c)
-	// One chunk, and one of several (the filer splits at 4 MB).
+	// A small object, and one of several megabytes.
 	putAndGetBack(t, c, bucket, "small/object", 1000)
 	putAndGetBack(t, c, bucket, "backups/snapshot.db", 9<<20+7)
 
@@ -131,7 +131,7 @@ func TestObjectStorePutsAndGetsBack(t *testing.T) {
 	if !found {
 		t.Errorf("ListBuckets: %v, want %s among them", buckets, bucket)
 	}
-	logWeedMemory(t)
+	logStoreMemory(t)
 }
 
 func TestObjectStoreRefusesAWrongSecretKey(t *testing.T) {
@@ -264,10 +264,10 @@ func TestObjectStoreAnswersPods(t *testing.T) {
 	t.Logf("the pod %s (node %s) reached the store at %s", running.Name, running.Spec.NodeName, store.Endpoint)
 }
 
-// logWeedMemory logs the store's resident memory, now and at its peak.
-func logWeedMemory(t *testing.T) {
+// logStoreMemory logs the store's resident memory, now and at its peak.
+func logStoreMemory(t *testing.T) {
 	t.Helper()
-	pid, ok := testCluster.Pids()["weed"]
+	pid, ok := testCluster.Pids()["objectstore"]
 	if !ok {
 		return
 	}
@@ -285,5 +285,5 @@ func logWeedMemory(t *testing.T) {
 			hwm = strings.TrimSpace(v)
 		}
 	}
-	t.Logf("weed (pid %d): RSS %s, peak %s", pid, rss, hwm)
+	t.Logf("the object store (pid %d): RSS %s, peak %s", pid, rss, hwm)
 }

@@ -1,5 +1,6 @@
 // Package snapshottest helps the tests of the backup tools: an S3 server
-// (SeaweedFS, from the binary in $WEED) and free loopback ports.
+// (hack/objectstore, from the binary in $OBJECTSTORE) and free loopback
+// ports.
 package snapshottest
 
 import (
@@ -23,44 +24,30 @@ const (
 	SecretKey = "snapshot-test-secret"
 )
 
-// StartS3 starts a SeaweedFS server (the binary in $WEED) with its S3 API on
-// a free loopback port and one identity, creates the bucket "backups" and
-// returns the S3 endpoint URL. The server stops with the test. Without WEED
-// the test is skipped.
+// StartS3 starts the tests' S3 server (the binary in $OBJECTSTORE) on a
+// free loopback port with one identity, creates the bucket "backups" and
+// returns the S3 endpoint URL. The server stops with the test. Without
+// OBJECTSTORE the test is skipped.
 func StartS3(t *testing.T) string {
 	t.Helper()
-	weed := os.Getenv("WEED")
-	if weed == "" {
-		t.Skip("WEED is unset: the S3 tests need a SeaweedFS binary (make test sets WEED)")
+	binary := os.Getenv("OBJECTSTORE")
+	if binary == "" {
+		t.Skip("OBJECTSTORE is unset: the S3 tests need the object store's binary (make test sets OBJECTSTORE)")
 	}
 	dir := t.TempDir()
-	config := fmt.Sprintf(`{"identities":[{"name":"test","credentials":[{"accessKey":%q,"secretKey":%q}],"actions":["Admin","Read","Write","List","Tagging"]}]}`, AccessKey, SecretKey)
-	configPath := filepath.Join(dir, "s3.json")
-	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dataDir := filepath.Join(dir, "data")
-	if err := os.Mkdir(dataDir, 0o700); err != nil {
+	creds := filepath.Join(dir, "credentials")
+	if err := os.WriteFile(creds, []byte(AccessKey+" "+SecretKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s3Port := FreePort(t)
-	// Every port is chosen, the gRPC ones too (by default each is its
-	// HTTP port plus 10000, which may be taken or out of range).
-	args := []string{
-		"server", "-dir=" + dataDir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-volume.max=5",
-		fmt.Sprintf("-master.port=%d", FreePort(t)), fmt.Sprintf("-master.port.grpc=%d", FreePort(t)),
-		fmt.Sprintf("-volume.port=%d", FreePort(t)), fmt.Sprintf("-volume.port.grpc=%d", FreePort(t)),
-		fmt.Sprintf("-filer.port=%d", FreePort(t)), fmt.Sprintf("-filer.port.grpc=%d", FreePort(t)),
-		"-s3", fmt.Sprintf("-s3.port=%d", s3Port), fmt.Sprintf("-s3.port.grpc=%d", FreePort(t)), "-s3.config=" + configPath,
-	}
-	logFile, err := os.Create(filepath.Join(dir, "weed.log"))
+	logFile, err := os.Create(filepath.Join(dir, "objectstore.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(weed, args...)
+	cmd := exec.Command(binary, fmt.Sprintf("--listen=127.0.0.1:%d", s3Port), "--credentials="+creds)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", weed, err)
+		t.Fatalf("start %s: %v", binary, err)
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
