@@ -6,11 +6,12 @@
 # time) run one after another in one lane: the real-pods suite, the
 # install tests and the demo's test. That lane takes the longest, spending
 # most of it waiting for pods; it starts as soon as the control plane, the
-# real node and the object store are built. Beside it, at a lower
-# priority (nice 10), the other lane builds the tools the other packages
+# real node and the object store are built. Beside it, on the processor
+# time it leaves (hack/background.sh), the other lane builds the tools the other packages
 # need (Helm, promtool, OLM), then runs those packages one at a time: the
 # real-node lane never shares the machine with more than one other test
-# package, and gets the processors first. The tests on three nodes run in
+# package, and gets the processors first (the pods too: the real node's
+# cgroup is beyond the reach of nice). The tests on three nodes run in
 # `make test-nodes`.
 #
 # Usage: hack/test.sh (from make test, which passes GO_TEST_FLAGS and
@@ -55,7 +56,7 @@ realnode_lane() {
 others_lane() {
   # Below the real-node lane's priority: that lane is the longest, and
   # its cells wait on the operator; this one fills the time it leaves.
-  renice -n 10 -p "$BASHPID" >/dev/null
+  hack/background.sh --pid "$BASHPID"
   $MAKE --no-print-directory controlplane helm promtool olm || return
   touch "$work/tools-built"
   local skip
