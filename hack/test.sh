@@ -7,8 +7,9 @@
 # install tests and the demo's test. That lane takes the longest, spending
 # most of it waiting for pods; it starts as soon as the control plane, the
 # real node and the object store are built. Beside it, on the processor
-# time it leaves (hack/background.sh), the other lane builds the tools the other packages
-# need (Helm, promtool, OLM), then runs those packages one at a time: the
+# time it leaves (hack/background.sh), the other lane builds Helm and OLM
+# (for the real-node lane's install tests), then kwok and promtool, then
+# runs the other packages one at a time: the
 # real-node lane never shares the machine with more than one other test
 # package, and gets the processors first (the pods too: the real node's
 # cgroup is beyond the reach of nice). The tests on three nodes run in
@@ -57,8 +58,10 @@ others_lane() {
   # Below the real-node lane's priority: that lane is the longest, and
   # its cells wait on the operator; this one fills the time it leaves.
   hack/background.sh --pid "$BASHPID"
-  $MAKE --no-print-directory controlplane helm promtool olm || return
+  # Helm and OLM first: the real-node lane's install tests wait for them.
+  $MAKE --no-print-directory helm olm || return
   touch "$work/tools-built"
+  $MAKE --no-print-directory controlplane promtool || return
   local skip
   skip=$(printf '%s$|' "${realnode_packages[@]#.}")
   mapfile -t packages < <(go list ./... | grep -Ev "(${skip%|})")
