@@ -38,7 +38,7 @@ KUBECTL_BIN ?= $(shell command -v kubectl 2>/dev/null)
 # the kubelet and kube-proxy, hack/controlplane/go.mod.
 CONTAINERD_VERSION := $(shell awk '$$1 == "github.com/containerd/containerd/v2" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
 RUNC_VERSION := $(shell awk '$$1 == "github.com/opencontainers/runc" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
-REGISTRY_VERSION := $(shell awk '$$1 == "github.com/distribution/distribution/v3" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
+REGISTRY_VERSION := $(shell awk '$$1 == "require" {$$1 = ""; $$0 = $$0} $$1 == "github.com/distribution/distribution/v3" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
 METRICS_SERVER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/metrics-server" && $$2 ~ /^v/ {print $$2}' hack/realnode/metrics-server/go.mod)
 COREDNS_VERSION := $(shell awk '$$1 == "require" {$$1 = ""; $$0 = $$0} $$1 == "github.com/coredns/coredns" && $$2 ~ /^v/ {print $$2}' hack/realnode/coredns/go.mod)
 # OLM v1 (operator-controller and catalogd), pinned in hack/olm/go.mod, for

@@ -108,7 +108,7 @@ jobs+=($!)
 # The storage tags are containerd's; the registry has no file they select.
 build containerd containerd-shim-runc-v2 ctr registry -- "$here" 0 "no_btrfs no_devmapper no_zfs" "$containerd_ldflags" \
   github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
-  github.com/containerd/containerd/v2/cmd/ctr github.com/distribution/distribution/v3/cmd/registry &
+  github.com/containerd/containerd/v2/cmd/ctr github.com/app-operator/app-operator/hack/realnode/registry &
 jobs+=($!)
 build runc -- "$here" 1 seccomp "-s -w" github.com/opencontainers/runc &
 jobs+=($!)
