@@ -18,7 +18,7 @@ PROMTOOL := $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 # The tests' S3 object store (hack/objectstore, on the gofakes3 module
 # pinned in its go.mod).
 GOFAKES3_VERSION := $(shell awk '$$1 == "require" {$$1 = ""; $$0 = $$0} $$1 == "github.com/rclone/gofakes3" && $$2 ~ /^v/ {print $$2}' hack/objectstore/go.mod)
-OBJECTSTORE := $(LOCALBIN)/objectstore-$(GOFAKES3_VERSION)-$(shell cat hack/objectstore/*.go | sha256sum | cut -c1-12)
+OBJECTSTORE := $(LOCALBIN)/objectstore-$(GOFAKES3_VERSION)
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/controlplane/go.mod)
 KWOK_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kwok" {print $$2}' hack/controlplane/kwok/go.mod)
 CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
@@ -296,7 +296,7 @@ $(PROMTOOL):
 
 .PHONY: objectstore
 objectstore: $(OBJECTSTORE) ## Build the tests' S3 object store (hack/objectstore) into bin/.
-$(OBJECTSTORE):
+$(OBJECTSTORE): $(wildcard hack/objectstore/*.go) hack/objectstore/go.mod
 	@mkdir -p $(LOCALBIN)
 	cd hack/objectstore && go build -o $@ .
 

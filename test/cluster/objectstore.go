@@ -86,8 +86,9 @@ func (n *realNode) startObjectStore(binary string) error {
 	if err != nil {
 		return err
 	}
+	addr := net.JoinHostPort(n.hostIP, strconv.Itoa(ports[0]))
 	s := &objectStore{dir: filepath.Join(n.dir, objectStoreDir)}
-	s.Endpoint = "http://" + net.JoinHostPort(n.hostIP, strconv.Itoa(ports[0]))
+	s.Endpoint = "http://" + addr
 	s.AccessKey = randomToken()[:20]
 	s.SecretKey = randomToken() + randomToken()[:8]
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
@@ -97,7 +98,7 @@ func (n *realNode) startObjectStore(binary string) error {
 	if err := os.WriteFile(credentials, []byte(s.AccessKey+" "+s.SecretKey+"\n"), 0o600); err != nil {
 		return err
 	}
-	args := []string{"--listen=" + net.JoinHostPort(n.hostIP, strconv.Itoa(ports[0])), "--credentials=" + credentials}
+	args := []string{"--listen=" + addr, "--credentials=" + credentials}
 	s.started = time.Now()
 	p, err := startProcess(binary, args, filepath.Join(n.dir, "logs", "objectstore.log"))
 	if err != nil {

@@ -56,7 +56,7 @@ func startEtcdSample(t *testing.T, name, version string) (client.Client, *etcdv1
 	t.Helper()
 	needCluster(t)
 	t.Parallel()
-	return runEtcdSampleWith(t, name, version, controller.Options{})
+	return runEtcdSample(t, name, version)
 }
 
 // runEtcdSample is startEtcdSample for a test that runs alone.
