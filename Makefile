@@ -2,8 +2,8 @@
 # WebService, MicroServiceDeploy, Memcached, MyWeb, RedisEnterpriseCluster and
 # EtcdCluster). `make help` lists the targets.
 
-# Tool versions. The control-plane versions live in hack/controlplane/go.mod
-# (Kubernetes, etcd) and hack/controlplane/kwok/go.mod (kwok).
+# Tool versions. The cluster's components (etcd, Kubernetes, kwok,
+# metrics-server, CoreDNS) are pinned in hack/controlplane/go.mod.
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION ?= v4.3.1
@@ -12,15 +12,19 @@ LOCALBIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
+
+# pin is the version module $(1) has in the go.mod $(2), in a require
+# block or on a require line of its own.
+pin = $(shell awk '$$1 == "require" {$$1 = ""; $$0 = $$0} $$1 == "$(1)" && $$2 ~ /^v/ {print $$2}' $(2))
 # promtool, built from the Prometheus module pinned in hack/promtool/go.mod.
-PROMETHEUS_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" && $$2 ~ /^v/ {print $$2}' hack/promtool/go.mod)
+PROMETHEUS_VERSION := $(call pin,github.com/prometheus/prometheus,hack/promtool/go.mod)
 PROMTOOL := $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 # The tests' S3 object store (hack/objectstore, on the gofakes3 module
 # pinned in its go.mod).
-GOFAKES3_VERSION := $(shell awk '$$1 == "require" {$$1 = ""; $$0 = $$0} $$1 == "github.com/rclone/gofakes3" && $$2 ~ /^v/ {print $$2}' hack/objectstore/go.mod)
+GOFAKES3_VERSION := $(call pin,github.com/rclone/gofakes3,hack/objectstore/go.mod)
 OBJECTSTORE := $(LOCALBIN)/objectstore-$(GOFAKES3_VERSION)
-K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/controlplane/go.mod)
-KWOK_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kwok" {print $$2}' hack/controlplane/kwok/go.mod)
+K8S_VERSION := $(call pin,k8s.io/kubernetes,hack/controlplane/go.mod)
+KWOK_VERSION := $(call pin,sigs.k8s.io/kwok,hack/controlplane/go.mod)
 CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
 # The parts of the control plane `make controlplane` builds: kubernetes
 # (etcd and the Kubernetes binaries) and kwok (the fake node, which the
@@ -33,17 +37,16 @@ KUBECTL := $(CONTROLPLANE)/kubectl
 # the control plane (about ten minutes the first time) and run its kubectl.
 KUBECTL_BIN ?= $(shell command -v kubectl 2>/dev/null)
 # The real-node profile's node components: versions pinned in
-# hack/realnode/go.mod (containerd, runc, the registry),
-# hack/realnode/metrics-server/go.mod, hack/realnode/coredns/go.mod and, for
-# the kubelet and kube-proxy, hack/controlplane/go.mod.
-CONTAINERD_VERSION := $(shell awk '$$1 == "github.com/containerd/containerd/v2" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
-RUNC_VERSION := $(shell awk '$$1 == "github.com/opencontainers/runc" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
-REGISTRY_VERSION := $(shell awk '$$1 == "require" {$$1 = ""; $$0 = $$0} $$1 == "github.com/distribution/distribution/v3" && $$2 ~ /^v/ {print $$2}' hack/realnode/go.mod)
-METRICS_SERVER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/metrics-server" && $$2 ~ /^v/ {print $$2}' hack/realnode/metrics-server/go.mod)
-COREDNS_VERSION := $(shell awk '$$1 == "require" {$$1 = ""; $$0 = $$0} $$1 == "github.com/coredns/coredns" && $$2 ~ /^v/ {print $$2}' hack/realnode/coredns/go.mod)
+# hack/realnode/go.mod (containerd, runc, the registry) and, for the
+# kubelet, kube-proxy, metrics-server and CoreDNS, hack/controlplane/go.mod.
+CONTAINERD_VERSION := $(call pin,github.com/containerd/containerd/v2,hack/realnode/go.mod)
+RUNC_VERSION := $(call pin,github.com/opencontainers/runc,hack/realnode/go.mod)
+REGISTRY_VERSION := $(call pin,github.com/distribution/distribution/v3,hack/realnode/go.mod)
+METRICS_SERVER_VERSION := $(call pin,sigs.k8s.io/metrics-server,hack/controlplane/go.mod)
+COREDNS_VERSION := $(call pin,github.com/coredns/coredns,hack/controlplane/go.mod)
 # OLM v1 (operator-controller and catalogd), pinned in hack/olm/go.mod, for
 # the test that installs the operator from a catalog.
-OLM_VERSION := $(shell awk '$$1 == "github.com/operator-framework/operator-controller" && $$2 ~ /^v/ {print $$2}' hack/olm/go.mod)
+OLM_VERSION := $(call pin,github.com/operator-framework/operator-controller,hack/olm/go.mod)
 OLM := $(LOCALBIN)/olm/operator-controller-$(OLM_VERSION)
 REALNODE := $(LOCALBIN)/realnode/k8s-$(K8S_VERSION)_containerd-$(CONTAINERD_VERSION)_runc-$(RUNC_VERSION)_registry-$(REGISTRY_VERSION)_metrics-server-$(METRICS_SERVER_VERSION)_coredns-$(COREDNS_VERSION)
 
@@ -144,9 +147,7 @@ verify-code: lint ## Fail when formatting or a go.mod is stale, or the lint or g
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "Files need gofmt:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
 	cd hack/controlplane && go mod tidy -diff
-	cd hack/controlplane/kwok && go mod tidy -diff
 	cd hack/realnode && go mod tidy -diff
-	cd hack/realnode/metrics-server && go mod tidy -diff
 	cd hack/promtool && go mod tidy -diff
 	cd hack/objectstore && go mod tidy -diff && go vet ./...
 	cd hack/olm && go mod tidy -diff
@@ -269,8 +270,8 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 	@hack/controlplane/build.sh $(CONTROLPLANE) $(CONTROLPLANE_PARTS)
 
 .PHONY: realnode
-realnode: ## Build the real-node profile's kubelet, kube-proxy, containerd, runc, registry, metrics-server, CoreDNS and images (cached; root only).
-	@hack/realnode/build.sh $(REALNODE)
+realnode: controlplane ## Build the real-node profile's kubelet, kube-proxy, containerd, runc, registry, metrics-server, CoreDNS and images, etcd's next minor from the control plane's (cached; root only).
+	@hack/realnode/build.sh $(REALNODE) $(CONTROLPLANE)
 
 .PHONY: olm
 olm: ## Build OLM v1 (operator-controller and catalogd) from source (cached), for the install from a catalog.

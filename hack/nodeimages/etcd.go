@@ -3,9 +3,10 @@ package main
 // The etcd images of the EtcdCluster kind: quay.io/coreos/etcd:v<version>
 // for each version below, each holding the static etcd server binary built
 // from that version's own Go module (go.etcd.io/etcd/server/v3 at
-// v<version>), so that the binary reports its real version. An etcd
-// version the Go module proxy does not serve (3.2.13, the seed's sample)
-// gets no image: its pods report that the image cannot be pulled.
+// v<version>), so that the binary reports its real version, and one more
+// of the control plane's etcd (--etcd), under the version it reports. An
+// etcd version the Go module proxy does not serve (3.2.13, the seed's
+// sample) gets no image: its pods report that the image cannot be pulled.
 
 import (
 	"flag"
@@ -13,18 +14,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"time"
 )
 
-// etcdVersions are the etcd versions the registry serves: two patches of
-// 3.6 (a patch upgrade) and the next minor (a minor upgrade).
-var etcdVersions = []string{"3.6.15", "3.6.16", "3.7.0"}
+// etcdVersions are the etcd versions built for the registry: two patches
+// of 3.6, for a patch upgrade. The next minor, for a minor upgrade, is the
+// control plane's etcd (--etcd), already built.
+var etcdVersions = []string{"3.6.15", "3.6.16"}
 
 // EtcdRepository is the repository of the etcd images (the EtcdCluster
 // API's default).
 const EtcdRepository = "quay.io/coreos/etcd"
 
-var etcdCache = flag.String("etcd-cache", "", "folder that caches the etcd server binaries, built when missing (default: a temporary folder)")
+var (
+	etcdCache = flag.String("etcd-cache", "", "folder that caches the etcd server binaries, built when missing (default: a temporary folder)")
+	etcdBuilt = flag.String("etcd", "", "an etcd server binary already built (the control plane's): an image of it too, tagged with the version it reports")
+)
 
 // etcdMain is the whole etcd command: the server module's own main.
 const etcdMain = `package main
@@ -50,11 +56,26 @@ func withEtcd(imgs []image, err error) ([]image, error) {
 		}
 		defer os.RemoveAll(dir)
 	}
+	bins := map[string]string{}
 	for _, v := range etcdVersions {
-		bin, err := etcdBinary(dir, v)
-		if err != nil {
+		if bins[v], err = etcdBinary(dir, v); err != nil {
 			return nil, err
 		}
+	}
+	if *etcdBuilt == "" {
+		return nil, fmt.Errorf("--etcd is required: the control plane's etcd, the next minor's image")
+	}
+	v, err := etcdVersion(*etcdBuilt)
+	if err != nil {
+		return nil, err
+	}
+	versions := etcdVersions
+	if bins[v] == "" {
+		bins[v] = *etcdBuilt
+		versions = append(versions, v)
+	}
+	for _, v := range versions {
+		bin := bins[v]
 		data, err := os.ReadFile(bin)
 		if err != nil {
 			return nil, err
@@ -72,6 +93,23 @@ func withEtcd(imgs []image, err error) ([]image, error) {
 		})
 	}
 	return imgs, nil
+}
+
+// etcdVersionLine is the line of `etcd --version` that names the server's
+// version.
+var etcdVersionLine = regexp.MustCompile(`(?m)^etcd Version: (\d+\.\d+\.\d+)$`)
+
+// etcdVersion is the version the etcd binary bin reports.
+func etcdVersion(bin string) (string, error) {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", bin, err)
+	}
+	m := etcdVersionLine.FindSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("%s --version names no version: %s", bin, out)
+	}
+	return string(m[1]), nil
 }
 
 // etcdBinary returns the cached etcd binary of version, building it first

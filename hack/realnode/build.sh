@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds the node of the local cluster's real-node profile into OUT_DIR:
-# kubelet and kube-proxy (from the Kubernetes module pinned in
-# hack/controlplane/go.mod), containerd with its runc shim and ctr, runc and
-# the image registry (pinned in this folder's go.mod), metrics-server (pinned
-# in metrics-server/go.mod), CoreDNS (pinned in coredns/go.mod), and the images the
-# cluster's registry serves (hack/nodeimages). What is already there is
-# reused; the images are rebuilt when hack/nodeimages changes.
+# kubelet, kube-proxy, metrics-server and CoreDNS (from the module of the
+# cluster's components, hack/controlplane/go.mod, whose packages the
+# control plane's build has mostly compiled already), containerd with its
+# runc shim and ctr, runc and the image registry (pinned in this folder's
+# go.mod), and the images the cluster's registry serves (hack/nodeimages; etcd's next minor is the
+# control plane's etcd, from CONTROLPLANE_DIR). What is already there is reused; the images are
+# rebuilt when hack/nodeimages or the control plane's etcd changes.
 #
 # Needs root (the profile runs only as root): as root it installs, when
 # missing, Debian's libseccomp-dev (for runc's seccomp support), the CNI
@@ -14,7 +15,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-out=${1:?usage: build.sh OUT_DIR}
+out=${1:?usage: build.sh OUT_DIR CONTROLPLANE_DIR}
+etcd=${2:?usage: build.sh OUT_DIR CONTROLPLANE_DIR}/etcd
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "Real-node profile: not root, nothing built (its tests skip)."
@@ -83,7 +85,10 @@ build() {
 # The images, keyed by the sources that define them.
 images() {
   local sum start
-  sum=$(find "$repo/hack/nodeimages" -type f \( -name "*.go" -o -name go.mod -o -name go.sum \) | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
+  sum=$({
+    find "$repo/hack/nodeimages" -type f \( -name "*.go" -o -name go.mod -o -name go.sum \) | LC_ALL=C sort | xargs cat
+    "$etcd" --version
+  } | sha256sum | cut -c1-16)
   if [[ -f "$out/images/.source" && $(cat "$out/images/.source") == "$sum" ]]; then
     echo "images: cached in $out/images"
     return
@@ -93,7 +98,7 @@ images() {
   # apt-get download needs the package lists, which a fresh machine may lack.
   apt-cache show nginx memcached >/dev/null 2>&1 || apt-get update -qq
   (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out/pause" ./hack/nodeimages/pause)
-  (cd "$repo" && go run ./hack/nodeimages --debs="$out/debs" --pause="$out/pause" --etcd-cache="$out/etcd" --output="$out/images")
+  (cd "$repo" && go run ./hack/nodeimages --debs="$out/debs" --pause="$out/pause" --etcd-cache="$out/etcd" --etcd="$etcd" --output="$out/images")
   echo "$sum" >"$out/images/.source"
   echo "images: built in $((SECONDS - start))s"
 }
@@ -112,9 +117,8 @@ build containerd containerd-shim-runc-v2 ctr registry -- "$here" 0 "no_btrfs no_
 jobs+=($!)
 build runc -- "$here" 1 seccomp "-s -w" github.com/opencontainers/runc &
 jobs+=($!)
-build metrics-server -- "$here/metrics-server" 0 "" "-s -w" sigs.k8s.io/metrics-server/cmd/metrics-server &
-jobs+=($!)
-build coredns -- "$here/coredns" 0 "" "-s -w" github.com/app-operator/app-operator/hack/realnode/coredns &
+build metrics-server coredns -- "$repo/hack/controlplane" 0 "" "-s -w" \
+  sigs.k8s.io/metrics-server/cmd/metrics-server github.com/app-operator/app-operator/hack/controlplane/coredns &
 jobs+=($!)
 images &
 jobs+=($!)

@@ -15,11 +15,11 @@ const BinDirEnv = "APP_OPERATOR_CONTROLPLANE"
 
 // DefaultBinDir is the folder `make controlplane` builds into:
 // bin/controlplane/k8s-<version>_kwok-<version>, with both versions read from
-// the go.mod files under hack/controlplane that pin them.
+// hack/controlplane/go.mod, which pins them.
 func DefaultBinDir() (string, error) {
 	return pinnedBinDir(BinDirEnv, "controlplane",
 		pin{"k8s", "hack/controlplane/go.mod", "k8s.io/kubernetes"},
-		pin{"kwok", "hack/controlplane/kwok/go.mod", "sigs.k8s.io/kwok"})
+		pin{"kwok", "hack/controlplane/go.mod", "sigs.k8s.io/kwok"})
 }
 
 // pin is a module whose pinned version names a folder of built binaries.

@@ -106,8 +106,8 @@ func DefaultRealNodeBinDir() (string, error) {
 		pin{"containerd", "hack/realnode/go.mod", "github.com/containerd/containerd/v2"},
 		pin{"runc", "hack/realnode/go.mod", "github.com/opencontainers/runc"},
 		pin{"registry", "hack/realnode/go.mod", "github.com/distribution/distribution/v3"},
-		pin{"metrics-server", "hack/realnode/metrics-server/go.mod", "sigs.k8s.io/metrics-server"},
-		pin{"coredns", "hack/realnode/coredns/go.mod", "github.com/coredns/coredns"})
+		pin{"metrics-server", "hack/controlplane/go.mod", "sigs.k8s.io/metrics-server"},
+		pin{"coredns", "hack/controlplane/go.mod", "github.com/coredns/coredns"})
 }
 
 // realNodeBinaries are the files `make realnode` leaves in its folder.

@@ -30,11 +30,13 @@ import (
 
 // etcdVersion is the version the sample runs with on the real node: the
 // sample's 3.2.13 cannot be built with today's Go, so the node's registry
-// has no image of it (see docs/real-pods.md).
+// has no image of it (see docs/real-pods.md). etcdNextVersion is the
+// control plane's etcd (hack/controlplane/go.mod), whose binary is the
+// registry's image of the next minor.
 const (
 	etcdPreviousVersion = "3.6.15"
 	etcdVersion         = "3.6.16"
-	etcdNextVersion     = "3.7.0"
+	etcdNextVersion     = "3.7.2"
 )
 
 // Bounds of the outcomes the etcd tests wait for: generous, since a read
@@ -634,7 +636,7 @@ func etcdClaimUIDs(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) ma
 	return uids
 }
 
-// A patch upgrade (3.6.15 -> 3.6.16), then a minor one (3.6.16 -> 3.7.0),
+// A patch upgrade (3.6.15 -> 3.6.16), then a minor one (3.6.16 -> 3.7.2),
 // each roll one member at a time, the leader last, while writes go on:
 // every write succeeds within 30 s (retried, as a client does), and no two
 // member pods are ever not ready at once. Then, shrunk to two members,

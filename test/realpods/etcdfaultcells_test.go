@@ -543,15 +543,15 @@ func checkRefused(t *testing.T, err error, version string, mentions ...string) {
 }
 
 // An upgrade from 3.6.15 to 3.6.16 whose spec.version is changed while
-// the members roll. The local registry has 3.6.15, 3.6.16 and 3.7.0, so
+// the members roll. The local registry has 3.6.15, 3.6.16 and 3.7.2, so
 // no later patch of a target a 3.6.15 cluster can move to: the change
-// accepted mid-roll is 3.7.0, one step from status.currentVersion
+// accepted mid-roll is 3.7.2, one step from status.currentVersion
 // (3.6.15), and the roll goes on to it. A version the members cannot
 // reach in one step (3.8.0) is refused by admission, with a message
 // naming spec.version, both while the target is 3.6.16 and once it is
-// 3.7.0: there, 3.8.0 is one minor after the old spec.version, and only
+// 3.7.2: there, 3.8.0 is one minor after the old spec.version, and only
 // the rule that goes by status.currentVersion refuses it. The roll ends
-// with every member at 3.7.0, one member pod restarting at a time, the
+// with every member at 3.7.2, one member pod restarting at a time, the
 // quorum kept throughout, and every acknowledged write kept, the history
 // linearizable and every member with the same HashKV.
 func TestEtcdFaultVersionChangedMidUpgradeRollsOnOrIsRefused(t *testing.T) {
@@ -647,5 +647,5 @@ func TestEtcdFaultVersionChangedMidUpgradeRollsOnOrIsRefused(t *testing.T) {
 		t.Errorf("%d member pods were not ready at once, want one at a time", maxNotReady)
 	}
 	mu.Unlock()
-	cell.finish(t, "spec.version changed mid-upgrade (3.6.15 -> 3.6.16, then 3.7.0)", toReady)
+	cell.finish(t, "spec.version changed mid-upgrade (3.6.15 -> 3.6.16, then 3.7.2)", toReady)
 }
