@@ -3,15 +3,13 @@
 # EtcdCluster). `make help` lists the targets.
 
 # Tool versions. The cluster's components (etcd, Kubernetes, kwok,
-# metrics-server, CoreDNS) are pinned in hack/controlplane/go.mod.
+# metrics-server, CoreDNS) and Helm are pinned in hack/controlplane/go.mod.
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
-HELM_VERSION ?= v4.3.1
 
 LOCALBIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
-HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 
 # pin is the version module $(1) has in the go.mod $(2), in a require
 # block or on a require line of its own.
@@ -24,6 +22,10 @@ PROMTOOL := $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 GOFAKES3_VERSION := $(call pin,github.com/rclone/gofakes3,hack/objectstore/go.mod)
 OBJECTSTORE := $(LOCALBIN)/objectstore-$(GOFAKES3_VERSION)
 K8S_VERSION := $(call pin,k8s.io/kubernetes,hack/controlplane/go.mod)
+# Helm, pinned beside the cluster's components (the same Kubernetes
+# libraries, compiled once for both).
+HELM_VERSION := $(call pin,helm.sh/helm/v4,hack/controlplane/go.mod)
+HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 KWOK_VERSION := $(call pin,sigs.k8s.io/kwok,hack/controlplane/go.mod)
 CONTROLPLANE := $(LOCALBIN)/controlplane/k8s-$(K8S_VERSION)_kwok-$(KWOK_VERSION)
 # The parts of the control plane `make controlplane` builds: kubernetes
@@ -51,6 +53,15 @@ OLM := $(LOCALBIN)/olm/operator-controller-$(OLM_VERSION)
 REALNODE := $(LOCALBIN)/realnode/k8s-$(K8S_VERSION)_containerd-$(CONTAINERD_VERSION)_runc-$(RUNC_VERSION)_registry-$(REGISTRY_VERSION)_metrics-server-$(METRICS_SERVER_VERSION)_coredns-$(COREDNS_VERSION)
 
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
+
+# Every go command here builds as the images and the cluster's components
+# are built: static (CGO_ENABLED=0) and with -trimpath. Both are part of
+# each compiled package's key in Go's build cache, so the tests, go vet and
+# the lint reuse the packages the cluster's build compiled (the modules
+# both use are at the same versions: make verify-code checks it), and a
+# copy of the repository in another folder reuses them too.
+export CGO_ENABLED := 0
+export GOFLAGS += -trimpath
 
 # Fail a recipe on the first failing command of a pipeline.
 SHELL := /usr/bin/env bash -o pipefail
@@ -143,10 +154,11 @@ verify-generated: manifests generate bundle ## Fail when generated files (CRDs, 
 
 # verify-code writes no file: CI runs it beside make test.
 .PHONY: verify-code
-verify-code: lint ## Fail when formatting or a go.mod is stale, or the lint or go vet finds something.
+verify-code: lint ## Fail when formatting or a go.mod is stale, the operator and the cluster's components compile a module at different versions, or the lint or go vet finds something.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "Files need gofmt:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
 	cd hack/controlplane && go mod tidy -diff
+	hack/samedeps.sh
 	cd hack/realnode && go mod tidy -diff
 	cd hack/promtool && go mod tidy -diff
 	cd hack/objectstore && go mod tidy -diff && go vet ./...
@@ -158,7 +170,7 @@ verify-code: lint ## Fail when formatting or a go.mod is stale, or the lint or g
 # another, the real-pods suite (the longest) first; the other packages one
 # at a time beside them.
 .PHONY: test
-test: ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm, kustomize and OLM), the alerts' promtool tests. The tests on three nodes: make test-nodes.
+test: ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm and kustomize), the alerts' promtool tests. The tests on three nodes: make test-nodes; the install by OLM: make test-olm.
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" HELM=$(HELM) PROMTOOL=$(PROMTOOL) OBJECTSTORE=$(OBJECTSTORE) hack/test.sh
 
 .PHONY: test-nodes
@@ -166,6 +178,13 @@ test-nodes: controlplane realnode $(OBJECTSTORE) ## Run the tests of node faults
 	@summary=$$(mktemp); status=0; \
 	APP_OPERATOR_NODES=3 OBJECTSTORE=$(OBJECTSTORE) APP_OPERATOR_TEST_SUMMARY=$$summary go test $(GO_TEST_FLAGS) -run '^TestNodes' ./test/realpods || status=$$?; \
 	cat $$summary; rm -f $$summary; exit $$status
+
+# OLM's build compiles a set of Kubernetes libraries of its own (older than
+# the cluster's): too long for CI on a machine with empty Go caches, so
+# this test runs here rather than in make test.
+.PHONY: test-olm
+test-olm: controlplane realnode olm ## Install, upgrade and uninstall the operator from a catalog with OLM v1, on one real node.
+	go test $(GO_TEST_FLAGS) -run '^TestOLMInstallUpgradeUninstall$$' ./test/install
 
 # The numbers of applications `make bench` measures, e.g. BENCH_N=1000,5000,10000;
 # BENCH_FLAGS passes further flags (go run ./hack/bench -h lists them).
@@ -302,8 +321,10 @@ $(OBJECTSTORE): $(wildcard hack/objectstore/*.go) hack/objectstore/go.mod
 	cd hack/objectstore && go build -o $@ .
 
 .PHONY: helm
-helm: $(HELM) ## Install Helm into bin/.
+helm: $(HELM) ## Build Helm (pinned in hack/controlplane/go.mod) into bin/.
 $(HELM):
 	@mkdir -p $(LOCALBIN)
-	GOBIN=$(LOCALBIN) go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
-	mv $(LOCALBIN)/helm $@
+	cd hack/controlplane && CGO_ENABLED=0 go build -trimpath -o $@.tmp \
+		-ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION) -X helm.sh/helm/v4/internal/version.metadata=" \
+		helm.sh/helm/v4/cmd/helm
+	mv $@.tmp $@
