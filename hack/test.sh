@@ -8,11 +8,10 @@
 # most of it waiting for pods; it starts as soon as the control plane, the
 # real node and the object store are built. Beside it, on the processor
 # time it leaves (hack/background.sh), the other lane builds Helm (for the
-# real-node lane's install tests), then kwok and promtool, then
-# runs the other packages one at a time: the
-# real-node lane never shares the machine with more than one other test
-# package, and gets the processors first (the pods too: the real node's
-# cgroup is beyond the reach of nice). The tests on three nodes run in
+# real-node lane's install tests) and kwok, runs the other packages two at
+# a time, then builds promtool and runs the package of the alerts' tests:
+# the real-node lane gets the processors first (the pods too: the real
+# node's cgroup is beyond the reach of nice). The tests on three nodes run in
 # `make test-nodes`, the install from a catalog by OLM in `make test-olm`
 # (OLM's build is a set of Kubernetes libraries of its own).
 #
@@ -43,6 +42,8 @@ $MAKE --no-print-directory controlplane CONTROLPLANE_PARTS=kubernetes
 realnode_packages=(./test/realpods ./test/install ./hack/localcluster)
 # Left to make test-olm.
 olm_test='^TestOLMInstallUpgradeUninstall$'
+# The package that runs promtool (the alerts' tests).
+promtool_package=./test/manifests
 
 realnode_lane() {
   local rc=0
@@ -61,14 +62,23 @@ others_lane() {
   # Below the real-node lane's priority: that lane is the longest, and
   # its cells wait on the operator; this one fills the time it leaves.
   hack/background.sh --pid "$BASHPID"
-  # Helm first: the real-node lane's install tests wait for it.
+  # Helm first: the real-node lane's install tests wait for it. Then kwok
+  # (e2e, chaos and the benchmark's clusters), from the packages the
+  # control plane compiled.
   $MAKE --no-print-directory helm || return
   touch "$work/tools-built"
-  $MAKE --no-print-directory controlplane promtool || return
-  local skip
-  skip=$(printf '%s$|' "${realnode_packages[@]#.}")
+  $MAKE --no-print-directory controlplane || return
+  # Two packages at a time: alone, they wait on their clusters most of
+  # the time (the machine was busy 16 % of a minute that ran only them).
+  # promtool, whose build is the longest here, only for the package that
+  # runs it, last.
+  local skip rc=0
+  skip=$(printf '%s$|' "${realnode_packages[@]#.}" "${promtool_package#.}")
   mapfile -t packages < <(go list ./... | grep -Ev "(${skip%|})")
-  go test "${flags[@]}" -p 1 "${packages[@]}"
+  go test "${flags[@]}" -p 2 "${packages[@]}" || rc=$?
+  $MAKE --no-print-directory promtool || return
+  go test "${flags[@]}" "$promtool_package" || rc=$?
+  return "$rc"
 }
 
 others_lane &
