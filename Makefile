@@ -167,7 +167,7 @@ verify-code: lint ## Fail when formatting or a go.mod is stale, the operator and
 
 # hack/test.sh builds what each suite needs and starts each suite as soon
 # as its tools are there: the packages that start a real node one after
-# another, the real-pods suite (the longest) first; the other packages one
+# another, the real-pods suite (the longest) first; the other packages two
 # at a time beside them.
 .PHONY: test
 test: ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm and kustomize), the alerts' promtool tests. The tests on three nodes: make test-nodes; the install by OLM: make test-olm.
@@ -324,7 +324,7 @@ $(OBJECTSTORE): $(wildcard hack/objectstore/*.go) hack/objectstore/go.mod
 helm: $(HELM) ## Build Helm (pinned in hack/controlplane/go.mod) into bin/.
 $(HELM):
 	@mkdir -p $(LOCALBIN)
-	cd hack/controlplane && CGO_ENABLED=0 go build -trimpath -o $@.tmp \
+	cd hack/controlplane && go build -o $@.tmp \
 		-ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION) -X helm.sh/helm/v4/internal/version.metadata=" \
 		helm.sh/helm/v4/cmd/helm
 	mv $@.tmp $@

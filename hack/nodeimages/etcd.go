@@ -56,18 +56,18 @@ func withEtcd(imgs []image, err error) ([]image, error) {
 		}
 		defer os.RemoveAll(dir)
 	}
-	bins := map[string]string{}
-	for _, v := range etcdVersions {
-		if bins[v], err = etcdBinary(dir, v); err != nil {
-			return nil, err
-		}
-	}
 	if *etcdBuilt == "" {
 		return nil, fmt.Errorf("--etcd is required: the control plane's etcd, the next minor's image")
 	}
 	v, err := etcdVersion(*etcdBuilt)
 	if err != nil {
 		return nil, err
+	}
+	bins := map[string]string{}
+	for _, v := range etcdVersions {
+		if bins[v], err = etcdBinary(dir, v); err != nil {
+			return nil, err
+		}
 	}
 	versions := etcdVersions
 	if bins[v] == "" {
