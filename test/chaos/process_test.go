@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log"
@@ -25,10 +26,20 @@ type write struct {
 	method string
 	path   string
 	code   int
+	// body is what a status write sent (its first statusBodyShown bytes):
+	// a write a test did not expect then says what changed.
+	body string
 }
 
+// statusBodyShown is how much of a status write's body a write keeps.
+const statusBodyShown = 2048
+
 func (w write) String() string {
-	return fmt.Sprintf("%s %s %s -> %d", w.at.Format("15:04:05.000"), w.method, w.path, w.code)
+	s := fmt.Sprintf("%s %s %s -> %d", w.at.Format("15:04:05.000"), w.method, w.path, w.code)
+	if w.body != "" {
+		s += " " + w.body
+	}
+	return s
 }
 
 // lease reports whether w is a leader-election request.
@@ -77,10 +88,20 @@ func newProxy(t testing.TB, name string) *proxy {
 			return
 		}
 		at := time.Now()
+		var body string
+		if strings.HasSuffix(r.URL.Path, "/status") {
+			sent, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(sent))
+			body = string(sent[:min(len(sent), statusBodyShown)])
+		}
 		cw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
 		rp.ServeHTTP(cw, r)
 		p.mu.Lock()
-		p.writes = append(p.writes, write{at: at, method: r.Method, path: r.URL.Path, code: cw.code})
+		p.writes = append(p.writes, write{at: at, method: r.Method, path: r.URL.Path, code: cw.code, body: body})
 		p.mu.Unlock()
 	}))
 	t.Cleanup(func() {
