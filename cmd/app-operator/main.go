@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/app-operator/app-operator/internal/backup"
+
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -115,7 +117,7 @@ func main() {
 		"Accept gzip-compressed answers from the API server. Off by default: for an operator next to its API server, compressing every watch event costs CPU on both sides to save bandwidth it does not lack.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0",
 		"Address the Go profiler (net/http/pprof) binds to, e.g. 127.0.0.1:6060; 0 disables it. For benchmarks and debugging only. Heap profiles hold samples only when GODEBUG sets memprofilerate (e.g. GODEBUG=memprofilerate=524288, Go's default).")
-	flag.StringVar(&snapshotImage, "snapshot-image", cmp.Or(os.Getenv("SNAPSHOT_IMAGE"), controller.DefaultSnapshotImage),
+	flag.StringVar(&snapshotImage, "snapshot-image", cmp.Or(os.Getenv("SNAPSHOT_IMAGE"), backup.DefaultSnapshotImage),
 		"The image of the snapshot tools (/etcd-snapshot, /redis-snapshot) that backup Jobs and restores run: the operator's own image, which carries them (default: $SNAPSHOT_IMAGE).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)

@@ -126,8 +126,18 @@ func demo(ctx context.Context, args []string) error {
 		return err
 	}
 
+	// The Redis nodes' init containers and the backups' Jobs run the
+	// operator's tools from its image: on real pods, it must be there.
+	var opArgs []string
+	if profile == cluster.RealPods {
+		step("Building the operator's image, whose tools the pods run")
+		if err := pushOperatorImage(ctx, c, root); err != nil {
+			return err
+		}
+		opArgs = append(opArgs, "--snapshot-image="+demoOperatorImage)
+	}
 	step("Starting the operator (log: " + filepath.Join(c.Dir, "logs", "app-operator.log") + ")")
-	op, err := startOperator(ctx, *operator, c)
+	op, err := startOperator(ctx, *operator, c, opArgs...)
 	if err != nil {
 		return err
 	}
@@ -402,7 +412,25 @@ func (o *operatorProcess) stop() {
 
 // startOperator runs the manager as its own process against the cluster and
 // waits for its readiness probe.
-func startOperator(ctx context.Context, bin string, c *cluster.Cluster) (*operatorProcess, error) {
+// demoOperatorImage is the reference the demo gives the operator's image on
+// its nodes.
+const demoOperatorImage = "app-operator:demo"
+
+// pushOperatorImage builds the operator's image and loads it on every node.
+func pushOperatorImage(ctx context.Context, c *cluster.Cluster, root string) error {
+	dir, err := os.MkdirTemp("", "app-operator-image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	archive, err := cluster.BuildOperatorImage(root, dir, demoOperatorImage)
+	if err != nil {
+		return err
+	}
+	return c.PushImageArchive(ctx, archive, demoOperatorImage)
+}
+
+func startOperator(ctx context.Context, bin string, c *cluster.Cluster, args ...string) (*operatorProcess, error) {
 	// The Go runtime settings of the manager's Deployment.
 	env, err := cluster.ManagerEnv()
 	if err != nil {
@@ -418,7 +446,7 @@ func startOperator(ctx context.Context, bin string, c *cluster.Cluster) (*operat
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--kubeconfig="+c.Kubeconfig, "--health-probe-bind-address="+probe, "--metrics-bind-address=0")
+	cmd := exec.Command(bin, append([]string{"--kubeconfig=" + c.Kubeconfig, "--health-probe-bind-address=" + probe, "--metrics-bind-address=0"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -32,7 +32,6 @@ import (
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
-	etcdresources "github.com/app-operator/app-operator/internal/resources/etcdcluster"
 	redisresources "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 )
 
@@ -508,7 +507,7 @@ func relatedImages(root, manager string) ([]operatorsv1alpha1.RelatedImage, erro
 			if err := readYAML(f, obj); err != nil {
 				return nil, err
 			}
-			images = append(images, etcdresources.Image(&obj.Spec, obj.Spec.Version))
+			images = append(images, obj.Spec.Image(obj.Spec.Version))
 		default:
 			if img, ok, _ := unstructured.NestedString(u.Object, "spec", "image"); ok {
 				images = append(images, img)

@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/appservice"
 	"github.com/app-operator/app-operator/internal/status"
@@ -23,42 +25,39 @@ import (
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 
 // appServiceKind reconciles AppService: a Deployment and a Service.
-func appServiceKind(opts Options) kind[*appv1.AppService] {
-	gvk := appv1.GroupVersion.WithKind("AppService")
-	return kind[*appv1.AppService]{
-		name:      "appservice",
-		gvk:       gvk,
-		newObject: func() *appv1.AppService { return &appv1.AppService{} },
-		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
-		build: func(o *appv1.AppService, _ observed) ([]runtime.ApplyConfiguration, error) {
-			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
-		},
-		setStatus: func(o *appv1.AppService, pass report, now metav1.Time) {
-			children, failure := pass.children, pass.failure
-			setAppServiceStatus(resources.OwnerOf(o, gvk), o.Generation, &o.Status, children, failure, now)
-		},
-	}
+func appServiceKind(opts Options) engine.Kind[*appv1.AppService] {
+	return appServiceShaped(opts, "appservice", "AppService", func() *appv1.AppService { return &appv1.AppService{} },
+		func(o *appv1.AppService) (*appv1.AppServiceSpec, *appv1.AppServiceStatus) { return &o.Spec, &o.Status })
 }
 
 // webServiceKind reconciles WebService: the same spec and children as AppService.
-func webServiceKind(opts Options) kind[*appv1.WebService] {
-	gvk := appv1.GroupVersion.WithKind("WebService")
-	return kind[*appv1.WebService]{
-		name:      "webservice",
-		gvk:       gvk,
-		newObject: func() *appv1.WebService { return &appv1.WebService{} },
-		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
-		build: func(o *appv1.WebService, _ observed) ([]runtime.ApplyConfiguration, error) {
-			return appservice.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
+func webServiceKind(opts Options) engine.Kind[*appv1.WebService] {
+	return appServiceShaped(opts, "webservice", "WebService", func() *appv1.WebService { return &appv1.WebService{} },
+		func(o *appv1.WebService) (*appv1.AppServiceSpec, *appv1.AppServiceStatus) { return &o.Spec, &o.Status })
+}
+
+// appServiceShaped is the kind of an AppService's spec and status under
+// the name and kind given; parts returns a resource's spec and status.
+func appServiceShaped[T engine.Object](opts Options, name, kind string, newObj func() T,
+	parts func(T) (*appv1.AppServiceSpec, *appv1.AppServiceStatus)) engine.Kind[T] {
+	gvk := appv1.GroupVersion.WithKind(kind)
+	return engine.Kind[T]{
+		Name: name,
+		GVK:  gvk,
+		New:  newObj,
+		Owns: []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
+		Build: func(o T, _ engine.Observed) ([]runtime.ApplyConfiguration, error) {
+			spec, _ := parts(o)
+			return appservice.Build(resources.OwnerOf(o, gvk), spec, opts.Defaults).Objects(), nil
 		},
-		setStatus: func(o *appv1.WebService, pass report, now metav1.Time) {
-			children, failure := pass.children, pass.failure
-			setAppServiceStatus(resources.OwnerOf(o, gvk), o.Generation, &o.Status, children, failure, now)
+		SetStatus: func(o T, pass engine.Report, now metav1.Time) {
+			_, st := parts(o)
+			setAppServiceStatus(resources.OwnerOf(o, gvk), o.GetGeneration(), st, pass.Children, pass.Failure, now)
 		},
 	}
 }
 
-func setAppServiceStatus(owner resources.Owner, generation int64, st *appv1.AppServiceStatus, children observed, failure *status.Failure, now metav1.Time) {
+func setAppServiceStatus(owner resources.Owner, generation int64, st *appv1.AppServiceStatus, children engine.Observed, failure *conditions.Failure, now metav1.Time) {
 	selector := labels.SelectorFromSet(appservice.Selector(owner)).String()
 	status.AppService(st, generation, selector, children.Deployment(owner.Name), failure, now)
 }

@@ -48,7 +48,7 @@ var lastNodePort atomic.Int32
 func createAvailableAppService(t *testing.T, ns string) *appv1.AppService {
 	t.Helper()
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	dep, _ := children(ns, app.Name)
 	waitForObject(t, dep)
 	markAvailable(t, ns, app.Name)
@@ -74,28 +74,6 @@ func deleteAfterTest(t *testing.T, objs ...client.Object) {
 	})
 }
 
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := k8s.Create(context.Background(), obj); err != nil {
-		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
-	}
-}
-
-// update re-reads obj, applies mutate and writes it, retrying on conflicts.
-func update[T client.Object](t *testing.T, obj T, mutate func(T)) {
-	t.Helper()
-	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return false, err.Error()
-		}
-		mutate(obj)
-		if err := k8s.Update(context.Background(), obj); err != nil {
-			return false, err.Error()
-		}
-		return true, ""
-	})
-}
-
 func children(ns, name string) (*appsv1.Deployment, *corev1.Service) {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
@@ -105,7 +83,7 @@ func TestAppServiceSampleCreatesOwnedDeploymentAndService(t *testing.T) {
 	ns, _ := startOperator(t)
 	app := &appv1.AppService{}
 	testenv.LoadSample(t, "app_v1_appservice.yaml", app, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	dep, svc := children(ns, "nginx-app")
 	deleteAfterTest(t, app, svc)
 
@@ -157,7 +135,7 @@ func TestWebServiceSampleCreatesChildren(t *testing.T) {
 	ns, _ := startOperator(t)
 	web := &appv1.WebService{}
 	testenv.LoadSample(t, "app_v1_webservice.yaml", web, ns)
-	create(t, web)
+	testenv.Create(t, k8s, web)
 	dep, svc := children(ns, "nginx-app")
 	deleteAfterTest(t, web, svc)
 	waitForObject(t, dep)
@@ -172,13 +150,13 @@ func TestWebServiceSampleCreatesChildren(t *testing.T) {
 func TestAppServiceSpecChangesReachChildren(t *testing.T) {
 	ns, _ := startOperator(t)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	dep, svc := children(ns, "nginx-app")
 	waitForObject(t, svc)
 	clusterIP := svc.Spec.ClusterIP
 	newNodePort := nextNodePort()
 
-	update(t, app, func(a *appv1.AppService) {
+	testenv.Update(t, k8s, app, func(a *appv1.AppService) {
 		a.Spec.Image = "nginx:1.27"
 		a.Spec.Size = ptr.To[int32](4)
 		a.Spec.Envs = []corev1.EnvVar{{Name: "MODE", Value: "prod"}}
@@ -189,14 +167,14 @@ func TestAppServiceSpecChangesReachChildren(t *testing.T) {
 		}
 	})
 
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		c := dep.Spec.Template.Spec.Containers[0]
 		ok := c.Image == "nginx:1.27" && *dep.Spec.Replicas == 4 && len(c.Env) == 1 && c.Env[0].Value == "prod" &&
 			c.Resources.Limits.Memory().String() == "128Mi" && len(c.Ports) == 2 && c.Ports[0].ContainerPort == 8080
 		return ok, "Deployment not updated yet"
 	})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, svc)
 		return len(svc.Spec.Ports) == 2 && svc.Spec.Ports[0].NodePort == newNodePort && svc.Spec.Ports[0].TargetPort.IntValue() == 8080,
 			"Service ports not updated yet"
@@ -210,8 +188,8 @@ func TestAppServiceSpecChangesReachChildren(t *testing.T) {
 	if allocated == 0 {
 		t.Fatal("no node port allocated for the metrics port")
 	}
-	update(t, app, func(a *appv1.AppService) { a.Spec.Image = "nginx:1.28" })
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Update(t, k8s, app, func(a *appv1.AppService) { a.Spec.Image = "nginx:1.28" })
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		return dep.Spec.Template.Spec.Containers[0].Image == "nginx:1.28", "image not updated"
 	})
@@ -224,7 +202,7 @@ func TestAppServiceSpecChangesReachChildren(t *testing.T) {
 
 func TestAppServiceRecreatesDeletedChildren(t *testing.T) {
 	ns, _ := startOperator(t)
-	create(t, newAppService(t, ns))
+	testenv.Create(t, k8s, newAppService(t, ns))
 	dep, svc := children(ns, "nginx-app")
 	waitForObject(t, dep)
 	waitForObject(t, svc)
@@ -234,7 +212,7 @@ func TestAppServiceRecreatesDeletedChildren(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		d, s := children(ns, "nginx-app")
 		if k8s.Get(context.Background(), client.ObjectKeyFromObject(d), d) != nil || k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s) != nil {
 			return false, "children not recreated"
@@ -245,12 +223,12 @@ func TestAppServiceRecreatesDeletedChildren(t *testing.T) {
 
 func TestAppServiceRepairsDriftAndKeepsForeignFields(t *testing.T) {
 	ns, _ := startOperator(t)
-	create(t, newAppService(t, ns))
+	testenv.Create(t, k8s, newAppService(t, ns))
 	dep, _ := children(ns, "nginx-app")
 	waitForObject(t, dep)
 
 	// Someone scales the Deployment, changes its image and adds an annotation.
-	update(t, dep, func(d *appsv1.Deployment) {
+	testenv.Update(t, k8s, dep, func(d *appsv1.Deployment) {
 		d.Spec.Replicas = ptr.To[int32](7)
 		d.Spec.Template.Spec.Containers[0].Image = "busybox"
 		if d.Annotations == nil {
@@ -258,7 +236,7 @@ func TestAppServiceRepairsDriftAndKeepsForeignFields(t *testing.T) {
 		}
 		d.Annotations["example.com/owner-team"] = "web"
 	})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		return *dep.Spec.Replicas == 2 && dep.Spec.Template.Spec.Containers[0].Image == "nginx:1.7.9",
 			"drift not repaired"
@@ -273,11 +251,11 @@ func TestAppServiceRefusesToAdoptForeignDeployment(t *testing.T) {
 	labels := map[string]string{"app": "other"}
 	foreign := plainDeployment(ns, "nginx-app", labels, "redis")
 	foreign.Spec.Replicas = ptr.To[int32](1)
-	create(t, foreign)
+	testenv.Create(t, k8s, foreign)
 	rv := foreign.ResourceVersion
 
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	cond := waitForCondition(t, app, conditions.Ready, metav1.ConditionFalse, conditions.ReasonChildConflict)
 	if !strings.Contains(cond.Message, "Deployment nginx-app") {
 		t.Errorf("the condition does not name the Deployment: %q", cond.Message)
@@ -305,7 +283,7 @@ func TestAppServiceRefusesToAdoptForeignDeployment(t *testing.T) {
 func TestNewAppServiceChildrenAreLookedForInTheWatchCache(t *testing.T) {
 	ns, op := startOperator(t)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	dep, svc := children(ns, app.Name)
 	waitForObject(t, dep)
 	waitForObject(t, svc)
@@ -329,7 +307,7 @@ func TestNewAppServiceChildrenAreLookedForInTheWatchCache(t *testing.T) {
 func TestWebServiceAndAppServiceOfOneNameDoNotFight(t *testing.T) {
 	ns, _ := startOperator(t)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	dep, svc := children(ns, "nginx-app")
 	waitForObject(t, dep)
 	waitForObject(t, svc)
@@ -338,7 +316,7 @@ func TestWebServiceAndAppServiceOfOneNameDoNotFight(t *testing.T) {
 	web := &appv1.WebService{}
 	testenv.LoadSample(t, "app_v1_webservice.yaml", web, ns)
 	web.Spec.Ports[0].NodePort = nextNodePort()
-	create(t, web)
+	testenv.Create(t, k8s, web)
 	cond := waitForCondition(t, web, conditions.Ready, metav1.ConditionFalse, conditions.ReasonChildConflict)
 	if !strings.Contains(cond.Message, "AppService nginx-app") {
 		t.Errorf("the condition does not name the owner: %q", cond.Message)
@@ -353,7 +331,7 @@ func TestWebServiceAndAppServiceOfOneNameDoNotFight(t *testing.T) {
 func TestAppServiceNodePortTakenReportsAndKeepsChildren(t *testing.T) {
 	ns, _ := startOperator(t)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	dep, svc := children(ns, "nginx-app")
 	waitForObject(t, dep)
 	waitForObject(t, svc)
@@ -364,10 +342,10 @@ func TestAppServiceNodePortTakenReportsAndKeepsChildren(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder"},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80, NodePort: taken}}},
 	}
-	create(t, holder)
+	testenv.Create(t, k8s, holder)
 	original := app.Spec.Ports[0].NodePort
 
-	update(t, app, func(a *appv1.AppService) {
+	testenv.Update(t, k8s, app, func(a *appv1.AppService) {
 		a.Spec.Ports[0].NodePort = taken
 		a.Spec.Image = "nginx:1.27"
 	})
@@ -389,7 +367,7 @@ func TestAppServiceNodePortTakenReportsAndKeepsChildren(t *testing.T) {
 func TestAppServiceSteadyStateMakesNoWrites(t *testing.T) {
 	ns, op := startOperator(t)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	markAvailable(t, ns, "nginx-app")
 	waitForCondition(t, app, conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable)
 
@@ -397,7 +375,7 @@ func TestAppServiceSteadyStateMakesNoWrites(t *testing.T) {
 	// (A Deployment's annotations would bump its generation, a real change.)
 	_, svc := children(ns, "nginx-app")
 	expectNoMutations(t, op, ns, "appservice", func() {
-		update(t, svc, func(s *corev1.Service) {
+		testenv.Update(t, k8s, svc, func(s *corev1.Service) {
 			s.Annotations = map[string]string{"example.com/touched": time.Now().String()}
 		})
 	})
@@ -406,7 +384,7 @@ func TestAppServiceSteadyStateMakesNoWrites(t *testing.T) {
 	op.Stop()
 	before := reconcileCount(t, "appservice")
 	op2 := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		return reconcileCount(t, "appservice") > before, "no pass after the restart"
 	})
 	time.Sleep(time.Second)
@@ -418,7 +396,7 @@ func TestAppServiceSteadyStateMakesNoWrites(t *testing.T) {
 func TestAppServiceEventsOnTransitionsOnly(t *testing.T) {
 	ns, op := startOperator(t)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	waitForCondition(t, app, conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutInProgress)
 	markAvailable(t, ns, "nginx-app")
 	waitForCondition(t, app, conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable)
@@ -442,7 +420,7 @@ func TestAppServiceEventsOnTransitionsOnly(t *testing.T) {
 	})
 	_, svc := children(ns, "nginx-app")
 	expectNoMutations(t, op, ns, "appservice", func() {
-		update(t, svc, func(s *corev1.Service) { s.Annotations = map[string]string{"example.com/poke": "1"} })
+		testenv.Update(t, k8s, svc, func(s *corev1.Service) { s.Annotations = map[string]string{"example.com/poke": "1"} })
 	})
 	if got := reasons(); strings.Join(got, ",") != "Available,RolloutInProgress" {
 		t.Errorf("events after a steady pass = %v", got)
@@ -452,7 +430,7 @@ func TestAppServiceEventsOnTransitionsOnly(t *testing.T) {
 func TestAppServiceScaleSubresource(t *testing.T) {
 	ns, _ := startOperator(t)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	markAvailable(t, ns, "nginx-app")
 	waitForCondition(t, app, conditions.Ready, metav1.ConditionTrue, "")
 
@@ -468,7 +446,7 @@ func TestAppServiceScaleSubresource(t *testing.T) {
 		t.Fatalf("update scale: %v", err)
 	}
 	dep, _ := children(ns, "nginx-app")
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		return *dep.Spec.Replicas == 5, "Deployment not scaled"
 	})

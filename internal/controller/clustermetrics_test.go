@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -84,7 +86,7 @@ func TestRedisClusterGaugesAreScrapedAndFollowAFailover(t *testing.T) {
 	if diff := cmp.Diff(want, scrape(t, reg, "app_operator_")); diff != "" {
 		t.Fatalf("a healthy cluster's metrics (-want +got):\n%s", diff)
 	}
-	if got := eventsOf(recorder); slices.Contains(got, "Warning "+controller.EventFailedOver) {
+	if got := eventsOf(recorder); slices.Contains(got, "Warning "+redisv1alpha1.EventFailedOver) {
 		t.Errorf("events %v before any failover", got)
 	}
 
@@ -103,7 +105,7 @@ func TestRedisClusterGaugesAreScrapedAndFollowAFailover(t *testing.T) {
 	if f.obj.Status.Primary != "r-2" {
 		t.Fatalf("primary %s after the window, want r-2", f.obj.Status.Primary)
 	}
-	if got, want := eventsOf(recorder), "Warning "+controller.EventFailedOver; !slices.Contains(got, want) {
+	if got, want := eventsOf(recorder), "Warning "+redisv1alpha1.EventFailedOver; !slices.Contains(got, want) {
 		t.Errorf("events %v, want %q", got, want)
 	}
 	f.mustPass()
@@ -138,14 +140,14 @@ func newEtcdFixture(t *testing.T, size int32) *etcdFixture {
 	t.Helper()
 	ctx := context.Background()
 	ns := testenv.NewNamespace(t, k8s)
-	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
+	testenv.Create(t, k8s, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
 	f := &etcdFixture{
 		obj: &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e"},
 			Spec: etcdv1beta2.EtcdClusterSpec{Size: size, Version: "3.6.16"}},
 		fake: &etcd.Fake{Endpoints: map[string]*etcd.FakeMember{}},
 		reg:  prometheus.NewRegistry(), recorder: events.NewFakeRecorder(100),
 	}
-	create(t, f.obj)
+	testenv.Create(t, k8s, f.obj)
 	members := make([]etcd.Member, 0, 3)
 	for i := range 3 {
 		name := fmt.Sprintf("e-%d", i)
@@ -155,9 +157,9 @@ func newEtcdFixture(t *testing.T, size int32) *etcdFixture {
 		name := fmt.Sprintf("e-%d", i)
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: resources.Labels(etcdcluster.Selector("e"))},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: etcdcluster.ContainerName, Image: etcdcluster.Image(&f.obj.Spec, "3.6.16")}}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: etcdcluster.ContainerName, Image: f.obj.Spec.Image("3.6.16")}}},
 		}
-		create(t, pod)
+		testenv.Create(t, k8s, pod)
 		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: etcdPodIP(i), PodIPs: []corev1.PodIP{{IP: etcdPodIP(i)}},
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 		if err := k8s.Status().Update(ctx, pod); err != nil {
@@ -220,7 +222,7 @@ func TestEtcdClusterGaugesAreScraped(t *testing.T) {
 func TestEtcdClusterMembershipChangeEmitsAnEvent(t *testing.T) {
 	f := newEtcdFixture(t, 4)
 	f.pass()
-	if got := eventsOf(f.recorder); !slices.Contains(got, "Normal "+controller.EventLearnerAdded) {
-		t.Errorf("events %v after a pass toward a fourth member (calls %v), want %q", got, f.fake.Calls, "Normal "+controller.EventLearnerAdded)
+	if got := eventsOf(f.recorder); !slices.Contains(got, "Normal "+etcdv1beta2.EventLearnerAdded) {
+		t.Errorf("events %v after a pass toward a fourth member (calls %v), want %q", got, f.fake.Calls, "Normal "+etcdv1beta2.EventLearnerAdded)
 	}
 }

@@ -18,9 +18,10 @@ import (
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	redislabsv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/kinds"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
-	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/fuzzspec"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -83,7 +84,7 @@ func TestBuiltChildrenPassDryRun(t *testing.T) {
 			continue
 		}
 		for _, child := range children {
-			err := k8s.Apply(ctx, child, client.FieldOwner(controller.FieldOwner(strings.ToLower(kind))), client.ForceOwnership, client.DryRunAll)
+			err := k8s.Apply(ctx, child, client.FieldOwner(engine.FieldOwner(strings.ToLower(kind))), client.ForceOwnership, client.DryRunAll)
 			if controller.IsNodePortTaken(err) {
 				// Valid, but a Service of a test running alongside holds
 				// the node port drawn: the operator reports that as
@@ -104,7 +105,7 @@ func TestBuiltChildrenPassDryRun(t *testing.T) {
 	// the PriorityClass it is scoped to.
 	if len(quotaSpecs) > 0 {
 		for _, child := range []runtime.ApplyConfiguration{microservicedeploy.Quota(ns, quotaSpecs, nil), microservicedeploy.PriorityClass()} {
-			err := k8s.Apply(ctx, child, client.FieldOwner(controller.FieldOwner("namespacequota")), client.ForceOwnership, client.DryRunAll)
+			err := k8s.Apply(ctx, child, client.FieldOwner(engine.FieldOwner("namespacequota")), client.ForceOwnership, client.DryRunAll)
 			dryRunAccepted.Add(err == nil)
 			if err != nil {
 				t.Errorf("%s for %d instances refused: %v\n%s", describe(child), len(quotaSpecs), err, jsonOf(child))
@@ -155,7 +156,7 @@ func knownGap(obj client.Object) string {
 	case *appv1.WebService:
 		spec = &o.Spec
 	case *redislabsv1alpha1.RedisEnterpriseCluster:
-		if _, err := rec.Resources(o.Spec.RedisEnterpriseNodeResources); err != nil {
+		if _, err := redisenterprisecluster.Resources(o.Spec.RedisEnterpriseNodeResources); err != nil {
 			return "spec.redisEnterpriseNodeResources: a request above its limit, or no quantity, is refused on reconcile (InvalidSpec)"
 		}
 		return ""

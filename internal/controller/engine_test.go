@@ -23,6 +23,7 @@ import (
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	"github.com/app-operator/app-operator/api/conditions"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -86,7 +87,7 @@ func readyOf(t *testing.T, app *appv1.AppService) *metav1.Condition {
 func TestStatusIsNotLeftWrongByACacheBehindTheLastStatusWrite(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	cache := &laggingCache{Client: k8s}
 	r := controller.NewAppServiceReconciler(cache, k8s, nil)
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
@@ -128,7 +129,7 @@ func TestStatusIsNotLeftWrongByACacheBehindTheLastStatusWrite(t *testing.T) {
 func TestStatusWriteIsForgottenOnceTheInformerShowsIt(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	r, shown, pending := controller.StatusWrites(k8s)
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
 	if _, err := r.Reconcile(context.Background(), req); err != nil {
@@ -159,7 +160,7 @@ func TestStatusWriteIsForgottenOnceTheInformerShowsIt(t *testing.T) {
 func TestStatusWriteFromAStaleReadIsRefusedAndRetried(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
 	// A first reconciler (a previous leader, say) brings it to Ready.
 	if _, err := controller.NewAppServiceReconciler(k8s, k8s, nil).Reconcile(context.Background(), req); err != nil {
@@ -195,12 +196,12 @@ func TestStatusWriteFromAStaleReadIsRefusedAndRetried(t *testing.T) {
 func TestStatusWriteIsRetriedAfterATerminalFailure(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
 	get(t, app)
 	stale := app.DeepCopy()
 	// The resource changes after the read the pass works from...
-	update(t, app, func(a *appv1.AppService) { a.Annotations = map[string]string{"touched": "yes"} })
+	testenv.Update(t, k8s, app, func(a *appv1.AppService) { a.Annotations = map[string]string{"touched": "yes"} })
 
 	// ...and the pass fails for good (a spec no builder can turn into
 	// children): its status write conflicts and must be retried.
@@ -253,8 +254,8 @@ func denyDeploymentsOf(t *testing.T, ns, instance string) func() {
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 		},
 	}
-	create(t, policy)
-	create(t, binding)
+	testenv.Create(t, k8s, policy)
+	testenv.Create(t, k8s, binding)
 	remove := func() {
 		_ = k8s.Delete(ctx, binding)
 		_ = k8s.Delete(ctx, policy)
@@ -268,7 +269,7 @@ func denyDeploymentsOf(t *testing.T, ns, instance string) func() {
 	}
 	probe.Spec.Template.Labels = map[string]string{"probe": "x"}
 	probe.Spec.Template.Spec.Containers = []corev1.Container{{Name: "probe", Image: "probe"}}
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		return err != nil, fmt.Sprintf("policy not enforced yet (dry-run error %v)", err)
 	})
@@ -280,7 +281,7 @@ func TestAdmissionDenialIsReportedAndRecheckedNotTerminal(t *testing.T) {
 	app := newAppService(t, ns)
 	allow := denyDeploymentsOf(t, ns, app.Name)
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{Recheck: 2 * time.Second}})
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	deleteAfterTest(t, app)
 
 	c := waitForCondition(t, app, conditions.Ready, metav1.ConditionFalse, conditions.ReasonApplyRejected)
@@ -303,7 +304,7 @@ func appServiceWithChildren(t *testing.T) (*appv1.AppService, *appsv1.Deployment
 	t.Helper()
 	ns, _ := startOperator(t)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	dep, svc := children(ns, app.Name)
 	deleteAfterTest(t, app, dep, svc)
 	waitForObject(t, dep)
@@ -323,7 +324,7 @@ func TestOrphanedChildrenAreAdopted(t *testing.T) {
 		}
 	}
 	for _, o := range []client.Object{dep, svc} {
-		testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		testenv.Eventually(t, settleWithin, func() (bool, string) {
 			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
 				return false, err.Error()
 			}
@@ -346,7 +347,7 @@ func TestOrphanedChildrenOfAResourceBeingDeletedAreNotAdoptedFromAStaleRead(t *t
 	// Held by a finalizer, as the garbage collector holds it while it
 	// orphans the children.
 	app.Finalizers = []string{"test.app-operator.io/hold"}
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
 	if _, err := controller.NewAppServiceReconciler(k8s, k8s, nil).Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
@@ -393,7 +394,7 @@ func TestChildrenStrippedOfOwnerAndLabelsAreAdopted(t *testing.T) {
 		}
 	}
 	for _, o := range []client.Object{dep, svc} {
-		testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		testenv.Eventually(t, settleWithin, func() (bool, string) {
 			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
 				return false, err.Error()
 			}
@@ -408,7 +409,7 @@ func TestMicroServiceDeployServiceAccountStrippedOfOwnerAndLabelsIsAdopted(t *te
 	ns := testenv.NewNamespace(t, k8s)
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 	m := newMSD(t, ns, "", nil)
-	create(t, m)
+	testenv.Create(t, k8s, m)
 	deleteAfterTest(t, m)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m.Name}}
 	waitForObject(t, sa)
@@ -419,7 +420,7 @@ func TestMicroServiceDeployServiceAccountStrippedOfOwnerAndLabelsIsAdopted(t *te
 	if err := k8s.Patch(context.Background(), sa, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, sa)
 		return metav1.IsControlledBy(sa, m) && sa.Labels[resources.LabelManagedBy] == resources.ManagedBy,
 			fmt.Sprintf("owner references %v, labels %v (conditions: %+v)", sa.OwnerReferences, sa.Labels, m.Status.Conditions)
@@ -429,7 +430,7 @@ func TestMicroServiceDeployServiceAccountStrippedOfOwnerAndLabelsIsAdopted(t *te
 func TestLostHandoverIsAppliedOnTheNextPass(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	m := newMSD(t, ns, "", nil) // autoscaling: the HPA owns replicas
-	create(t, m)
+	testenv.Create(t, k8s, m)
 	deleteAfterTest(t, m)
 	get(t, m)
 
@@ -442,7 +443,7 @@ func TestLostHandoverIsAppliedOnTheNextPass(t *testing.T) {
 	}
 	for _, ac := range acs {
 		if d, ok := ac.(interface{ GetKind() *string }); ok && ptr.Deref(d.GetKind(), "") == "Deployment" {
-			if err := k8s.Apply(context.Background(), ac, client.FieldOwner(controller.FieldOwner("microservicedeploy")), client.ForceOwnership); err != nil {
+			if err := k8s.Apply(context.Background(), ac, client.FieldOwner(engine.FieldOwner("microservicedeploy")), client.ForceOwnership); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -455,12 +456,12 @@ func TestLostHandoverIsAppliedOnTheNextPass(t *testing.T) {
 
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
 	want := *m.Spec.Replicas
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, d)
 		got := ptr.Deref(d.Spec.Replicas, -1)
 		return got == want, fmt.Sprintf("replicas = %d, want the HPA's minimum %d (owners %v)", got, want, testenv.ReplicasOwners(t, d))
 	})
-	if owners := testenv.ReplicasOwners(t, d); len(owners) != 1 || owners[0] != controller.FieldOwner("microservicedeploy")+"-handover" {
+	if owners := testenv.ReplicasOwners(t, d); len(owners) != 1 || owners[0] != engine.FieldOwner("microservicedeploy")+"-handover" {
 		t.Errorf("spec.replicas owned by %v, want only the handover manager", owners)
 	}
 }
@@ -468,7 +469,7 @@ func TestLostHandoverIsAppliedOnTheNextPass(t *testing.T) {
 func TestChildrenUnchangedSinceAPassAreNotComparedAgain(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	r, compares := controller.NewAppServiceReconcilerCountingCompares(k8s, k8s)
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(app)}
 	dep, svc := children(ns, app.Name)
@@ -499,7 +500,7 @@ func TestChildrenUnchangedSinceAPassAreNotComparedAgain(t *testing.T) {
 	}
 
 	// Someone scales the Deployment: it is compared, and repaired.
-	update(t, dep, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](7) })
+	testenv.Update(t, k8s, dep, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](7) })
 	if n, wrote := pass(); n != 1 || !wrote {
 		t.Errorf("after the Deployment was scaled, the pass compared %d children (wrote: %v), want 1, written", n, wrote)
 	}
@@ -511,7 +512,7 @@ func TestChildrenUnchangedSinceAPassAreNotComparedAgain(t *testing.T) {
 	}
 
 	// Someone removes a label the operator set on the Service.
-	update(t, svc, func(s *corev1.Service) { delete(s.Labels, resources.LabelInstance) })
+	testenv.Update(t, k8s, svc, func(s *corev1.Service) { delete(s.Labels, resources.LabelInstance) })
 	if n, wrote := pass(); n != 1 || !wrote {
 		t.Errorf("after a label was removed from the Service, the pass compared %d children (wrote: %v), want 1, written", n, wrote)
 	}
@@ -521,7 +522,7 @@ func TestChildrenUnchangedSinceAPassAreNotComparedAgain(t *testing.T) {
 
 	// A change to the AppService changes what is wanted of the Deployment
 	// alone.
-	update(t, app, func(a *appv1.AppService) { a.Spec.Size = ptr.To(*a.Spec.Size + 1) })
+	testenv.Update(t, k8s, app, func(a *appv1.AppService) { a.Spec.Size = ptr.To(*a.Spec.Size + 1) })
 	if n, wrote := pass(); n != 1 || !wrote {
 		t.Errorf("after the size changed, the pass compared %d children (wrote: %v), want 1, written", n, wrote)
 	}

@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
@@ -68,7 +70,7 @@ func TestEtcdBackupAndRestoreAdmission(t *testing.T) {
 			b := &etcdv1beta2.EtcdBackup{}
 			testenv.LoadSample(t, etcdBackupSample, b, ns)
 			tt.mutate(b)
-			expectAdmission(t, k8s.Create(ctx, b, client.DryRunAll), tt.wantErr)
+			testenv.ExpectAdmission(t, k8s.Create(ctx, b, client.DryRunAll), tt.wantErr)
 		})
 	}
 	// An interval written as 0 is refused, not taken as "once" (a typed
@@ -84,7 +86,7 @@ func TestEtcdBackupAndRestoreAdmission(t *testing.T) {
 		if err := unstructured.SetNestedField(u.Object, int64(0), "spec", "backupPolicy", "backupIntervalInSecond"); err != nil {
 			t.Fatal(err)
 		}
-		expectAdmission(t, k8s.Create(ctx, u, client.DryRunAll), "spec.backupPolicy.backupIntervalInSecond")
+		testenv.ExpectAdmission(t, k8s.Create(ctx, u, client.DryRunAll), "spec.backupPolicy.backupIntervalInSecond")
 	})
 
 	restores := []struct {
@@ -107,7 +109,7 @@ func TestEtcdBackupAndRestoreAdmission(t *testing.T) {
 			r := &etcdv1beta2.EtcdRestore{}
 			testenv.LoadSample(t, etcdRestoreSample, r, ns)
 			tt.mutate(r)
-			expectAdmission(t, k8s.Create(ctx, r, client.DryRunAll), tt.wantErr)
+			testenv.ExpectAdmission(t, k8s.Create(ctx, r, client.DryRunAll), tt.wantErr)
 		})
 	}
 	t.Run("restore: the spec cannot change", func(t *testing.T) {
@@ -117,18 +119,18 @@ func TestEtcdBackupAndRestoreAdmission(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Spec.EtcdCluster.Name = "another"
-		expectAdmission(t, k8s.Update(ctx, r, client.DryRunAll), "spec cannot change")
+		testenv.ExpectAdmission(t, k8s.Update(ctx, r, client.DryRunAll), "spec cannot change")
 	})
 	t.Run("cluster: spec.restore can only be set at creation", func(t *testing.T) {
 		e := &etcdv1beta2.EtcdCluster{}
-		testenv.LoadSample(t, etcdSample, e, ns)
+		testenv.LoadSample(t, testenv.EtcdSample, e, ns)
 		e.Name = "restore-later"
 		if err := k8s.Create(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 		e.Spec.Restore = &etcdv1beta2.SnapshotSource{BackupStorageType: etcdv1beta2.BackupStorageTypePersistentVolumeClaim,
 			BackupLocation: etcdv1beta2.BackupLocation{PersistentVolumeClaim: &etcdv1beta2.PVCBackupSource{ClaimName: "backups", Path: "x"}}}
-		expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "spec.restore")
+		testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "spec.restore")
 	})
 }
 
@@ -221,7 +223,7 @@ func endBackupJob(t *testing.T, job *batchv1.Job, result interface{ Failed() boo
 // waitForEvent waits until an event of reason regards obj.
 func waitForEvent(t *testing.T, obj client.Object, reason string) {
 	t.Helper()
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		list := &eventsv1.EventList{}
 		if err := k8s.List(context.Background(), list, client.InNamespace(obj.GetNamespace())); err != nil {
 			return false, err.Error()
@@ -280,16 +282,16 @@ func TestEtcdBackupRunsAJobPerIntervalAndRecordsWhatEachStored(t *testing.T) {
 	}) {
 		t.Errorf("volumes %+v lack the claim backups", first.Spec.Template.Spec.Volumes)
 	}
-	waitForCondition(t, b, "Progressing", metav1.ConditionTrue, etcdbackup.ReasonBackupRunning)
+	waitForCondition(t, b, "Progressing", metav1.ConditionTrue, etcdv1beta2.ReasonBackupRunning)
 
 	taken := time.Now().UTC().Truncate(time.Second)
-	endBackupJob(t, &first, etcdbackup.Result{Key: "/backup/main/etcd_v42_x", Revision: 42, EtcdVersion: "3.6.16", TakenAt: taken, Size: 20480})
+	endBackupJob(t, &first, backuprun.EtcdResult{Report: backuprun.Report{Key: "/backup/main/etcd_v42_x", TakenAt: taken, Size: 20480}, Revision: 42, EtcdVersion: "3.6.16"})
 	waitForCondition(t, b, "Ready", metav1.ConditionTrue, "")
 	if b.Status.EtcdRevision != 42 || b.Status.LastBackup != "/backup/main/etcd_v42_x" || b.Status.EtcdVersion != "3.6.16" || !b.Status.Succeeded ||
 		b.Status.LastSuccessDate == nil || !b.Status.LastSuccessDate.Time.Equal(taken) {
 		t.Errorf("status %+v, want the snapshot of revision 42 taken at %s", b.Status, taken)
 	}
-	waitForEvent(t, b, controller.EventBackupSucceeded)
+	waitForEvent(t, b, conditions.EventBackupSucceeded)
 	gauge := fmt.Sprintf("app_operator_backup_last_success_timestamp_seconds{kind=%q,name=%q,namespace=%q}", "EtcdBackup", b.Name, ns)
 	if got := scrape(t, reg, "app_operator_backup_"); got[gauge] != float64(taken.Unix()) {
 		t.Errorf("backup gauges %v, want %s = %d", got, gauge, taken.Unix())
@@ -301,7 +303,7 @@ func TestEtcdBackupRunsAJobPerIntervalAndRecordsWhatEachStored(t *testing.T) {
 	if gap := second.CreationTimestamp.Sub(first.CreationTimestamp.Time); gap < time.Second {
 		t.Errorf("the second job came %s after the first, want the 2 s interval", gap)
 	}
-	endBackupJob(t, &second, etcdbackup.Result{Reason: "TargetFull", Error: "no space left on claim backups"})
+	endBackupJob(t, &second, backuprun.EtcdResult{Report: backuprun.Report{Reason: "TargetFull", Error: "no space left on claim backups"}})
 	cond := waitForCondition(t, b, "Ready", metav1.ConditionFalse, "TargetFull")
 	if !strings.Contains(cond.Message, "no space left on claim backups") || !strings.Contains(b.Status.Reason, "no space left") || b.Status.Succeeded {
 		t.Errorf("condition %q, status %+v: want the tool's words", cond.Message, b.Status)
@@ -310,7 +312,7 @@ func TestEtcdBackupRunsAJobPerIntervalAndRecordsWhatEachStored(t *testing.T) {
 		t.Errorf("status %+v lost the last snapshot stored", b.Status)
 	}
 	waitForCondition(t, b, "Degraded", metav1.ConditionTrue, "TargetFull")
-	waitForEvent(t, b, controller.EventBackupFailed)
+	waitForEvent(t, b, conditions.EventBackupFailed)
 
 	// Every Job ends as it comes: no more than backupJobsKept (3) ended
 	// ones stay.
@@ -319,12 +321,12 @@ func TestEtcdBackupRunsAJobPerIntervalAndRecordsWhatEachStored(t *testing.T) {
 		for _, j := range backupJobs(t, ns, b.Name) {
 			seen[j.Name] = true
 			if len(j.Status.Conditions) == 0 && j.DeletionTimestamp == nil {
-				endBackupJob(t, &j, etcdbackup.Result{Key: "k" + j.Name, Revision: int64(40 + len(seen)), TakenAt: time.Now().UTC()})
+				endBackupJob(t, &j, backuprun.EtcdResult{Report: backuprun.Report{Key: "k" + j.Name, TakenAt: time.Now().UTC()}, Revision: int64(40 + len(seen))})
 			}
 		}
 		return len(seen) >= 6, fmt.Sprintf("%d jobs seen, want 6", len(seen))
 	})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		ended := 0
 		for _, j := range backupJobs(t, ns, b.Name) {
 			if len(j.Status.Conditions) > 0 && j.DeletionTimestamp == nil {
@@ -353,7 +355,7 @@ func TestEtcdBackupTakenOnceIsNotTakenAgain(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	endBackupJob(t, &job, etcdbackup.Result{Key: "etcd-backups/example_v7_x", Revision: 7, TakenAt: time.Now().UTC()})
+	endBackupJob(t, &job, backuprun.EtcdResult{Report: backuprun.Report{Key: "etcd-backups/example_v7_x", TakenAt: time.Now().UTC()}, Revision: 7})
 	waitForCondition(t, b, "Ready", metav1.ConditionTrue, "")
 	time.Sleep(3 * time.Second)
 	if jobs := backupJobs(t, ns, b.Name); len(jobs) != 1 {
@@ -372,7 +374,7 @@ func TestEtcdBackupOfAMissingClusterSaysSoAndStartsNothing(t *testing.T) {
 	if err := k8s.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	cond := waitForCondition(t, b, "Degraded", metav1.ConditionTrue, etcdbackup.ReasonClusterNotFound)
+	cond := waitForCondition(t, b, "Degraded", metav1.ConditionTrue, etcdv1beta2.ReasonClusterNotFound)
 	if !strings.Contains(cond.Message, "spec.clusterName") {
 		t.Errorf("message %q does not name spec.clusterName", cond.Message)
 	}
@@ -391,7 +393,7 @@ func TestEtcdRestoreCreatesTheClusterFromItsSnapshotAndNeverTouchesAnother(t *te
 	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{SnapshotImage: snapshotImage}})
 
 	existing := &etcdv1beta2.EtcdCluster{}
-	testenv.LoadSample(t, etcdSample, existing, ns)
+	testenv.LoadSample(t, testenv.EtcdSample, existing, ns)
 	existing.Name = "taken"
 	if err := k8s.Create(ctx, existing); err != nil {
 		t.Fatal(err)
@@ -409,7 +411,7 @@ func TestEtcdRestoreCreatesTheClusterFromItsSnapshotAndNeverTouchesAnother(t *te
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(existing), existing); err != nil {
 		t.Fatal(err)
 	}
-	if existing.Spec.Restore != nil || existing.Annotations[controller.RestoredByAnnotation] != "" {
+	if existing.Spec.Restore != nil || existing.Annotations[etcdv1beta2.RestoredByAnnotation] != "" {
 		t.Errorf("the existing cluster was changed: %+v %v", existing.Spec, existing.Annotations)
 	}
 
@@ -421,11 +423,11 @@ func TestEtcdRestoreCreatesTheClusterFromItsSnapshotAndNeverTouchesAnother(t *te
 	restored := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: r.Spec.EtcdCluster.Name}}
 	waitForObject(t, restored)
 	if restored.Spec.Restore == nil || restored.Spec.Restore.S3 == nil || restored.Spec.Restore.S3.Path != r.Spec.S3.Path ||
-		restored.Spec.Size != r.Spec.ClusterSpec.Size || restored.Annotations[controller.RestoredByAnnotation] != r.Name {
+		restored.Spec.Size != r.Spec.ClusterSpec.Size || restored.Annotations[etcdv1beta2.RestoredByAnnotation] != r.Name {
 		t.Errorf("restored cluster %+v %v, want the restore's spec and source", restored.Spec, restored.Annotations)
 	}
 	waitForCondition(t, r, "Progressing", metav1.ConditionTrue, "Restoring")
-	waitForEvent(t, r, controller.EventRestoreStarted)
+	waitForEvent(t, r, etcdv1beta2.EventRestoreStarted)
 
 	sts := waitForStatefulSet(t, ns, restored.Name)
 	inits := sts.Spec.Template.Spec.InitContainers

@@ -40,7 +40,7 @@ func TestEtcdClusterWithTLSWaitsForItsSecretsAndSaysWhichCannotServe(t *testing.
 	ns := testenv.NewNamespace(t, k8s)
 	e := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t"},
 		Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16", TLS: tlsPolicy()}}
-	create(t, e)
+	testenv.Create(t, k8s, e)
 	r := controller.NewObservedEtcdReconciler(k8s, (&etcd.Fake{}).Dial, nil, events.NewFakeRecorder(100))
 	pass := func(t *testing.T) {
 		t.Helper()
@@ -49,15 +49,15 @@ func TestEtcdClusterWithTLSWaitsForItsSecretsAndSaysWhichCannotServe(t *testing.
 			t.Fatal(err)
 		}
 		get(t, e)
-		if c := meta.FindStatusCondition(e.Status.Conditions, conditions.Ready); c != nil && c.Reason == controller.ReasonTLSSecretInvalid && res.RequeueAfter <= 0 {
+		if c := meta.FindStatusCondition(e.Status.Conditions, conditions.Ready); c != nil && c.Reason == conditions.ReasonTLSSecretInvalid && res.RequeueAfter <= 0 {
 			t.Errorf("result %+v: a Secret the operator does not watch must be looked at again", res)
 		}
 	}
 	expect := func(t *testing.T, message string) {
 		t.Helper()
 		c := meta.FindStatusCondition(e.Status.Conditions, conditions.Ready)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != controller.ReasonTLSSecretInvalid || !strings.Contains(c.Message, message) {
-			t.Fatalf("Ready %+v, want False, %s, naming %q", c, controller.ReasonTLSSecretInvalid, message)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != conditions.ReasonTLSSecretInvalid || !strings.Contains(c.Message, message) {
+			t.Fatalf("Ready %+v, want False, %s, naming %q", c, conditions.ReasonTLSSecretInvalid, message)
 		}
 	}
 	stsExists := func() bool {
@@ -90,7 +90,7 @@ func TestEtcdClusterWithTLSWaitsForItsSecretsAndSaysWhichCannotServe(t *testing.
 
 	server := pair("server").Data()
 	delete(server, "ca.crt")
-	create(t, secret("server-tls", server))
+	testenv.Create(t, k8s, secret("server-tls", server))
 	pass(t)
 	expect(t, `spec.TLS.static.member.serverSecret: Secret server-tls: no key "ca.crt"`)
 
@@ -99,10 +99,10 @@ func TestEtcdClusterWithTLSWaitsForItsSecretsAndSaysWhichCannotServe(t *testing.
 	if err := k8s.Update(ctx, srv); err != nil {
 		t.Fatal(err)
 	}
-	create(t, secret("peer-tls", pair("peer").Data()))
+	testenv.Create(t, k8s, secret("peer-tls", pair("peer").Data()))
 	broken := pair("operator").Data()
 	broken["tls.key"] = pair("other").Key
-	create(t, secret("operator-tls", broken))
+	testenv.Create(t, k8s, secret("operator-tls", broken))
 	pass(t)
 	expect(t, "spec.TLS.static.operatorSecret: Secret operator-tls: tls.crt and tls.key")
 	if stsExists() {
@@ -114,7 +114,7 @@ func TestEtcdClusterWithTLSWaitsForItsSecretsAndSaysWhichCannotServe(t *testing.
 		t.Fatal(err)
 	}
 	pass(t)
-	if c := meta.FindStatusCondition(e.Status.Conditions, conditions.Ready); c == nil || c.Reason == controller.ReasonTLSSecretInvalid {
+	if c := meta.FindStatusCondition(e.Status.Conditions, conditions.Ready); c == nil || c.Reason == conditions.ReasonTLSSecretInvalid {
 		t.Fatalf("Ready %+v once every Secret serves", c)
 	}
 	if !stsExists() {
@@ -158,33 +158,33 @@ func TestEtcdClusterTLSAdmission(t *testing.T) {
 			e := sample("tls")
 			e.Spec.TLS = tlsPolicy()
 			tt.mutate(e.Spec.TLS)
-			expectAdmission(t, k8s.Create(ctx, e, client.DryRunAll), tt.wantErr)
+			testenv.ExpectAdmission(t, k8s.Create(ctx, e, client.DryRunAll), tt.wantErr)
 		})
 	}
 
 	plain := sample("plain")
-	create(t, plain)
+	testenv.Create(t, k8s, plain)
 	t.Run("TLS turned on for a running cluster", func(t *testing.T) {
 		e := plain.DeepCopy()
 		e.Spec.TLS = tlsPolicy()
-		expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "")
+		testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "")
 	})
 	secure := sample("secure")
 	secure.Spec.TLS = tlsPolicy()
-	create(t, secure)
+	testenv.Create(t, k8s, secure)
 	t.Run("TLS turned off", func(t *testing.T) {
 		e := secure.DeepCopy()
 		e.Spec.TLS = nil
-		expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "spec.TLS cannot be removed")
+		testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "spec.TLS cannot be removed")
 	})
 	t.Run("another Secret named", func(t *testing.T) {
 		e := secure.DeepCopy()
 		e.Spec.TLS.Static.OperatorSecret = "renewed"
-		expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "spec.TLS cannot change")
+		testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "spec.TLS cannot change")
 	})
 	t.Run("an unrelated change", func(t *testing.T) {
 		e := secure.DeepCopy()
 		e.Spec.Size = 5
-		expectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "")
+		testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "")
 	})
 }

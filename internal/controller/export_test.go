@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
+	"github.com/app-operator/app-operator/internal/engine"
 )
 
 // NewAppServiceReconciler returns the AppService reconciler outside a
@@ -21,19 +22,19 @@ import (
 func NewAppServiceReconciler(c client.Client, apiReader client.Reader, buildErr error) reconcile.Reconciler {
 	k := appServiceKind(Options{})
 	if buildErr != nil {
-		k.build = func(*appv1.AppService, observed) ([]runtime.ApplyConfiguration, error) { return nil, buildErr }
+		k.Build = func(*appv1.AppService, engine.Observed) ([]runtime.ApplyConfiguration, error) { return nil, buildErr }
 	}
-	return newReconciler(k, c, apiReader, events.NewFakeRecorder(100), newEngine(c.Scheme(), Options{}))
+	return engine.NewReconciler(k, c, apiReader, events.NewFakeRecorder(100), engine.NewEnv(c.Scheme(), engine.Options{}))
 }
 
 // NewAppServiceReconcilerCountingCompares is NewAppServiceReconciler, and
 // the number of children its passes have compared field by field with
 // what they want so far.
 func NewAppServiceReconcilerCountingCompares(c client.Client, apiReader client.Reader) (reconcile.Reconciler, func() int64) {
-	r := NewAppServiceReconciler(c, apiReader, nil).(*reconciler[*appv1.AppService])
-	counting := &countingConverter{TypeConverter: r.types}
-	r.types = counting
-	return r, counting.calls.Load
+	env := engine.NewEnv(c.Scheme(), engine.Options{})
+	counting := &countingConverter{TypeConverter: env.Types}
+	env.Types = counting
+	return engine.NewReconciler(appServiceKind(Options{}), c, apiReader, events.NewFakeRecorder(100), env), counting.calls.Load
 }
 
 // countingConverter counts the objects converted to typed values, which a
@@ -54,8 +55,8 @@ func NewNamespaceQuotaReconciler(c client.Client, apiReader client.Reader) recon
 	return &namespaceQuotaReconciler{
 		client:     c,
 		apiReader:  apiReader,
-		types:      newEngine(c.Scheme(), Options{}).types,
-		fieldOwner: FieldOwner(namespaceQuotaName),
+		types:      engine.NewEnv(c.Scheme(), engine.Options{}).Types,
+		fieldOwner: engine.FieldOwner(namespaceQuotaName),
 	}
 }
 
@@ -64,14 +65,14 @@ func NewNamespaceQuotaReconciler(c client.Client, apiReader client.Reader) recon
 func QuotaChanged(c client.Reader) handler.EventHandler { return quotaChanged(c) }
 
 // IsNodePortTaken is isNodePortTaken.
-var IsNodePortTaken = isNodePortTaken
+var IsNodePortTaken = engine.IsNodePortTaken
 
 // EchoFilter returns the bookkeeping of a controller's own writes to
 // children (see ownWrites): wrote records the answer to a write, isEcho
 // runs the predicate's check on an event's object, shown is a pass reading
 // a child from the cache, and pending counts the writes still remembered.
 func EchoFilter() (wrote func(client.Object), isEcho func(client.Object) bool, shown func(client.Object), pending func() int) {
-	w := &ownWrites{}
+	w := &engine.OwnWrites{}
 	return w.Record, w.ConsumeEcho, func(o client.Object) { w.ConsumeEcho(o) }, w.Len
 }
 
@@ -80,13 +81,13 @@ func EchoFilter() (wrote func(client.Object), isEcho func(client.Object) bool, s
 // predicate on an update event carrying the object, and pending counts the
 // writes still remembered.
 func StatusWrites(c client.Client) (r reconcile.Reconciler, shown func(client.Object), pending func() int) {
-	rec := newReconciler(appServiceKind(Options{}), c, c, events.NewFakeRecorder(100), newEngine(c.Scheme(), Options{}))
-	return rec, rec.statusWrites.ForgetIfShown, rec.statusWrites.Len
+	rec := engine.NewReconciler(appServiceKind(Options{}), c, c, events.NewFakeRecorder(100), engine.NewEnv(c.Scheme(), engine.Options{}))
+	return rec, rec.StatusWrites().ForgetIfShown, rec.StatusWrites().Len
 }
 
 // ControllerUIDField is the cache index of children by the uid of their
 // controller.
-const ControllerUIDField = controllerUIDField
+const ControllerUIDField = engine.ControllerUIDField
 
 // IndexByController registers the operator's index of children by
 // controller on indexer, as the manager's set-up does.
@@ -95,9 +96,9 @@ func IndexByController(indexer client.FieldIndexer) error {
 	if err != nil {
 		return err
 	}
-	index := newChildIndex(indexer)
+	index := engine.NewChildIndex(indexer)
 	for _, k := range ks {
-		if err := index.register(context.Background(), k.prunedTypes()); err != nil {
+		if err := index.Register(context.Background(), k.PrunedTypes()); err != nil {
 			return err
 		}
 	}
@@ -105,4 +106,4 @@ func IndexByController(indexer client.FieldIndexer) error {
 }
 
 // StatusDigest is the digest the engine keeps of a status it wrote.
-func StatusDigest(obj client.Object) (uint64, bool) { return statusDigest(obj) }
+func StatusDigest(obj client.Object) (uint64, bool) { return engine.StatusDigest(obj) }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -18,6 +17,7 @@ import (
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
 	"github.com/app-operator/app-operator/api/conditions"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -68,7 +68,7 @@ func TestChildrenAreFoundThroughTheirControllerIndex(t *testing.T) {
 	}
 	child(other, "child-0-a", owners[0])
 
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: other, Name: "child-0-a"}, &policyv1.PodDisruptionBudget{}); err != nil {
 			return false, fmt.Sprintf("the cache has no %s/child-0-a yet: %v", other, err)
 		}
@@ -101,7 +101,7 @@ func TestCacheDropsTheManagedFieldsOfStatuses(t *testing.T) {
 	testenv.LoadSample(t, "app_v1_appservice.yaml", app, ns)
 	// The sample's node port is the one test that asks for it.
 	app.Spec.Ports[0].NodePort = nextNodePort()
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	dep, _ := children(ns, "nginx-app")
 	waitForObject(t, dep)
 	markAvailable(t, ns, dep.Name)
@@ -111,7 +111,7 @@ func TestCacheDropsTheManagedFieldsOfStatuses(t *testing.T) {
 		return slices.ContainsFunc(o.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return e.Subresource == "status" })
 	}
 	for _, o := range []client.Object{dep, app} {
-		testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		testenv.Eventually(t, settleWithin, func() (bool, string) {
 			live, cached := o.DeepCopyObject().(client.Object), o.DeepCopyObject().(client.Object)
 			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), live); err != nil {
 				return false, err.Error()
@@ -127,7 +127,7 @@ func TestCacheDropsTheManagedFieldsOfStatuses(t *testing.T) {
 					fmt.Sprintf("AppService: status entry on the API server %v; %d managedFields entries in the cache, want none", hasStatusEntry(live), len(cached.GetManagedFields()))
 			}
 			applied := slices.ContainsFunc(cached.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
-				return e.Manager == controller.FieldOwner("appservice") && e.Operation == metav1.ManagedFieldsOperationApply
+				return e.Manager == engine.FieldOwner("appservice") && e.Operation == metav1.ManagedFieldsOperationApply
 			})
 			return hasStatusEntry(live) && !hasStatusEntry(cached) && applied,
 				fmt.Sprintf("Deployment: status entry on the API server %v, in the cache %v; the operator's apply entry in the cache %v", hasStatusEntry(live), hasStatusEntry(cached), applied)

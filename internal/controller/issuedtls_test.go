@@ -127,7 +127,7 @@ func TestEtcdClusterWithTLSAndNoSecretNamedIsIssuedItsCertificates(t *testing.T)
 	ns := testenv.NewNamespace(t, k8s)
 	e := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e"},
 		Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16", TLS: &etcdv1beta2.TLSPolicy{}}}
-	create(t, e)
+	testenv.Create(t, k8s, e)
 	clk := clocktesting.NewFakeClock(time.Now())
 	r := controller.NewEtcdReconcilerAt(k8s, (&etcd.Fake{}).Dial, clk)
 	checkIssuance(t, r, e, clk, "e-tls-ca", map[string]string{
@@ -157,7 +157,7 @@ func TestRedisEnterpriseClusterWithTLSAndNoSecretNamedIsIssuedItsCertificate(t *
 	ns := testenv.NewNamespace(t, k8s)
 	rc := &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"},
 		Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, TLS: &redisv1alpha1.TLS{}}}
-	create(t, rc)
+	testenv.Create(t, k8s, rc)
 	clk := clocktesting.NewFakeClock(time.Now())
 	r := controller.NewRedisReconciler(k8s, &controller.FakeRedis{Nodes: map[string]*controller.FakeRedisNode{}}, clk, time.Minute)
 	checkIssuance(t, r, rc, clk, "r-tls-ca", map[string]string{"r-tls": "r." + ns + ".svc"})

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/memcached"
 	"github.com/app-operator/app-operator/internal/status"
@@ -31,30 +32,27 @@ import (
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 
-// podKind keys the pods of a Memcached among the observed children.
-const podKind = "Pod"
-
 // memcachedKind reconciles Memcached: a Deployment, a headless Service and a
 // PodDisruptionBudget, with the names of the pods in status.nodes.
-func memcachedKind(opts Options) kind[*cachev1alpha1.Memcached] {
+func memcachedKind(opts Options) engine.Kind[*cachev1alpha1.Memcached] {
 	gvk := cachev1alpha1.GroupVersion.WithKind("Memcached")
-	return kind[*cachev1alpha1.Memcached]{
-		name:      "memcached",
-		gvk:       gvk,
-		newObject: func() *cachev1alpha1.Memcached { return &cachev1alpha1.Memcached{} },
-		owns:      []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}},
+	return engine.Kind[*cachev1alpha1.Memcached]{
+		Name: "memcached",
+		GVK:  gvk,
+		New:  func() *cachev1alpha1.Memcached { return &cachev1alpha1.Memcached{} },
+		Owns: []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}},
 		// A single pod needs no PodDisruptionBudget.
-		prunes: []client.Object{&policyv1.PodDisruptionBudget{}},
-		build: func(o *cachev1alpha1.Memcached, _ observed) ([]runtime.ApplyConfiguration, error) {
+		Prunes: []client.Object{&policyv1.PodDisruptionBudget{}},
+		Build: func(o *cachev1alpha1.Memcached, _ engine.Observed) ([]runtime.ApplyConfiguration, error) {
 			return memcached.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
-		setStatus: func(o *cachev1alpha1.Memcached, pass report, now metav1.Time) {
-			children, failure := pass.children, pass.failure
+		SetStatus: func(o *cachev1alpha1.Memcached, pass engine.Report, now metav1.Time) {
+			children, failure := pass.Children, pass.Failure
 			selector := labels.SelectorFromSet(memcached.Selector(o.Name)).String()
-			status.Memcached(&o.Status, o.Generation, selector, children.Deployment(o.Name), podsOf(children), failure, now)
+			status.Memcached(&o.Status, o.Generation, selector, children.Deployment(o.Name), engine.PodsOf(children), failure, now)
 		},
-		watch: func(_ ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
-			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner(memcached.KindName)),
+		Watch: func(_ ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
+			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(engine.PodOwner(memcached.KindName)),
 				builder.WithPredicates(nodeSetChanges())), nil
 		},
 	}

@@ -12,6 +12,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,15 +24,7 @@ import (
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
-const memcachedSample = "cache_v1alpha1_memcached.yaml"
-
-// newMemcached is the seed sample, unchanged, in namespace ns.
-func newMemcached(t *testing.T, ns string) *cachev1alpha1.Memcached {
-	t.Helper()
-	m := &cachev1alpha1.Memcached{}
-	testenv.LoadSample(t, memcachedSample, m, ns)
-	return m
-}
+func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
 
 func memcachedChildren(ns, name string) (*appsv1.Deployment, *corev1.Service, *policyv1.PodDisruptionBudget) {
 	meta := metav1.ObjectMeta{Namespace: ns, Name: name}
@@ -53,7 +46,7 @@ func createMemcachedPod(t *testing.T, ns, memcachedName, podName string, finaliz
 			Containers:                   []corev1.Container{{Name: "memcached", Image: cachev1alpha1.DefaultImage}},
 		},
 	}
-	create(t, p)
+	testenv.Create(t, k8s, p)
 	return p
 }
 
@@ -61,13 +54,13 @@ func createMemcachedPod(t *testing.T, ns, memcachedName, podName string, finaliz
 // the API-only cluster runs no controller that would.
 func ensureServiceAccount(t *testing.T, ns string) {
 	t.Helper()
-	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
+	testenv.Create(t, k8s, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
 }
 
 // waitForNodes waits until status.nodes of m is want.
 func waitForNodes(t *testing.T, m *cachev1alpha1.Memcached, want ...string) {
 	t.Helper()
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, m)
 		return slices.Equal(m.Status.Nodes, want), fmt.Sprintf("status.nodes = %v, want %v", m.Status.Nodes, want)
 	})
@@ -75,8 +68,8 @@ func waitForNodes(t *testing.T, m *cachev1alpha1.Memcached, want ...string) {
 
 func TestMemcachedSampleCreatesOwnedChildren(t *testing.T) {
 	ns, _ := startOperator(t)
-	m := newMemcached(t, ns)
-	create(t, m)
+	m := testenv.NewMemcached(t, ns)
+	testenv.Create(t, k8s, m)
 	dep, svc, pdb := memcachedChildren(ns, "example-memcached")
 	deleteAfterTest(t, m, svc)
 	waitForObject(t, dep)
@@ -129,11 +122,11 @@ func TestMemcachedSampleCreatesOwnedChildren(t *testing.T) {
 func TestMemcachedNodesFollowThePods(t *testing.T) {
 	ns, _ := startOperator(t)
 	ensureServiceAccount(t, ns)
-	m := newMemcached(t, ns)
-	create(t, m)
-	other := newMemcached(t, ns)
+	m := testenv.NewMemcached(t, ns)
+	testenv.Create(t, k8s, m)
+	other := testenv.NewMemcached(t, ns)
 	other.Name = "other-memcached"
-	create(t, other)
+	testenv.Create(t, k8s, other)
 	deleteAfterTest(t, m, other)
 	waitForCondition(t, m, conditions.Ready, metav1.ConditionFalse, "")
 
@@ -148,7 +141,7 @@ func TestMemcachedNodesFollowThePods(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "example-memcached-stray", Labels: memcached.Selector("example-memcached")},
 		Spec:       corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 	}
-	create(t, stray)
+	testenv.Create(t, k8s, stray)
 	waitForNodes(t, m, "example-memcached-a", "example-memcached-b", "example-memcached-c")
 	// Two Memcached resources in one namespace never list each other's pods.
 	waitForNodes(t, other, "other-memcached-a")
@@ -159,7 +152,7 @@ func TestMemcachedNodesFollowThePods(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		update(t, leaving, func(p *corev1.Pod) { p.Finalizers = nil })
+		testenv.Update(t, k8s, leaving, func(p *corev1.Pod) { p.Finalizers = nil })
 	})
 	waitForNodes(t, m, "example-memcached-a", "example-memcached-c")
 
@@ -186,8 +179,8 @@ func TestMemcachedNodesFollowThePods(t *testing.T) {
 
 func TestMemcachedPodDisruptionBudgetFollowsSize(t *testing.T) {
 	ns, _ := startOperator(t)
-	m := newMemcached(t, ns)
-	create(t, m)
+	m := testenv.NewMemcached(t, ns)
+	testenv.Create(t, k8s, m)
 	dep, _, pdb := memcachedChildren(ns, "example-memcached")
 	waitForObject(t, pdb)
 	markAvailable(t, ns, "example-memcached")
@@ -205,7 +198,7 @@ func TestMemcachedPodDisruptionBudgetFollowsSize(t *testing.T) {
 	if err := k8s.SubResource("scale").Update(context.Background(), m, client.WithSubResourceBody(scale)); err != nil {
 		t.Fatalf("update scale: %v", err)
 	}
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pdb), pdb)
 		return *dep.Spec.Replicas == 1 && isNotFound(err), fmt.Sprintf("replicas %d, PodDisruptionBudget: %v", *dep.Spec.Replicas, err)
@@ -213,7 +206,7 @@ func TestMemcachedPodDisruptionBudgetFollowsSize(t *testing.T) {
 	markAvailable(t, ns, "example-memcached")
 	waitForCondition(t, m, conditions.Ready, metav1.ConditionTrue, "")
 
-	update(t, m, func(m *cachev1alpha1.Memcached) { m.Spec.Size = 2 })
+	testenv.Update(t, k8s, m, func(m *cachev1alpha1.Memcached) { m.Spec.Size = 2 })
 	pdb = &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "example-memcached"}}
 	waitForObject(t, pdb)
 	if !metav1.IsControlledBy(pdb, m) {
@@ -223,16 +216,16 @@ func TestMemcachedPodDisruptionBudgetFollowsSize(t *testing.T) {
 
 func TestMemcachedSpecChangesReachTheDeployment(t *testing.T) {
 	ns, _ := startOperator(t)
-	m := newMemcached(t, ns)
-	create(t, m)
+	m := testenv.NewMemcached(t, ns)
+	testenv.Create(t, k8s, m)
 	dep, _, _ := memcachedChildren(ns, "example-memcached")
 	waitForObject(t, dep)
 
-	update(t, m, func(m *cachev1alpha1.Memcached) {
+	testenv.Update(t, k8s, m, func(m *cachev1alpha1.Memcached) {
 		m.Spec.Image = "memcached:1.6.44"
 		m.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: mustQuantity("1Gi")}}
 	})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		c := dep.Spec.Template.Spec.Containers[0]
 		return c.Image == "memcached:1.6.44" && slices.Equal(c.Args, []string{"-p", "11211", "-m", "820"}) && c.Resources.Limits.Memory().String() == "1Gi",
@@ -242,8 +235,8 @@ func TestMemcachedSpecChangesReachTheDeployment(t *testing.T) {
 
 func TestMemcachedRepairsDriftAndRecreatesChildren(t *testing.T) {
 	ns, _ := startOperator(t)
-	m := newMemcached(t, ns)
-	create(t, m)
+	m := testenv.NewMemcached(t, ns)
+	testenv.Create(t, k8s, m)
 	dep, svc, pdb := memcachedChildren(ns, "example-memcached")
 	waitForObject(t, dep)
 	waitForObject(t, svc)
@@ -255,11 +248,11 @@ func TestMemcachedRepairsDriftAndRecreatesChildren(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	update(t, dep, func(d *appsv1.Deployment) {
+	testenv.Update(t, k8s, dep, func(d *appsv1.Deployment) {
 		d.Spec.Replicas = ptr.To[int32](9)
 		d.Spec.Template.Spec.Containers[0].Args = []string{"-m", "4096"}
 	})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		s, p := &corev1.Service{}, &policyv1.PodDisruptionBudget{}
 		key := client.ObjectKey{Namespace: ns, Name: "example-memcached"}
 		if err := k8s.Get(context.Background(), key, s); err != nil || s.UID == oldSvc {
@@ -280,11 +273,11 @@ func TestMemcachedRefusesToAdoptForeignService(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "example-memcached"},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 11211}}, Selector: map[string]string{"app": "legacy-memcached"}},
 	}
-	create(t, foreign)
+	testenv.Create(t, k8s, foreign)
 	rv := foreign.ResourceVersion
 
-	m := newMemcached(t, ns)
-	create(t, m)
+	m := testenv.NewMemcached(t, ns)
+	testenv.Create(t, k8s, m)
 	cond := waitForCondition(t, m, conditions.Ready, metav1.ConditionFalse, conditions.ReasonChildConflict)
 	if !strings.Contains(cond.Message, "Service example-memcached") {
 		t.Errorf("the condition does not name the Service: %q", cond.Message)
@@ -310,8 +303,8 @@ func TestMemcachedRefusesToAdoptForeignService(t *testing.T) {
 func TestMemcachedSteadyStateMakesNoWrites(t *testing.T) {
 	ns, op := startOperator(t)
 	ensureServiceAccount(t, ns)
-	m := newMemcached(t, ns)
-	create(t, m)
+	m := testenv.NewMemcached(t, ns)
+	testenv.Create(t, k8s, m)
 	markAvailable(t, ns, "example-memcached")
 	for _, name := range []string{"example-memcached-x", "example-memcached-y", "example-memcached-z"} {
 		createMemcachedPod(t, ns, "example-memcached", name)
@@ -322,12 +315,12 @@ func TestMemcachedSteadyStateMakesNoWrites(t *testing.T) {
 	// A change to a watched child wakes the controller: nothing to do.
 	_, svc, _ := memcachedChildren(ns, "example-memcached")
 	expectNoMutations(t, op, ns, "memcached", func() {
-		update(t, svc, func(s *corev1.Service) { s.Annotations = map[string]string{"example.com/touched": "1"} })
+		testenv.Update(t, k8s, svc, func(s *corev1.Service) { s.Annotations = map[string]string{"example.com/touched": "1"} })
 	})
 	// So does a pod event that could change the list: still nothing to do.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "example-memcached-y"}}
 	expectNoMutations(t, op, ns, "memcached", func() {
-		update(t, pod, func(p *corev1.Pod) { p.Labels["example.com/team"] = "cache" })
+		testenv.Update(t, k8s, pod, func(p *corev1.Pod) { p.Labels["example.com/team"] = "cache" })
 	})
 
 	// A pod's status changing without changing the list does not even wake
@@ -349,7 +342,7 @@ func TestMemcachedSteadyStateMakesNoWrites(t *testing.T) {
 	op.Stop()
 	before = reconcileCount(t, "memcached")
 	op2 := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		return reconcileCount(t, "memcached") > before, "no pass after the restart"
 	})
 	time.Sleep(time.Second)
@@ -360,7 +353,7 @@ func TestMemcachedSteadyStateMakesNoWrites(t *testing.T) {
 
 func TestMemcachedReportsResourcesTheClusterRejects(t *testing.T) {
 	ns, _ := startOperator(t)
-	m := newMemcached(t, ns)
+	m := testenv.NewMemcached(t, ns)
 	// The schema refuses a cpu, memory or ephemeral-storage request above
 	// its limit; only the Deployment knows that an extended resource's
 	// request must equal its limit.
@@ -368,14 +361,14 @@ func TestMemcachedReportsResourcesTheClusterRejects(t *testing.T) {
 		Requests: corev1.ResourceList{"example.com/widget": mustQuantity("2")},
 		Limits:   corev1.ResourceList{"example.com/widget": mustQuantity("1")},
 	}
-	create(t, m)
+	testenv.Create(t, k8s, m)
 	cond := waitForCondition(t, m, conditions.Ready, metav1.ConditionFalse, conditions.ReasonApplyRejected)
 	if !strings.Contains(cond.Message, "resources.requests") || !strings.Contains(cond.Message, "example.com/widget limit") {
 		t.Errorf("the condition does not carry the server's message: %q", cond.Message)
 	}
 	waitForCondition(t, m, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyRejected)
 
-	update(t, m, func(m *cachev1alpha1.Memcached) { m.Spec.Resources.Requests = nil })
+	testenv.Update(t, k8s, m, func(m *cachev1alpha1.Memcached) { m.Spec.Resources.Requests = nil })
 	dep, _, _ := memcachedChildren(ns, "example-memcached")
 	waitForObject(t, dep)
 	waitForCondition(t, m, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)

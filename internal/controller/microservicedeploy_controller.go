@@ -26,6 +26,7 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 	"github.com/app-operator/app-operator/internal/status"
@@ -47,37 +48,37 @@ import (
 // instances that want the host, from the cache). The namespace's
 // ResourceQuota is kept by its own controller (namespacequota_controller.go);
 // this one reads it for the status.
-func microServiceDeployKind(all Options) kind[*customv1.MicroServiceDeploy] {
+func microServiceDeployKind(all Options) engine.Kind[*customv1.MicroServiceDeploy] {
 	gvk := customv1.GroupVersion.WithKind("MicroServiceDeploy")
 	opts := all.MicroServiceDeploy
-	build := func(o *customv1.MicroServiceDeploy, in observed) microservicedeploy.Children {
+	build := func(o *customv1.MicroServiceDeploy, in engine.Observed) microservicedeploy.Children {
 		return microservicedeploy.Build(resources.OwnerOf(o, gvk), &o.Spec, opts, all.Defaults, hostHolderOf(in))
 	}
-	return kind[*customv1.MicroServiceDeploy]{
-		name:      "microservicedeploy",
-		gvk:       gvk,
-		newObject: func() *customv1.MicroServiceDeploy { return &customv1.MicroServiceDeploy{} },
-		owns: []client.Object{
+	return engine.Kind[*customv1.MicroServiceDeploy]{
+		Name: "microservicedeploy",
+		GVK:  gvk,
+		New:  func() *customv1.MicroServiceDeploy { return &customv1.MicroServiceDeploy{} },
+		Owns: []client.Object{
 			&corev1.ServiceAccount{}, &corev1.ConfigMap{}, &corev1.Service{}, &appsv1.Deployment{},
 			&autoscalingv2.HorizontalPodAutoscaler{}, &networkingv1.Ingress{},
 		},
 		// The HPA goes with autoscaling, the Ingress with exposure.
-		prunes: []client.Object{&autoscalingv2.HorizontalPodAutoscaler{}, &networkingv1.Ingress{}},
-		lookup: func(ctx context.Context, r clients, o *customv1.MicroServiceDeploy, in observed) error {
+		Prunes: []client.Object{&autoscalingv2.HorizontalPodAutoscaler{}, &networkingv1.Ingress{}},
+		Lookup: func(ctx context.Context, r engine.Clients, o *customv1.MicroServiceDeploy, in engine.Observed) error {
 			return lookupHostHolder(ctx, r, o, opts, in)
 		},
-		build: func(o *customv1.MicroServiceDeploy, in observed) ([]runtime.ApplyConfiguration, error) {
+		Build: func(o *customv1.MicroServiceDeploy, in engine.Observed) ([]runtime.ApplyConfiguration, error) {
 			return build(o, in).Objects(), nil
 		},
 		// The handed-over replica count does not depend on the host.
-		handover: func(o *customv1.MicroServiceDeploy) ([]runtime.ApplyConfiguration, error) {
+		Handover: func(o *customv1.MicroServiceDeploy) ([]runtime.ApplyConfiguration, error) {
 			return build(o, nil).Handovers(), nil
 		},
-		watch: func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
+		Watch: func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
 			b = b.Watches(&corev1.ResourceQuota{}, quotaChanged(mgr.GetClient()))
 			return watchHostClaims(mgr, b, opts)
 		},
-		observe: func(ctx context.Context, r client.Reader, o *customv1.MicroServiceDeploy, children observed) error {
+		StatusReads: func(ctx context.Context, r client.Reader, o *customv1.MicroServiceDeploy, children engine.Observed) error {
 			q := &corev1.ResourceQuota{}
 			err := r.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: microservicedeploy.QuotaName}, q)
 			if apierrors.IsNotFound(err) {
@@ -86,18 +87,18 @@ func microServiceDeployKind(all Options) kind[*customv1.MicroServiceDeploy] {
 			if err != nil {
 				return err
 			}
-			children[childKey("ResourceQuota", q.Name)] = q
+			children[engine.ChildKey("ResourceQuota", q.Name)] = q
 			return nil
 		},
-		setStatus: func(o *customv1.MicroServiceDeploy, pass report, now metav1.Time) {
-			children, failure := pass.children, pass.failure
+		SetStatus: func(o *customv1.MicroServiceDeploy, pass engine.Report, now metav1.Time) {
+			children, failure := pass.Children, pass.Failure
 			exposure := microservicedeploy.Expose(&o.Spec, opts).LostTo(hostHolderOf(children))
-			quota, _ := children[childKey("ResourceQuota", microservicedeploy.QuotaName)].(*corev1.ResourceQuota)
+			quota, _ := children[engine.ChildKey("ResourceQuota", microservicedeploy.QuotaName)].(*corev1.ResourceQuota)
 			obs := status.MicroServiceDeployObserved{
 				Deployment:      children.Deployment(o.Name),
 				Idle:            o.Spec.Idle,
 				URL:             exposure.URL,
-				IngressApplied:  children[childKey("Ingress", o.Name)] != nil,
+				IngressApplied:  children[engine.ChildKey("Ingress", o.Name)] != nil,
 				ExposureReason:  exposure.Reason,
 				ExposureMessage: exposure.Message,
 				Quota:           quotaStateOf(quota, &o.Spec),
@@ -114,7 +115,7 @@ func quotaStateOf(q *corev1.ResourceQuota, spec *customv1.MicroServiceDeploySpec
 	switch {
 	case q == nil:
 		return status.QuotaMissing
-	case !appliedBy(q, FieldOwner(namespaceQuotaName)):
+	case !engine.AppliedBy(q, engine.FieldOwner(namespaceQuotaName)):
 		return status.QuotaForeign
 	case !microservicedeploy.Covers(q.Spec.Hard, spec):
 		return status.QuotaShort
@@ -220,7 +221,7 @@ func claimantOf(m *customv1.MicroServiceDeploy) microservicedeploy.Claimant {
 
 // lookupHostHolder puts into in the instance that holds the host o wants,
 // if that is another instance.
-func lookupHostHolder(ctx context.Context, r client.Reader, o *customv1.MicroServiceDeploy, opts microservicedeploy.Options, in observed) error {
+func lookupHostHolder(ctx context.Context, r client.Reader, o *customv1.MicroServiceDeploy, opts microservicedeploy.Options, in engine.Observed) error {
 	host := wantedHost(o, opts)
 	if host == "" {
 		return nil
@@ -248,7 +249,7 @@ func lookupHostHolder(ctx context.Context, r client.Reader, o *customv1.MicroSer
 
 // hostHolderOf is the namespace/name of the instance lookupHostHolder
 // found; empty when the instance holds its host or wants none.
-func hostHolderOf(in observed) string {
+func hostHolderOf(in engine.Observed) string {
 	if m, ok := in[hostHolderKey].(*customv1.MicroServiceDeploy); ok {
 		return m.Namespace + "/" + m.Name
 	}

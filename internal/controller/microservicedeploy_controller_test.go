@@ -24,15 +24,14 @@ import (
 	"github.com/app-operator/app-operator/api/conditions"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
-const msdSample = "custom_v1_microservicedeploy.yaml"
-
 var (
-	msdManager         = controller.FieldOwner("microservicedeploy")
-	msdHandoverManager = controller.FieldOwner("microservicedeploy") + "-handover"
+	msdManager         = engine.FieldOwner("microservicedeploy")
+	msdHandoverManager = engine.FieldOwner("microservicedeploy") + "-handover"
 )
 
 // startMSDOperator creates a namespace and runs the operator with opts,
@@ -48,7 +47,7 @@ func startMSDOperator(t *testing.T, opts microservicedeploy.Options) (string, *t
 func newMSD(t *testing.T, ns, name string, mutate func(*customv1.MicroServiceDeploy)) *customv1.MicroServiceDeploy {
 	t.Helper()
 	m := &customv1.MicroServiceDeploy{}
-	testenv.LoadSample(t, msdSample, m, ns)
+	testenv.LoadSample(t, testenv.MSDSample, m, ns)
 	if name != "" {
 		m.Name, m.Spec.FullName = name, name
 	}
@@ -84,7 +83,7 @@ func msdQuota(ns string) *corev1.ResourceQuota {
 // msdWaitGone waits until obj no longer exists.
 func msdWaitGone(t *testing.T, obj client.Object) {
 	t.Helper()
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 		return isNotFound(err), fmt.Sprintf("%T %s still there (%v)", obj, obj.GetName(), err)
 	})
@@ -138,7 +137,7 @@ func msdRecordReplicas(t *testing.T, ns, name string) func() []int32 {
 func TestMicroServiceDeploySampleCreatesItsChildrenAndBecomesReady(t *testing.T) {
 	ns, _ := startMSDOperator(t, microservicedeploy.Options{})
 	m := newMSD(t, ns, "", nil)
-	create(t, m)
+	testenv.Create(t, k8s, m)
 	name := "ms-sample-v1s0"
 
 	for _, o := range append(msdChildren(ns, name), msdHPA(ns, name)) {
@@ -152,7 +151,7 @@ func TestMicroServiceDeploySampleCreatesItsChildrenAndBecomesReady(t *testing.T)
 		}
 	}
 	dep := msdDeployment(ns, name)
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		return ptr.Deref(dep.Spec.Replicas, 0) == 3, fmt.Sprintf("replicas = %d, want 3", ptr.Deref(dep.Spec.Replicas, -1))
 	})
@@ -209,11 +208,11 @@ func TestMicroServiceDeploySampleCreatesItsChildrenAndBecomesReady(t *testing.T)
 func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	ns, op := startMSDOperator(t, microservicedeploy.Options{})
 	m := newMSD(t, ns, "", nil)
-	create(t, m)
+	testenv.Create(t, k8s, m)
 	name := m.Name
 	dep := msdDeployment(ns, name)
 	waitForObject(t, msdHPA(ns, name))
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		return ptr.Deref(dep.Spec.Replicas, 0) == 3, fmt.Sprintf("replicas = %d", ptr.Deref(dep.Spec.Replicas, -1))
 	})
@@ -240,7 +239,7 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	op.Mutations.Reset()
 	passes := reconcileCount(t, "microservicedeploy")
 	scaleTo(5)
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		return reconcileCount(t, "microservicedeploy") > passes, "no pass after the scale"
 	})
 	time.Sleep(time.Second)
@@ -258,9 +257,9 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	}
 
 	// Autoscaling off: the HPA goes, the operator owns replicas again.
-	update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Autoscaling = false })
+	testenv.Update(t, k8s, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Autoscaling = false })
 	msdWaitGone(t, msdHPA(ns, name))
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		got := testenv.ReplicasOwners(t, dep)
 		return *dep.Spec.Replicas == 3 && strings.Join(got, ",") == msdManager, fmt.Sprintf("replicas %d owned by %v", *dep.Spec.Replicas, got)
@@ -269,9 +268,9 @@ func TestMicroServiceDeployHandsReplicasToTheHPAAndBack(t *testing.T) {
 	// Autoscaling on again: the operator lets go of replicas without the
 	// count ever falling back to the default of 1.
 	stop := msdRecordReplicas(t, ns, name)
-	update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Autoscaling = true })
+	testenv.Update(t, k8s, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Autoscaling = true })
 	waitForObject(t, msdHPA(ns, name))
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		got := testenv.ReplicasOwners(t, dep)
 		return !msdHas(got, msdManager), fmt.Sprintf("spec.replicas owned by %v", got)
@@ -305,7 +304,7 @@ func msdHasInt(s []int32, v int32) bool {
 func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 	ns, _ := startMSDOperator(t, microservicedeploy.Options{})
 	m := newMSD(t, ns, "", nil)
-	create(t, m)
+	testenv.Create(t, k8s, m)
 	name := m.Name
 	markAvailable(t, ns, name)
 	waitForCondition(t, m, conditions.Ready, metav1.ConditionTrue, "")
@@ -315,10 +314,10 @@ func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 		before[fmt.Sprintf("%T", o)] = string(o.GetUID())
 	}
 
-	update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Idle = true })
+	testenv.Update(t, k8s, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Idle = true })
 	msdWaitGone(t, msdHPA(ns, name))
 	dep := msdDeployment(ns, name)
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		return *dep.Spec.Replicas == 0, fmt.Sprintf("replicas = %d", *dep.Spec.Replicas)
 	})
@@ -333,7 +332,7 @@ func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 	}
 	// An idle instance needs no room in the quota.
 	quota := msdQuota(ns)
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, quota)
 		cpu := quota.Spec.Hard[corev1.ResourceName("requests.cpu")]
 		return cpu.IsZero(), fmt.Sprintf("quota requests.cpu = %s", cpu.String())
@@ -341,9 +340,9 @@ func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 
 	// Idle off restores the shape, replicas straight back to 3.
 	stop := msdRecordReplicas(t, ns, name)
-	update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Idle = false })
+	testenv.Update(t, k8s, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Idle = false })
 	waitForObject(t, msdHPA(ns, name))
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		return *dep.Spec.Replicas == 3 && !msdHas(testenv.ReplicasOwners(t, dep), msdManager),
 			fmt.Sprintf("replicas %d owned by %v", *dep.Spec.Replicas, testenv.ReplicasOwners(t, dep))
@@ -352,7 +351,7 @@ func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 		t.Errorf("replicas went through %v when idle turned off, want 0 then 3", seen)
 	}
 	waitForCondition(t, m, conditions.Idle, metav1.ConditionFalse, conditions.ReasonActive)
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, quota)
 		cpu := quota.Spec.Hard[corev1.ResourceName("requests.cpu")]
 		return cpu.String() == "28", fmt.Sprintf("quota requests.cpu = %s", cpu.String())
@@ -362,14 +361,14 @@ func TestMicroServiceDeployIdleParksAndRestores(t *testing.T) {
 func TestMicroServiceDeployConfigChangeRollsThePods(t *testing.T) {
 	ns, _ := startMSDOperator(t, microservicedeploy.Options{})
 	m := newMSD(t, ns, "", nil)
-	create(t, m)
+	testenv.Create(t, k8s, m)
 	dep := msdDeployment(ns, m.Name)
 	waitForObject(t, dep)
 	oldHash := dep.Spec.Template.Annotations[microservicedeploy.ConfigHashAnnotation]
 
-	update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Config = "password=99999999" })
+	testenv.Update(t, k8s, m, func(m *customv1.MicroServiceDeploy) { m.Spec.Config = "password=99999999" })
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m.Name}}
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, cm)
 		get(t, dep)
 		h := dep.Spec.Template.Annotations[microservicedeploy.ConfigHashAnnotation]
@@ -382,7 +381,7 @@ func TestMicroServiceDeployExposure(t *testing.T) {
 		opts := microservicedeploy.Options{BaseDomain: "apps.example.com", IngressClassName: "nginx", AuthURL: "https://auth.example.com/check"}
 		ns, _ := startMSDOperator(t, opts)
 		m := newMSD(t, ns, "", nil)
-		create(t, m)
+		testenv.Create(t, k8s, m)
 		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m.Name}}
 		waitForObject(t, ing)
 		if ing.Spec.Rules[0].Host != "ms-sample-v1.apps.example.com" || ptr.Deref(ing.Spec.IngressClassName, "") != "nginx" ||
@@ -398,8 +397,8 @@ func TestMicroServiceDeployExposure(t *testing.T) {
 		waitForCondition(t, m, conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable)
 
 		// Without needAuth the Ingress no longer asks for authentication.
-		update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.NeedAuth = false })
-		testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		testenv.Update(t, k8s, m, func(m *customv1.MicroServiceDeploy) { m.Spec.NeedAuth = false })
+		testenv.Eventually(t, settleWithin, func() (bool, string) {
 			get(t, ing)
 			_, ok := ing.Annotations[microservicedeploy.DefaultAuthURLAnnotation]
 			return !ok, fmt.Sprintf("annotations %v", ing.Annotations)
@@ -409,7 +408,7 @@ func TestMicroServiceDeployExposure(t *testing.T) {
 	t.Run("should not expose an instance needing auth without an auth endpoint", func(t *testing.T) {
 		ns, _ := startMSDOperator(t, microservicedeploy.Options{BaseDomain: "apps.example.com"})
 		m := newMSD(t, ns, "", func(m *customv1.MicroServiceDeploy) { m.Spec.NeedAuth = false })
-		create(t, m)
+		testenv.Create(t, k8s, m)
 		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m.Name}}
 		waitForObject(t, ing)
 		waitForCondition(t, m, conditions.Exposed, metav1.ConditionTrue, conditions.ReasonIngressApplied)
@@ -418,7 +417,7 @@ func TestMicroServiceDeployExposure(t *testing.T) {
 		}
 
 		// needAuth on, and no endpoint to enforce it: the Ingress goes.
-		update(t, m, func(m *customv1.MicroServiceDeploy) { m.Spec.NeedAuth = true })
+		testenv.Update(t, k8s, m, func(m *customv1.MicroServiceDeploy) { m.Spec.NeedAuth = true })
 		msdWaitGone(t, ing)
 		cond := waitForCondition(t, m, conditions.Exposed, metav1.ConditionFalse, conditions.ReasonAuthUnavailable)
 		if !strings.Contains(cond.Message, "needAuth") || m.Status.URL != "" {
@@ -492,12 +491,12 @@ func TestMicroServiceDeployHostIsHeldByTheOldestInstanceAcrossNamespaces(t *test
 
 	// The same sample, in two namespaces: both want the same host.
 	older := newMSD(t, nsOld, "", msdNoAuth)
-	create(t, older)
+	testenv.Create(t, k8s, older)
 	msdWaitForHost(t, nsOld, older.Name, host, 20*time.Second)
 	waitForCondition(t, older, conditions.Exposed, metav1.ConditionTrue, conditions.ReasonIngressApplied)
 	msdAfterCreationSecond(older)
 	younger := newMSD(t, nsNew, "", msdNoAuth)
-	create(t, younger)
+	testenv.Create(t, k8s, younger)
 	msdExpectHostLost(t, younger, host, nsOld+"/"+older.Name)
 	get(t, older)
 	if c := meta.FindStatusCondition(older.Status.Conditions, conditions.Exposed); c == nil || c.Status != metav1.ConditionTrue || older.Status.URL != "http://"+host+"/" {
@@ -507,7 +506,7 @@ func TestMicroServiceDeployHostIsHeldByTheOldestInstanceAcrossNamespaces(t *test
 	// The instance that lost its host settles: a pass over it writes nothing.
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: nsNew, Name: younger.Name}}
 	expectNoMutations(t, op, nsNew, "microservicedeploy", func() {
-		update(t, svc, func(s *corev1.Service) { s.Annotations = map[string]string{"example.com/touched": time.Now().String()} })
+		testenv.Update(t, k8s, svc, func(s *corev1.Service) { s.Annotations = map[string]string{"example.com/touched": time.Now().String()} })
 	})
 
 	// The holder goes: the younger instance takes the host at once.
@@ -530,25 +529,25 @@ func TestMicroServiceDeployHostIsHeldByTheOldestInstanceAcrossNamespaces(t *test
 func TestMicroServiceDeployHostsThatJoinToTheSameNameAreOneHost(t *testing.T) {
 	ns, _ := startMSDOperator(t, microservicedeploy.Options{BaseDomain: "apps.example.com"})
 	first := newMSD(t, ns, "ms-sample-v1s0", msdNoAuth)
-	create(t, first)
+	testenv.Create(t, k8s, first)
 	msdWaitForHost(t, ns, first.Name, "ms-sample-v1.apps.example.com", 20*time.Second)
 	msdAfterCreationSecond(first)
 	second := newMSD(t, ns, "ms-v1s0", func(m *customv1.MicroServiceDeploy) {
 		msdNoAuth(m)
 		m.Spec.MsName, m.Spec.Path = "ms", "sample-v2"
 	})
-	create(t, second)
+	testenv.Create(t, k8s, second)
 	msdWaitForHost(t, ns, second.Name, "ms-sample-v2.apps.example.com", 20*time.Second)
 	waitForCondition(t, second, conditions.Exposed, metav1.ConditionTrue, conditions.ReasonIngressApplied)
 
 	// Now the second wants ms-sample-v1 too: it gives up its Ingress.
-	update(t, second, func(m *customv1.MicroServiceDeploy) { m.Spec.Path = "sample-v1" })
+	testenv.Update(t, k8s, second, func(m *customv1.MicroServiceDeploy) { m.Spec.Path = "sample-v1" })
 	msdWaitGone(t, msdIngress(ns, second.Name))
 	msdExpectHostLost(t, second, "ms-sample-v1.apps.example.com", ns+"/"+first.Name)
 
 	// The first moves to another path: the host is free, and the second
 	// takes it at once.
-	update(t, first, func(m *customv1.MicroServiceDeploy) { m.Spec.Path = "v3" })
+	testenv.Update(t, k8s, first, func(m *customv1.MicroServiceDeploy) { m.Spec.Path = "v3" })
 	took := msdWaitForHost(t, ns, second.Name, "ms-sample-v1.apps.example.com", 5*time.Second)
 	t.Logf("The second instance held the host %v after the first one changed its path", took)
 	msdWaitForHost(t, ns, first.Name, "ms-sample-v3.apps.example.com", 5*time.Second)
@@ -562,12 +561,12 @@ func TestMicroServiceDeployInstancesShareOneQuota(t *testing.T) {
 		m.Spec.Autoscaling = false
 		m.Spec.Replicas = ptr.To[int32](1)
 	})
-	create(t, a)
-	create(t, b)
+	testenv.Create(t, k8s, a)
+	testenv.Create(t, k8s, b)
 	quota := msdQuota(ns)
 	// a: 6 pods at most + 2 of surge + 6 terminating; b: 1 + 1 + 1. 2 cpu
 	// and 4Gi each.
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(quota), quota); err != nil {
 			return false, err.Error()
 		}
@@ -585,7 +584,7 @@ func TestMicroServiceDeployInstancesShareOneQuota(t *testing.T) {
 	if err := k8s.Delete(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, quota)
 		return msdQty(quota.Spec.Hard, "requests.cpu") == "6", fmt.Sprintf("hard %v", quota.Spec.Hard)
 	})
@@ -626,11 +625,11 @@ func TestMicroServiceDeployLeavesAForeignQuotaAlone(t *testing.T) {
 			"team": "platform", "app.kubernetes.io/managed-by": "app-operator", "app.kubernetes.io/name": "microservicedeploy"}},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100")}},
 	}
-	create(t, foreign)
+	testenv.Create(t, k8s, foreign)
 	rv := foreign.ResourceVersion
 
 	m := newMSD(t, ns, "", nil)
-	create(t, m)
+	testenv.Create(t, k8s, m)
 	cond := waitForCondition(t, m, conditions.QuotaReady, metav1.ConditionFalse, conditions.ReasonQuotaConflict)
 	if !strings.Contains(cond.Message, microservicedeploy.QuotaName) {
 		t.Errorf("the condition does not name the quota: %q", cond.Message)
@@ -654,7 +653,7 @@ func TestMicroServiceDeployLeavesAForeignQuotaAlone(t *testing.T) {
 	waitForCondition(t, m, conditions.QuotaReady, metav1.ConditionTrue, conditions.ReasonQuotaApplied)
 	quota := msdQuota(ns)
 	get(t, quota)
-	if owners := managersOf(quota); !msdHas(owners, controller.FieldOwner("microservicedeploy-quota")) {
+	if owners := managersOf(quota); !msdHas(owners, engine.FieldOwner("microservicedeploy-quota")) {
 		t.Errorf("quota applied by %v, want the operator's quota controller", owners)
 	}
 }
@@ -663,7 +662,7 @@ func TestMicroServiceDeployRepairsDriftAndRefusesToAdopt(t *testing.T) {
 	t.Run("should recreate deleted children and set changed fields back", func(t *testing.T) {
 		ns, _ := startMSDOperator(t, microservicedeploy.Options{})
 		m := newMSD(t, ns, "", nil)
-		create(t, m)
+		testenv.Create(t, k8s, m)
 		name := m.Name
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		hpa := msdHPA(ns, name)
@@ -677,7 +676,7 @@ func TestMicroServiceDeployRepairsDriftAndRefusesToAdopt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		testenv.Eventually(t, settleWithin, func() (bool, string) {
 			c, h, q := &corev1.ConfigMap{}, &autoscalingv2.HorizontalPodAutoscaler{}, &corev1.ResourceQuota{}
 			for _, pair := range []struct {
 				o   client.Object
@@ -691,12 +690,12 @@ func TestMicroServiceDeployRepairsDriftAndRefusesToAdopt(t *testing.T) {
 		})
 
 		dep := msdDeployment(ns, name)
-		update(t, dep, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "busybox" })
-		update(t, cm, func(c *corev1.ConfigMap) { c.Data["config"] = "password=stolen" })
-		update(t, quota, func(q *corev1.ResourceQuota) {
+		testenv.Update(t, k8s, dep, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "busybox" })
+		testenv.Update(t, k8s, cm, func(c *corev1.ConfigMap) { c.Data["config"] = "password=stolen" })
+		testenv.Update(t, k8s, quota, func(q *corev1.ResourceQuota) {
 			q.Spec.Hard[corev1.ResourceName("requests.cpu")] = resource.MustParse("1")
 		})
-		testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		testenv.Eventually(t, settleWithin, func() (bool, string) {
 			get(t, dep)
 			get(t, cm)
 			get(t, quota)
@@ -709,10 +708,10 @@ func TestMicroServiceDeployRepairsDriftAndRefusesToAdopt(t *testing.T) {
 	t.Run("should leave a ConfigMap it does not control alone", func(t *testing.T) {
 		ns, op := startMSDOperator(t, microservicedeploy.Options{})
 		foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ms-sample-v1s0"}, Data: map[string]string{"a": "b"}}
-		create(t, foreign)
+		testenv.Create(t, k8s, foreign)
 		rv := foreign.ResourceVersion
 		m := newMSD(t, ns, "", nil)
-		create(t, m)
+		testenv.Create(t, k8s, m)
 		cond := waitForCondition(t, m, conditions.Ready, metav1.ConditionFalse, conditions.ReasonChildConflict)
 		if !strings.Contains(cond.Message, "ConfigMap ms-sample-v1s0") {
 			t.Errorf("the condition does not name the ConfigMap: %q", cond.Message)
@@ -735,8 +734,8 @@ func TestMicroServiceDeploySteadyStateMakesNoWrites(t *testing.T) {
 	a := newMSD(t, ns, "ms-sample-v1s0", nil)
 	// b has a host of its own: with a's host it would not be exposed.
 	b := newMSD(t, ns, "ms-sample-v1s1", func(m *customv1.MicroServiceDeploy) { m.Spec.Idle, m.Spec.Path = true, "v2" })
-	create(t, a)
-	create(t, b)
+	testenv.Create(t, k8s, a)
+	testenv.Create(t, k8s, b)
 	for _, m := range []*customv1.MicroServiceDeploy{a, b} {
 		markAvailable(t, ns, m.Name)
 		waitForCondition(t, m, conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable)
@@ -746,7 +745,7 @@ func TestMicroServiceDeploySteadyStateMakesNoWrites(t *testing.T) {
 	// A change to a watched child wakes the operator up: nothing to do.
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.Name}}
 	expectNoMutations(t, op, ns, "microservicedeploy", func() {
-		update(t, svc, func(s *corev1.Service) { s.Annotations = map[string]string{"example.com/touched": time.Now().String()} })
+		testenv.Update(t, k8s, svc, func(s *corev1.Service) { s.Annotations = map[string]string{"example.com/touched": time.Now().String()} })
 	})
 	// So does a change to the quota's status, as pods come and go.
 	expectNoMutations(t, op, ns, "microservicedeploy-quota", func() {
@@ -763,7 +762,7 @@ func TestMicroServiceDeploySteadyStateMakesNoWrites(t *testing.T) {
 	op.Stop()
 	before, beforeQuota := reconcileCount(t, "microservicedeploy"), reconcileCount(t, "microservicedeploy-quota")
 	op2 := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{MicroServiceDeploy: opts}})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		return reconcileCount(t, "microservicedeploy") >= before+2 && reconcileCount(t, "microservicedeploy-quota") > beforeQuota,
 			"no passes after the restart"
 	})
@@ -781,14 +780,14 @@ func TestMicroServiceDeployRestartRewritesNeitherQuotaNorPriorityClass(t *testin
 	m := newMSD(t, ns, "ms-no-resources", func(m *customv1.MicroServiceDeploy) {
 		m.Spec.ResourceRequirements, m.Spec.Autoscaling = customv1.ResourceRequirements{}, false
 	})
-	create(t, m)
+	testenv.Create(t, k8s, m)
 	waitForCondition(t, m, conditions.QuotaReady, metav1.ConditionTrue, conditions.ReasonQuotaApplied)
 	op.Mutations.WaitQuiet(t, ns, time.Second, 20*time.Second)
 
 	op.Stop()
 	before := reconcileCount(t, "microservicedeploy-quota")
 	op2 := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		return reconcileCount(t, "microservicedeploy-quota") > before, "no quota pass after the restart"
 	})
 	time.Sleep(time.Second)

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/myweb"
 	"github.com/app-operator/app-operator/internal/status"
@@ -22,18 +23,18 @@ import (
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;delete
 
 // myWebKind reconciles MyWeb: a Service, a ConfigMap and a Deployment.
-func myWebKind(opts Options) kind[*operatorv1.MyWeb] {
+func myWebKind(opts Options) engine.Kind[*operatorv1.MyWeb] {
 	gvk := operatorv1.GroupVersion.WithKind("MyWeb")
-	return kind[*operatorv1.MyWeb]{
-		name:      "myweb",
-		gvk:       gvk,
-		newObject: func() *operatorv1.MyWeb { return &operatorv1.MyWeb{} },
-		owns:      []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &appsv1.Deployment{}},
-		build: func(o *operatorv1.MyWeb, _ observed) ([]runtime.ApplyConfiguration, error) {
+	return engine.Kind[*operatorv1.MyWeb]{
+		Name: "myweb",
+		GVK:  gvk,
+		New:  func() *operatorv1.MyWeb { return &operatorv1.MyWeb{} },
+		Owns: []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &appsv1.Deployment{}},
+		Build: func(o *operatorv1.MyWeb, _ engine.Observed) ([]runtime.ApplyConfiguration, error) {
 			return myweb.Build(resources.OwnerOf(o, gvk), &o.Spec, opts.Defaults).Objects(), nil
 		},
-		setStatus: func(o *operatorv1.MyWeb, pass report, now metav1.Time) {
-			children, failure := pass.children, pass.failure
+		SetStatus: func(o *operatorv1.MyWeb, pass engine.Report, now metav1.Time) {
+			children, failure := pass.Children, pass.Failure
 			status.MyWeb(&o.Status, o.Generation, o.Spec.NodePortNumber,
 				children.Deployment(o.Name), children.Service(o.Name), failure, now)
 		},

@@ -38,7 +38,7 @@ func myWebChildren(ns, name string) (*corev1.Service, *corev1.ConfigMap, *appsv1
 // waitCompleted waits until status.completed is want for the current generation.
 func waitCompleted(t *testing.T, web *operatorv1.MyWeb, want bool) {
 	t.Helper()
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, web)
 		ready := conditionOf(web, conditions.Ready)
 		return web.Status.Completed == want && ready != nil && ready.ObservedGeneration == web.Generation,
@@ -61,7 +61,7 @@ func TestMyWebSampleServesThePage(t *testing.T) {
 	testenv.LoadSample(t, "operator_v1_myweb.yaml", web, ns)
 	// Only the node port differs from the sample (node ports are cluster-wide).
 	web.Spec.NodePortNumber = nextNodePort()
-	create(t, web)
+	testenv.Create(t, k8s, web)
 	svc, cm, dep := myWebChildren(ns, "myweb")
 	waitForObject(t, svc)
 	waitForObject(t, cm)
@@ -118,7 +118,7 @@ func TestMyWebSampleServesThePage(t *testing.T) {
 func TestMyWebSpecChangesReachChildren(t *testing.T) {
 	ns, _ := startOperator(t)
 	web := newMyWeb(t, ns)
-	create(t, web)
+	testenv.Create(t, k8s, web)
 	svc, cm, dep := myWebChildren(ns, "myweb")
 	waitForObject(t, dep)
 	markAvailable(t, ns, "myweb")
@@ -131,12 +131,12 @@ func TestMyWebSpecChangesReachChildren(t *testing.T) {
 	get(t, dep)
 	oldHash, oldGen := dep.Spec.Template.Annotations[myweb.PageHashAnnotation], dep.Generation
 	newPage := "<html><body><h1>Second edition</h1></body></html>\n"
-	update(t, web, func(w *operatorv1.MyWeb) { w.Spec.PageContentHtml = newPage })
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Update(t, k8s, web, func(w *operatorv1.MyWeb) { w.Spec.PageContentHtml = newPage })
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, cm)
 		return cm.Data["index.html"] == newPage, fmt.Sprintf("index.html = %q", cm.Data["index.html"])
 	})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		hash := dep.Spec.Template.Annotations[myweb.PageHashAnnotation]
 		return hash == myweb.PageHash(newPage) && hash != oldHash && dep.Generation > oldGen,
@@ -151,8 +151,8 @@ func TestMyWebSpecChangesReachChildren(t *testing.T) {
 	get(t, dep)
 	depGen := dep.Generation
 	newPort := nextNodePort()
-	update(t, web, func(w *operatorv1.MyWeb) { w.Spec.NodePortNumber = newPort })
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Update(t, k8s, web, func(w *operatorv1.MyWeb) { w.Spec.NodePortNumber = newPort })
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, svc)
 		return svc.Spec.Ports[0].NodePort == newPort, fmt.Sprintf("node port %d, want %d", svc.Spec.Ports[0].NodePort, newPort)
 	})
@@ -165,8 +165,8 @@ func TestMyWebSpecChangesReachChildren(t *testing.T) {
 	}
 
 	// A new image reaches the Deployment (the seed's controller never applied it).
-	update(t, web, func(w *operatorv1.MyWeb) { w.Spec.Image = "nginx:1.27" })
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Update(t, k8s, web, func(w *operatorv1.MyWeb) { w.Spec.Image = "nginx:1.27" })
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		return dep.Spec.Template.Spec.Containers[0].Image == "nginx:1.27", "image = " + dep.Spec.Template.Spec.Containers[0].Image
 	})
@@ -178,7 +178,7 @@ func TestMyWebSpecChangesReachChildren(t *testing.T) {
 func TestMyWebNodePortTakenByAnotherMyWeb(t *testing.T) {
 	ns, op := startOperator(t)
 	first := newMyWeb(t, ns)
-	create(t, first)
+	testenv.Create(t, k8s, first)
 	markAvailable(t, ns, "myweb")
 	waitCompleted(t, first, true)
 	svc, cm, dep := myWebChildren(ns, "myweb")
@@ -191,7 +191,7 @@ func TestMyWebNodePortTakenByAnotherMyWeb(t *testing.T) {
 	second.Name = "second"
 	second.Spec.NodePortNumber = first.Spec.NodePortNumber
 	second.Spec.PageContentHtml = "<h1>second</h1>"
-	create(t, second)
+	testenv.Create(t, k8s, second)
 	port := strconv.Itoa(int(first.Spec.NodePortNumber))
 	cond := waitForCondition(t, second, conditions.Ready, metav1.ConditionFalse, conditions.ReasonNodePortAllocated)
 	if !strings.Contains(cond.Message, port) || !strings.Contains(cond.Message, "already allocated") {
@@ -230,7 +230,7 @@ func TestMyWebNodePortTakenByAnotherMyWeb(t *testing.T) {
 func TestMyWebNodePortTakenKeepsChildren(t *testing.T) {
 	ns, _ := startOperator(t)
 	web := newMyWeb(t, ns)
-	create(t, web)
+	testenv.Create(t, k8s, web)
 	markAvailable(t, ns, "myweb")
 	waitCompleted(t, web, true)
 	svc, cm, dep := myWebChildren(ns, "myweb")
@@ -242,8 +242,8 @@ func TestMyWebNodePortTakenKeepsChildren(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder"},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80, NodePort: taken}}},
 	}
-	create(t, holder)
-	update(t, web, func(w *operatorv1.MyWeb) {
+	testenv.Create(t, k8s, holder)
+	testenv.Update(t, k8s, web, func(w *operatorv1.MyWeb) {
 		w.Spec.NodePortNumber = taken
 		w.Spec.PageContentHtml = "<h1>new</h1>"
 		w.Spec.Image = "nginx:1.27"
@@ -270,7 +270,7 @@ func TestMyWebNodePortOutsideTheClusterRange(t *testing.T) {
 	ns, _ := startOperator(t)
 	web := newMyWeb(t, ns)
 	web.Spec.NodePortNumber = 80
-	create(t, web)
+	testenv.Create(t, k8s, web)
 	cond := waitForCondition(t, web, conditions.Ready, metav1.ConditionFalse, conditions.ReasonApplyRejected)
 	// The server's own words, which give the range.
 	if !strings.Contains(cond.Message, "80") || !strings.Contains(cond.Message, "30000-32767") {
@@ -285,7 +285,7 @@ func TestMyWebNodePortOutsideTheClusterRange(t *testing.T) {
 	}
 
 	// Fixing the spec recovers.
-	update(t, web, func(w *operatorv1.MyWeb) { w.Spec.NodePortNumber = nextNodePort() })
+	testenv.Update(t, k8s, web, func(w *operatorv1.MyWeb) { w.Spec.NodePortNumber = nextNodePort() })
 	waitForObject(t, dep)
 	markAvailable(t, ns, "myweb")
 	waitCompleted(t, web, true)
@@ -294,17 +294,17 @@ func TestMyWebNodePortOutsideTheClusterRange(t *testing.T) {
 func TestMyWebRepairsDrift(t *testing.T) {
 	ns, _ := startOperator(t)
 	web := newMyWeb(t, ns)
-	create(t, web)
+	testenv.Create(t, k8s, web)
 	svc, cm, dep := myWebChildren(ns, "myweb")
 	waitForObject(t, cm)
 	waitForObject(t, dep)
 
 	// Someone edits the page in the ConfigMap and annotates it.
-	update(t, cm, func(c *corev1.ConfigMap) {
+	testenv.Update(t, k8s, cm, func(c *corev1.ConfigMap) {
 		c.Data["index.html"] = "<h1>defaced</h1>"
 		c.Annotations = map[string]string{"example.com/owner-team": "web"}
 	})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, cm)
 		return cm.Data["index.html"] == web.Spec.PageContentHtml, "page not restored: " + cm.Data["index.html"]
 	})
@@ -313,11 +313,11 @@ func TestMyWebRepairsDrift(t *testing.T) {
 	}
 
 	// Someone points the Deployment at another image and unmounts the page.
-	update(t, dep, func(d *appsv1.Deployment) {
+	testenv.Update(t, k8s, dep, func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Image = "busybox"
 		d.Spec.Template.Spec.Containers[0].VolumeMounts = nil
 	})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		c := dep.Spec.Template.Spec.Containers[0]
 		return c.Image == "nginx" && len(c.VolumeMounts) == 1 && c.VolumeMounts[0].MountPath == myweb.HTMLDir,
@@ -332,7 +332,7 @@ func TestMyWebRepairsDrift(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		s, c, _ := myWebChildren(ns, "myweb")
 		if k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s) != nil || k8s.Get(context.Background(), client.ObjectKeyFromObject(c), c) != nil {
 			return false, "children not recreated"
@@ -348,11 +348,11 @@ func TestMyWebRefusesToAdoptForeignConfigMap(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "myweb"},
 		Data:       map[string]string{"index.html": "<h1>someone else's page</h1>"},
 	}
-	create(t, foreign)
+	testenv.Create(t, k8s, foreign)
 	rv := foreign.ResourceVersion
 
 	web := newMyWeb(t, ns)
-	create(t, web)
+	testenv.Create(t, k8s, web)
 	cond := waitForCondition(t, web, conditions.Ready, metav1.ConditionFalse, conditions.ReasonChildConflict)
 	if !strings.Contains(cond.Message, "ConfigMap myweb") {
 		t.Errorf("the condition does not name the ConfigMap: %q", cond.Message)
@@ -378,24 +378,24 @@ func TestMyWebRefusesToAdoptForeignConfigMap(t *testing.T) {
 func TestMyWebSteadyStateMakesNoWrites(t *testing.T) {
 	ns, op := startOperator(t)
 	web := newMyWeb(t, ns)
-	create(t, web)
+	testenv.Create(t, k8s, web)
 	markAvailable(t, ns, "myweb")
 	waitCompleted(t, web, true)
 
 	// Changes to watched children wake the operator up: nothing to do.
 	svc, cm, _ := myWebChildren(ns, "myweb")
 	expectNoMutations(t, op, ns, "myweb", func() {
-		update(t, svc, func(s *corev1.Service) { s.Annotations = map[string]string{"example.com/touched": "1"} })
+		testenv.Update(t, k8s, svc, func(s *corev1.Service) { s.Annotations = map[string]string{"example.com/touched": "1"} })
 	})
 	expectNoMutations(t, op, ns, "myweb", func() {
-		update(t, cm, func(c *corev1.ConfigMap) { c.Annotations = map[string]string{"example.com/touched": "1"} })
+		testenv.Update(t, k8s, cm, func(c *corev1.ConfigMap) { c.Annotations = map[string]string{"example.com/touched": "1"} })
 	})
 
 	// A restart passes over the MyWeb again: nothing to do either.
 	op.Stop()
 	before := reconcileCount(t, "myweb")
 	op2 := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		return reconcileCount(t, "myweb") > before, "no pass after the restart"
 	})
 	time.Sleep(time.Second)
@@ -411,7 +411,7 @@ func TestMyWebLargestPageFitsInAConfigMap(t *testing.T) {
 	web := newMyWeb(t, ns)
 	// 333333 three-byte characters: 999999 bytes.
 	web.Spec.PageContentHtml = strings.Repeat("預", operatorv1.MaxPageBytes/3)
-	create(t, web)
+	testenv.Create(t, k8s, web)
 	_, cm, dep := myWebChildren(ns, "myweb")
 	waitForObject(t, dep)
 	get(t, cm)

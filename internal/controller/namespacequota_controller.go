@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 )
 
@@ -42,12 +43,12 @@ type namespaceQuotaReconciler struct {
 	fieldOwner string
 }
 
-func setupNamespaceQuota(mgr ctrl.Manager, env *engine) error {
+func setupNamespaceQuota(mgr ctrl.Manager, env *engine.Env) error {
 	r := &namespaceQuotaReconciler{
 		client:     mgr.GetClient(),
 		apiReader:  mgr.GetAPIReader(),
-		types:      env.types,
-		fieldOwner: FieldOwner(namespaceQuotaName),
+		types:      env.Types,
+		fieldOwner: engine.FieldOwner(namespaceQuotaName),
 	}
 	toQuota := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: microservicedeploy.QuotaName}}}
@@ -96,7 +97,7 @@ func (r *namespaceQuotaReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("read ResourceQuota %s: %w", req.Name, err)
 	}
-	if live != nil && !appliedBy(live, r.fieldOwner) {
+	if live != nil && !engine.AppliedBy(live, r.fieldOwner) {
 		// Someone else's: never changed. The instances report it, and its
 		// deletion wakes this controller up.
 		log.V(1).Info("Leaving alone a ResourceQuota the operator did not create", "resourcequota", klog.KObj(live))
@@ -122,7 +123,7 @@ func (r *namespaceQuotaReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if live != nil {
 		used = live.Status.Used
 	}
-	desired, err := newDesiredChild(microservicedeploy.Quota(req.Namespace, specs, used))
+	desired, err := engine.NewDesired(microservicedeploy.Quota(req.Namespace, specs, used))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -155,28 +156,28 @@ func (r *namespaceQuotaReconciler) read(ctx context.Context, key client.ObjectKe
 // ensurePriorityClass applies the instances' PriorityClass unless it is
 // already as wanted: their pods cannot be created without it.
 func (r *namespaceQuotaReconciler) ensurePriorityClass(ctx context.Context) error {
-	desired, err := newDesiredChild(microservicedeploy.PriorityClass())
+	desired, err := engine.NewDesired(microservicedeploy.PriorityClass())
 	if err != nil {
 		return err
 	}
 	live := &schedulingv1.PriorityClass{}
-	err = r.client.Get(ctx, client.ObjectKey{Name: desired.name}, live)
+	err = r.client.Get(ctx, client.ObjectKey{Name: desired.Name()}, live)
 	if apierrors.IsNotFound(err) {
-		err = r.apiReader.Get(ctx, client.ObjectKey{Name: desired.name}, live)
+		err = r.apiReader.Get(ctx, client.ObjectKey{Name: desired.Name()}, live)
 	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return r.apply(ctx, nil, desired)
 	case err != nil:
-		return fmt.Errorf("read PriorityClass %s: %w", desired.name, err)
+		return fmt.Errorf("read PriorityClass %s: %w", desired.Name(), err)
 	}
 	return r.apply(ctx, live, desired)
 }
 
 // apply applies desired unless live (nil when missing) already holds it.
-func (r *namespaceQuotaReconciler) apply(ctx context.Context, live client.Object, desired desiredChild) error {
+func (r *namespaceQuotaReconciler) apply(ctx context.Context, live client.Object, desired engine.Desired) error {
 	if live != nil {
-		same, err := upToDate(r.types, live, desired, r.fieldOwner)
+		same, err := engine.UpToDate(r.types, live, desired, r.fieldOwner)
 		if err != nil {
 			return fmt.Errorf("compare %s: %w", desired, err)
 		}
@@ -184,9 +185,9 @@ func (r *namespaceQuotaReconciler) apply(ctx context.Context, live client.Object
 			return nil
 		}
 	}
-	if _, err := applyChild(ctx, r.client, desired, r.fieldOwner); err != nil {
+	if _, err := engine.Apply(ctx, r.client, desired, r.fieldOwner); err != nil {
 		return fmt.Errorf("apply %s: %w", desired, err)
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Applied "+desired.gvk.Kind, "name", desired.name)
+	ctrl.LoggerFrom(ctx).V(1).Info("Applied "+desired.Kind(), "name", desired.Name())
 	return nil
 }

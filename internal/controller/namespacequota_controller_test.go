@@ -91,7 +91,7 @@ func TestMicroServiceDeployQuotaWritesWakeOnlyTheInstancesTheyConcern(t *testing
 	// changes the quota, and each quota write could wake every instance.
 	for i := range n {
 		m := newMSD(t, ns, fmt.Sprintf("ms-%02d", i), nil)
-		create(t, m)
+		testenv.Create(t, k8s, m)
 		waitForCondition(t, m, conditions.QuotaReady, metav1.ConditionTrue, conditions.ReasonQuotaApplied)
 	}
 	time.Sleep(time.Second) // let queued passes finish
@@ -119,13 +119,13 @@ func (c blindCache) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 
 func TestNamespaceQuotaNeverOverwritesAQuotaItsCacheHasNotSeen(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
-	create(t, newMSD(t, ns, "", nil))
+	testenv.Create(t, k8s, newMSD(t, ns, "", nil))
 	// Someone else's quota of the operator's name, just created.
 	foreign := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: microservicedeploy.QuotaName},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100")}},
 	}
-	create(t, foreign)
+	testenv.Create(t, k8s, foreign)
 	rv := foreign.ResourceVersion
 
 	r := controller.NewNamespaceQuotaReconciler(blindCache{k8s}, k8s)
@@ -142,7 +142,7 @@ func TestNamespaceQuotaNeverOverwritesAQuotaItsCacheHasNotSeen(t *testing.T) {
 func TestQuotaWakesInstancesNotYetReportingOnItBehindNewWork(t *testing.T) {
 	ns := testenv.NewNamespace(t, k8s)
 	for _, name := range []string{"reported", "covered", "first-a", "first-b"} {
-		create(t, newMSD(t, ns, name, nil))
+		testenv.Create(t, k8s, newMSD(t, ns, name, nil))
 	}
 	quotaReconciler := controller.NewNamespaceQuotaReconciler(k8s, k8s)
 	key := client.ObjectKey{Namespace: ns, Name: microservicedeploy.QuotaName}

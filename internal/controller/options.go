@@ -3,12 +3,13 @@ package controller
 import (
 	"time"
 
+	"github.com/app-operator/app-operator/internal/controller/etcd"
+	"github.com/app-operator/app-operator/internal/controller/redis"
+
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/utils/clock"
 
-	"github.com/app-operator/app-operator/internal/applyschema"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
@@ -21,11 +22,11 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Recheck is how often a resource blocked by something the operator
 	// does not watch (a child it does not control, an admission check that
-	// refused a child) looks again; DefaultRecheck when zero.
+	// refused a child) looks again; engine.DefaultRecheck when zero.
 	Recheck time.Duration
 	// Settle is how long a status write waits for a silent Deployment
-	// controller to observe a changed Deployment (see rolloutWait);
-	// DefaultSettle when zero.
+	// controller to observe a changed Deployment (see the engine's rolloutWait);
+	// engine.DefaultSettle when zero.
 	Settle time.Duration
 	// MaxConcurrentReconciles is how many resources of one kind are
 	// reconciled at once (each kind has its own workers); 1 when zero.
@@ -45,39 +46,25 @@ type Options struct {
 	// etcdcluster.DefaultJoinTimeout when zero.
 	EtcdJoinTimeout time.Duration
 	// Metrics is where the gauges of the EtcdClusters and
-	// RedisEnterpriseClusters are registered (see clustermetrics.go);
+	// RedisEnterpriseClusters are registered (see internal/clustermetrics);
 	// controller-runtime's registry, which the manager's metrics endpoint
 	// serves, when nil.
 	Metrics prometheus.Registerer
 	// SnapshotImage is the image of the etcd snapshot tool (the
 	// operator's own image, which carries it), that EtcdBackup Jobs and
 	// the restore of an EtcdCluster's first member run;
-	// DefaultSnapshotImage when empty.
+	// backup.DefaultSnapshotImage when empty.
 	SnapshotImage string
 }
 
-// DefaultRedisFailoverAfter is the failover window of a Redis primary, as
-// Sentinel's usual down-after-milliseconds: long enough that a pause (a
-// slow disk, a long command, a busy node) is not taken for a failure.
-const DefaultRedisFailoverAfter = 30 * time.Second
-
-// DefaultRecheck is how often a resource blocked by something the operator
-// does not watch looks again: a child it does not control, or an admission
-// check (a webhook, a ValidatingAdmissionPolicy) that refused a child.
-const DefaultRecheck = time.Minute
+// DefaultRedisFailoverAfter is the failover window of a Redis primary (see
+// redis.DefaultFailoverAfter).
+const DefaultRedisFailoverAfter = redis.DefaultFailoverAfter
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
-	if o.Clock == nil {
-		o.Clock = clock.RealClock{}
-	}
-	if o.Recheck <= 0 {
-		o.Recheck = DefaultRecheck
-	}
-	if o.Settle <= 0 {
-		o.Settle = DefaultSettle
-	}
-	o.MaxConcurrentReconciles = max(o.MaxConcurrentReconciles, 1)
+	e := o.engine().WithDefaults()
+	o.Clock, o.Recheck, o.Settle, o.MaxConcurrentReconciles = e.Clock, e.Recheck, e.Settle, e.MaxConcurrentReconciles
 	if o.RedisFailoverAfter <= 0 {
 		o.RedisFailoverAfter = DefaultRedisFailoverAfter
 	}
@@ -87,14 +74,17 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// engine is what the controllers of every kind share: the options with
-// their defaults, and the converter of objects to typed field sets that
-// apply comparisons use (internal/applyschema).
-type engine struct {
-	opts  Options
-	types managedfields.TypeConverter
+// engine returns the options of the engine the controllers share.
+func (o Options) engine() engine.Options {
+	return engine.Options{Clock: o.Clock, Recheck: o.Recheck, Settle: o.Settle, MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 }
 
-func newEngine(scheme *runtime.Scheme, opts Options) *engine {
-	return &engine{opts: opts.withDefaults(), types: applyschema.TypeConverter(scheme)}
+// etcd returns the options of the etcd kinds' controllers.
+func (o Options) etcd() etcd.Options {
+	return etcd.Options{Clock: o.Clock, JoinTimeout: o.EtcdJoinTimeout, SnapshotImage: o.SnapshotImage, Metrics: o.Metrics}
+}
+
+// redis returns the options of the RedisEnterpriseCluster controller.
+func (o Options) redis() redis.Options {
+	return redis.Options{Clock: o.Clock, FailoverAfter: o.RedisFailoverAfter, SnapshotImage: o.SnapshotImage, Metrics: o.Metrics}
 }

@@ -60,7 +60,7 @@ func TestAppServicePlacementIsAppliedKeptAndRepaired(t *testing.T) {
 	ns, op := startOperator(t)
 	app := newAppService(t, ns)
 	app.Spec.Placement = *pinned.DeepCopy()
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	dep, svc := children(ns, "nginx-app")
 	waitForObject(t, dep)
 	if d := placedAsPinned(dep.Spec.Template.Spec, false); d != "" {
@@ -69,12 +69,12 @@ func TestAppServicePlacementIsAppliedKeptAndRepaired(t *testing.T) {
 	markAvailable(t, ns, "nginx-app")
 	waitForCondition(t, app, conditions.Ready, metav1.ConditionTrue, conditions.ReasonAvailable)
 	expectNoMutations(t, op, ns, "appservice", func() {
-		update(t, svc, func(s *corev1.Service) {
+		testenv.Update(t, k8s, svc, func(s *corev1.Service) {
 			s.Annotations = map[string]string{"example.com/touched": time.Now().String()}
 		})
 	})
 
-	update(t, dep, func(d *appsv1.Deployment) {
+	testenv.Update(t, k8s, dep, func(d *appsv1.Deployment) {
 		p := &d.Spec.Template.Spec
 		p.NodeSelector = map[string]string{"disktype": "hdd"}
 		p.Tolerations = p.Tolerations[:1]
@@ -84,7 +84,7 @@ func TestAppServicePlacementIsAppliedKeptAndRepaired(t *testing.T) {
 		// leaves every field it does not own. One removed comes back.
 		p.TopologySpreadConstraints = nil
 	})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		d := placedAsPinned(dep.Spec.Template.Spec, false)
 		return d == "", "placement drift not repaired: " + d
@@ -92,8 +92,8 @@ func TestAppServicePlacementIsAppliedKeptAndRepaired(t *testing.T) {
 
 	// Back to the default: the operator's own constraint is replaced, not
 	// kept beside the new one.
-	update(t, app, func(a *appv1.AppService) { a.Spec.Spread = nil })
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Update(t, k8s, app, func(a *appv1.AppService) { a.Spec.Spread = nil })
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, dep)
 		c := dep.Spec.Template.Spec.TopologySpreadConstraints
 		return len(c) == 1 && c[0].TopologyKey == corev1.LabelHostname && c[0].WhenUnsatisfiable == corev1.ScheduleAnyway,
@@ -106,7 +106,7 @@ func TestAppServicePlacementIsAppliedKeptAndRepaired(t *testing.T) {
 // anti-affinity, and comes back after a change by hand.
 func TestRedisEnterpriseClusterPlacementIsAppliedAndRepaired(t *testing.T) {
 	ns, _ := startOperator(t)
-	u := redisSampleObject(t, ns)
+	u := testenv.RedisSampleObject(t, ns)
 	p, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pinned.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
@@ -124,13 +124,13 @@ func TestRedisEnterpriseClusterPlacementIsAppliedAndRepaired(t *testing.T) {
 		t.Fatalf("StatefulSet not placed as pinned: %s", d)
 	}
 
-	update(t, sts, func(s *appsv1.StatefulSet) {
+	testenv.Update(t, k8s, sts, func(s *appsv1.StatefulSet) {
 		p := &s.Spec.Template.Spec
 		p.NodeSelector = nil
 		p.Tolerations = nil
 		p.Affinity = nil
 	})
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, sts)
 		d := placedAsPinned(sts.Spec.Template.Spec, true)
 		return d == "", "placement drift not repaired: " + d

@@ -15,6 +15,7 @@ import (
 	"github.com/app-operator/app-operator/api/conditions"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/appservice"
+	"github.com/app-operator/app-operator/test/testenv"
 )
 
 // What keeps an AppService's pods from running reaches its status as soon
@@ -36,7 +37,7 @@ func TestAppServiceReportsPodsThatCannotRun(t *testing.T) {
 			Containers:                   []corev1.Container{{Name: "web", Image: "registry.invalid/nginx:404"}},
 		},
 	}
-	create(t, pod)
+	testenv.Create(t, k8s, pod)
 	setWaiting := func(reason string, restarts int32) {
 		t.Helper()
 		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
@@ -100,7 +101,7 @@ func TestAppServiceReportsAContainerThatNeverBecomesReady(t *testing.T) {
 			Containers:                   []corev1.Container{{Name: "web", Image: "nginx", ReadinessProbe: probe}},
 		},
 	}
-	create(t, pod)
+	testenv.Create(t, k8s, pod)
 	// As the API server keeps it: to the second.
 	started := metav1.Now().Rfc3339Copy().Time
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{

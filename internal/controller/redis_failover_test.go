@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/redisnode"
-	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -46,7 +47,7 @@ func podIP(i int) string { return fmt.Sprintf("10.9.0.%d", i+1) }
 // of that name exists unless a test makes one).
 func nodeOf(namespace string, i int) string { return fmt.Sprintf("%s-node-%d", namespace, i) }
 
-func nodeAddr(i int) string { return redisnode.Addr(podIP(i), rec.Port) }
+func nodeAddr(i int) string { return redisnode.Addr(podIP(i), redisenterprisecluster.Port) }
 
 func newRedisFixture(t *testing.T, nodes map[int]*controller.FakeRedisNode) *redisFixture {
 	t.Helper()
@@ -58,22 +59,22 @@ func newRedisFixture(t *testing.T, nodes map[int]*controller.FakeRedisNode) *red
 	}
 	f.r = controller.NewRedisReconciler(k8s, f.redis, f.clock, failoverWindow)
 	f.obj = &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"}, Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3}}
-	create(t, f.obj)
+	testenv.Create(t, k8s, f.obj)
 	_ = f.pass()
 	// No controller makes the namespace's ServiceAccount here.
-	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
+	testenv.Create(t, k8s, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
 	for i := range 3 {
 		role := redisv1alpha1.RoleReplica
 		if i == 0 {
 			role = redisv1alpha1.RolePrimary
 		}
-		labels := rec.Selector("r")
-		labels[rec.RoleLabel] = role
+		labels := redisenterprisecluster.Selector("r")
+		labels[redisenterprisecluster.RoleLabel] = role
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rec.PodName("r", i), Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: redisenterprisecluster.PodName("r", i), Labels: labels},
 			Spec:       corev1.PodSpec{NodeName: nodeOf(ns, i), Containers: []corev1.Container{{Name: "redis", Image: "redis"}}},
 		}
-		create(t, pod)
+		testenv.Create(t, k8s, pod)
 		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: podIP(i), PodIPs: []corev1.PodIP{{IP: podIP(i)}},
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 		if err := k8s.Status().Update(ctx, pod); err != nil {
@@ -111,14 +112,14 @@ func (f *redisFixture) readyReason() string {
 }
 
 func (f *redisFixture) roleLabel(i int) string {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: rec.PodName("r", i)}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: redisenterprisecluster.PodName("r", i)}}
 	get(f.t, pod)
-	return pod.Labels[rec.RoleLabel]
+	return pod.Labels[redisenterprisecluster.RoleLabel]
 }
 
 func (f *redisFixture) setPodReady(i int, ready corev1.ConditionStatus) {
 	f.t.Helper()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: rec.PodName("r", i)}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: redisenterprisecluster.PodName("r", i)}}
 	get(f.t, pod)
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
 	if err := k8s.Status().Update(context.Background(), pod); err != nil {
@@ -154,6 +155,28 @@ func TestRedisFailoverFromAPrimaryThatRestartedIsAtOnceAndRepointsEveryNode(t *t
 	}
 	if f.roleLabel(0) != redisv1alpha1.RoleReplica || f.roleLabel(2) != redisv1alpha1.RolePrimary {
 		t.Errorf("role labels r-0 %s, r-2 %s; want replica and primary", f.roleLabel(0), f.roleLabel(2))
+	}
+}
+
+// The operator stops inside a failover, after the step's claim named the
+// node to promote and before the node was promoted (the pass's context
+// cancelled, as a rollout's SIGTERM does): the claim is taken back all the
+// same, so that the status never names a primary the step did not make.
+func TestRedisAStepCancelledMidwayTakesItsClaimBack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	target := replicaOf(r0Host, 95, false)
+	target.OnPromote = cancel
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+		0: replicaOf("127.0.0.1", 0, false), 1: replicaOf(r0Host, 90, false), 2: target,
+	})
+	_, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.obj)})
+	if err == nil {
+		t.Fatal("the pass whose promotion failed returned no error")
+	}
+	get(t, f.obj)
+	if f.obj.Status.Primary != "r-0" {
+		t.Errorf("status.primary %q after the cancelled failover, want r-0 taken back (r-2 was never promoted)", f.obj.Status.Primary)
 	}
 }
 
@@ -379,39 +402,114 @@ func TestRedisAReplicaThePrimaryHasNotHeardFromIsBehind(t *testing.T) {
 	}
 }
 
+// listed is what a primary says of its replicas r-1 and r-2: both
+// acknowledged its stream lately, and announced the Redis port.
+func listed() redisnode.Info {
+	return redisnode.Info{ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 0},
+		ReplicaPorts: map[string]int{podIP(1): redisenterprisecluster.Port, podIP(2): redisenterprisecluster.Port}}
+}
+
+// primaryOf is a primary at offset whose replicas are listed.
+func primaryOf(offset int64) *controller.FakeRedisNode {
+	info := listed()
+	info.Primary, info.Offset = true, offset
+	return &controller.FakeRedisNode{Info: info}
+}
+
 // A rolling update replaces the primary's pod last, after a handover in
-// one pass: writes pause on the old primary, the current replica furthest
-// along is promoted, the old primary follows it, the other replica is
-// pointed at it, and the role labels move.
+// one pass: the old primary fails over (FAILOVER TO) to the current
+// replica furthest along, named as the old primary lists it (pod IP and
+// Redis port): it pauses writes until that replica has caught up, then
+// follows it, and the replica takes over. The other replica is pointed at
+// the new primary, and the role labels move. The old primary follows the
+// new one by its IP, which the next pass recognises: it is a replica in
+// sync, not one astray to be pointed again, and its pod, on the old
+// template, is the next to go.
 func TestRedisRollingUpdateHandsThePrimaryOverBeforeItsPodGoes(t *testing.T) {
-	primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 100,
-		ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 0}}}
+	primary := primaryOf(100)
 	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true)})
 	f.mustPass()
-	// No StatefulSet controller runs here: say it has taken the spec, and
-	// that r-0 alone still runs the old template.
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: "r"}}
-	get(t, sts)
-	sts.Status.ObservedGeneration, sts.Status.UpdateRevision = sts.Generation, "new"
-	if err := k8s.Status().Update(context.Background(), sts); err != nil {
-		t.Fatal(err)
-	}
-	for i, revision := range []string{"old", "new", "new"} {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: rec.PodName("r", i)}}
-		get(t, pod)
-		pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
-		if err := k8s.Update(context.Background(), pod); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.rollAllButThePrimary()
 	f.mustPass()
-	want := []string{"pause " + nodeAddr(0), "promote " + nodeAddr(1), "follow " + nodeAddr(0) + " r-1.r-nodes",
-		"unpause " + nodeAddr(0), "follow " + nodeAddr(2) + " r-1.r-nodes"}
+	want := []string{"failover " + nodeAddr(0) + " " + nodeAddr(1), "follow " + nodeAddr(2) + " r-1.r-nodes"}
 	if !slices.Equal(f.redis.Calls, want) {
 		t.Errorf("calls %v, want %v", f.redis.Calls, want)
 	}
 	if f.obj.Status.Primary != "r-1" || f.roleLabel(0) != redisv1alpha1.RoleReplica || f.roleLabel(1) != redisv1alpha1.RolePrimary {
 		t.Errorf("primary %s, labels r-0 %s, r-1 %s; want r-1, replica, primary", f.obj.Status.Primary, f.roleLabel(0), f.roleLabel(1))
+	}
+	if got := f.redis.Nodes[nodeAddr(0)].Info; got.Primary || got.PrimaryHost != podIP(1) {
+		t.Fatalf("r-0 after the handover: primary %v, following %q; want a replica of %s", got.Primary, got.PrimaryHost, podIP(1))
+	}
+
+	// The new primary hears from both replicas.
+	f.redis.Nodes[nodeAddr(1)].Info.ReplicaLag = map[string]time.Duration{podIP(0): 0, podIP(2): 0}
+	f.mustPass()
+	if got := f.redis.CallsMatching("follow " + nodeAddr(0)); len(got) > 0 {
+		t.Errorf("r-0, following r-1 by its IP, was pointed at it again: %v", got)
+	}
+	for _, n := range f.obj.Status.Nodes {
+		if n.Name == "r-0" && (n.Role != redisv1alpha1.RoleReplica || !n.Healthy) {
+			t.Errorf("r-0 in status.nodes: %+v, want a healthy replica of r-1", n)
+		}
+	}
+	if !f.podGoing(0) {
+		t.Errorf("r-0's pod, on the old template, not deleted after the handover (calls %v)", f.redis.Calls)
+	}
+}
+
+// rollAllButThePrimary says, as no StatefulSet controller runs here, that
+// the StatefulSet's controller has taken its spec, and that r-0 alone
+// still runs the old template.
+func (f *redisFixture) rollAllButThePrimary() {
+	f.t.Helper()
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: "r"}}
+	get(f.t, sts)
+	sts.Status.ObservedGeneration, sts.Status.UpdateRevision = sts.Generation, "new"
+	if err := k8s.Status().Update(context.Background(), sts); err != nil {
+		f.t.Fatal(err)
+	}
+	for i, revision := range []string{"old", "new", "new"} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: redisenterprisecluster.PodName("r", i)}}
+		get(f.t, pod)
+		pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
+		if err := k8s.Update(context.Background(), pod); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// podGoing reports whether pod i was deleted: it is gone, or terminating.
+func (f *redisFixture) podGoing(i int) bool {
+	f.t.Helper()
+	pod := &corev1.Pod{}
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: f.obj.Namespace, Name: redisenterprisecluster.PodName("r", i)}, pod)
+	if client.IgnoreNotFound(err) != nil {
+		f.t.Fatal(err)
+	}
+	return err != nil || !pod.DeletionTimestamp.IsZero()
+}
+
+// serveTLS makes the pods of the nodes given again, as from a template
+// with spec.tls: they mount the certificate (the volume "tls"), and so
+// serve TLS alone.
+func (f *redisFixture) serveTLS(nodes ...int) {
+	f.t.Helper()
+	ctx := context.Background()
+	for _, i := range nodes {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: redisenterprisecluster.PodName("r", i)}}
+		get(f.t, pod)
+		if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+			f.t.Fatal(err)
+		}
+		again := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels},
+			Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: []corev1.Container{{Name: "redis", Image: "redis"}},
+				Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "r-tls"}}}}}}
+		testenv.Create(f.t, k8s, again)
+		again.Status = pod.Status
+		if err := k8s.Status().Update(ctx, again); err != nil {
+			f.t.Fatal(err)
+		}
 	}
 }
 
@@ -423,7 +521,7 @@ func (f *redisFixture) nodes() (cordon func(i int)) {
 	nodes := make([]*corev1.Node, 3)
 	for i := range nodes {
 		nodes[i] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeOf(f.obj.Namespace, i)}}
-		create(f.t, nodes[i])
+		testenv.Create(f.t, k8s, nodes[i])
 		f.t.Cleanup(func() { _ = k8s.Delete(ctx, nodes[i]) })
 	}
 	return func(i int) {
@@ -453,8 +551,7 @@ func (f *redisFixture) settle() {
 // replica, which lets its disruption budget give it up; a replica's node
 // cordoned moves nothing.
 func TestRedisPrimaryOnACordonedNodeIsHandedOverToAReplicaOnANodeThatIsNot(t *testing.T) {
-	primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 100,
-		ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 0}}}
+	primary := primaryOf(100)
 	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true)})
 	cordon := f.nodes()
 	f.mustPass()
@@ -462,12 +559,11 @@ func TestRedisPrimaryOnACordonedNodeIsHandedOverToAReplicaOnANodeThatIsNot(t *te
 	cordon(1)
 	f.mustPass()
 	if len(f.redis.Calls) != 0 || f.obj.Status.Primary != "r-0" || f.obj.Status.State != redisv1alpha1.StateRunning {
-		t.Fatalf("a replica's node cordoned: calls %v, primary %s, state %s; want none, r-0, Running", f.redis.Calls, f.obj.Status.Primary, f.obj.Status.State)
+		t.Fatalf("a replica's node stateful.Cordoned: calls %v, primary %s, state %s; want none, r-0, Running", f.redis.Calls, f.obj.Status.Primary, f.obj.Status.State)
 	}
 	cordon(0)
 	f.mustPass()
-	want := []string{"pause " + nodeAddr(0), "promote " + nodeAddr(2), "follow " + nodeAddr(0) + " r-2.r-nodes",
-		"unpause " + nodeAddr(0), "follow " + nodeAddr(1) + " r-2.r-nodes"}
+	want := []string{"failover " + nodeAddr(0) + " " + nodeAddr(2), "follow " + nodeAddr(1) + " r-2.r-nodes"}
 	if !slices.Equal(f.redis.Calls, want) {
 		t.Errorf("calls %v, want %v", f.redis.Calls, want)
 	}
@@ -477,16 +573,15 @@ func TestRedisPrimaryOnACordonedNodeIsHandedOverToAReplicaOnANodeThatIsNot(t *te
 }
 
 // A drain evicts the replica beside the primary on the cordoned node while
-// the primary is handed over: the new primary is promoted and the old one
-// follows it, but the evicted replica, stopping, refuses to be pointed at
-// it. The status keeps the new primary (the step's error is reported), and
+// the primary is handed over: the old primary fails over to the new one,
+// which it then follows, but the evicted replica, stopping, refuses to be
+// pointed at it. The status keeps the new primary (the step's error is reported), and
 // once the evicted replica's pod is gone, the next pass finds the new
 // primary healthy and fails nothing over: no wait for the replica that
 // cannot come back, with the old primary recorded as one that says it is a
 // replica.
 func TestRedisHandoverKeepsTheNewPrimaryRecordedWhenAReplicaEvictedMeanwhileCannotBeRepointed(t *testing.T) {
-	primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 100,
-		ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 0}}}
+	primary := primaryOf(100)
 	evicted := replicaOf(r0Host, 100, true)
 	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: evicted, 2: replicaOf(r0Host, 100, true)})
 	cordon := f.nodes()
@@ -498,28 +593,123 @@ func TestRedisHandoverKeepsTheNewPrimaryRecordedWhenAReplicaEvictedMeanwhileCann
 	if err := f.pass(); err == nil {
 		t.Fatal("the pass succeeded, though the evicted replica refused to follow the new primary")
 	}
-	if got := f.redis.CallsMatching("promote"); !slices.Equal(got, []string{"promote " + nodeAddr(2)}) {
-		t.Fatalf("calls %v, want r-2 promoted", f.redis.Calls)
+	if got := f.redis.CallsMatching("failover"); !slices.Equal(got, []string{"failover " + nodeAddr(0) + " " + nodeAddr(2)}) {
+		t.Fatalf("calls %v, want r-0 failed over to r-2", f.redis.Calls)
 	}
 	if f.obj.Status.Primary != "r-2" || f.roleLabel(0) != redisv1alpha1.RoleReplica || f.roleLabel(2) != redisv1alpha1.RolePrimary {
-		t.Errorf("after the step's error: primary %s, labels r-0 %s, r-2 %s; want r-2 (promoted, r-0 following it), replica, primary",
+		t.Errorf("after the step's error: primary %s, labels r-0 %s, r-2 %s; want r-2 (the primary, r-0 following it), replica, primary",
 			f.obj.Status.Primary, f.roleLabel(0), f.roleLabel(2))
 	}
 
 	// The eviction ends: the replica's Redis is gone, and so is its pod
 	// (no StatefulSet controller runs here to make it again).
 	f.redis.Nodes[nodeAddr(1)].Silent = true
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: rec.PodName("r", 1)}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: redisenterprisecluster.PodName("r", 1)}}
 	if err := k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
 		f.mustPass()
 	}
-	if f.obj.Status.Primary != "r-2" || len(f.redis.CallsMatching("promote")) != 1 || f.readyReason() == redisv1alpha1.ReasonNodeSilent {
-		t.Errorf("with r-1 gone: primary %s, Ready reason %s, calls %v; want r-2 kept, no failover waiting for r-1, one promotion",
+	if f.obj.Status.Primary != "r-2" || len(f.redis.CallsMatching("failover")) != 1 || len(f.redis.CallsMatching("promote")) != 0 ||
+		f.readyReason() == redisv1alpha1.ReasonNodeSilent {
+		t.Errorf("with r-1 gone: primary %s, Ready reason %s, calls %v; want r-2 kept, no failover waiting for r-1, one handover and no promotion",
 			f.obj.Status.Primary, f.readyReason(), f.redis.Calls)
 	}
+}
+
+// A handover whose new primary does not catch up while the old primary's
+// writes are paused (FAILOVER's timeout, 5 s) does not happen: Redis
+// aborts the failover, and the old primary stays the primary and takes
+// writes again. The step fails, saying why; nothing is promoted after the
+// pause (a promotion then would discard the writes the old primary
+// acknowledged meanwhile, once it followed the new one). The next pass
+// decides again, and hands over once the replica keeps up.
+func TestRedisHandoverWhoseNewPrimaryDoesNotCatchUpInTimeKeepsTheOldPrimary(t *testing.T) {
+	late := replicaOf(r0Host, 100, true)
+	// It reaches the primary's offset only as the pause ends.
+	late.CatchesUpAfter = 5 * time.Second
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primaryOf(100), 1: late, 2: replicaOf(r0Host, 100, true)})
+	cordon := f.nodes()
+	f.mustPass()
+	f.settle()
+	cordon(0)
+	err := f.pass()
+	if err == nil || !strings.Contains(err.Error(), "did not catch up in time") {
+		t.Errorf("error %v, want the handover's, saying r-1 did not catch up in time", err)
+	}
+	if want := []string{"failover " + nodeAddr(0) + " " + nodeAddr(1)}; !slices.Equal(f.redis.Calls, want) {
+		t.Errorf("calls %v, want %v: no promotion, no node pointed elsewhere", f.redis.Calls, want)
+	}
+	if f.obj.Status.Primary != "r-0" || f.roleLabel(0) != redisv1alpha1.RolePrimary || f.roleLabel(1) != redisv1alpha1.RoleReplica {
+		t.Errorf("primary %s, labels r-0 %s, r-1 %s; want r-0 kept, primary, replica", f.obj.Status.Primary, f.roleLabel(0), f.roleLabel(1))
+	}
+	if !f.redis.Nodes[nodeAddr(0)].Info.Primary || f.redis.Nodes[nodeAddr(1)].Info.Primary {
+		t.Errorf("r-0 primary %v, r-1 primary %v; want r-0 alone", f.redis.Nodes[nodeAddr(0)].Info.Primary, f.redis.Nodes[nodeAddr(1)].Info.Primary)
+	}
+	if !slices.ContainsFunc(f.obj.Status.Conditions, func(c metav1.Condition) bool {
+		return strings.Contains(c.Message, "did not catch up in time")
+	}) {
+		t.Errorf("conditions %+v, want one saying the new primary did not catch up in time", f.obj.Status.Conditions)
+	}
+
+	late.CatchesUpAfter = 0
+	f.mustPass()
+	if f.obj.Status.Primary != "r-1" || len(f.redis.CallsMatching("failover")) != 2 {
+		t.Errorf("once r-1 keeps up: primary %s, calls %v; want r-1 after a second failover", f.obj.Status.Primary, f.redis.Calls)
+	}
+}
+
+// A cluster on its way to TLS hands its primary over last, to a replica
+// that serves TLS alone, from an old primary that does not: the old
+// primary lists it at port 0 (a node that serves TLS alone and reaches its
+// primary in plain text announces no plain port), fails over to it there,
+// and makes itself its replica once it has caught up, but can never reach
+// it to hand over: the operator promotes it. An old primary that serves
+// TLS is told to reach the new one with TLS before it fails over.
+func TestRedisHandoverToANodeThatServesTLS(t *testing.T) {
+	t.Run("from a primary that does not", func(t *testing.T) {
+		primary := primaryOf(100)
+		primary.Info.ReplicaPorts = map[string]int{podIP(1): 0, podIP(2): 0}
+		f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true)})
+		f.serveTLS(1, 2)
+		f.mustPass()
+		f.rollAllButThePrimary()
+		f.mustPass()
+		want := []string{"failover " + nodeAddr(0) + " " + redisnode.Addr(podIP(1), 0), "promote " + nodeAddr(1),
+			"replicationtls " + nodeAddr(2) + " yes", "follow " + nodeAddr(2) + " r-1.r-nodes"}
+		if !slices.Equal(f.redis.Calls, want) {
+			t.Errorf("calls %v, want %v", f.redis.Calls, want)
+		}
+		if f.obj.Status.Primary != "r-1" || f.roleLabel(0) != redisv1alpha1.RoleReplica || f.roleLabel(1) != redisv1alpha1.RolePrimary {
+			t.Errorf("primary %s, labels r-0 %s, r-1 %s; want r-1, replica, primary", f.obj.Status.Primary, f.roleLabel(0), f.roleLabel(1))
+		}
+		// The old primary, following r-1 by its IP but unable to reach it,
+		// is not pointed at it again: its pod is made again, with TLS.
+		f.redis.Nodes[nodeAddr(1)].Info.ReplicaLag = map[string]time.Duration{podIP(2): 0}
+		f.mustPass()
+		if got := f.redis.CallsMatching("follow " + nodeAddr(0)); len(got) > 0 || !f.podGoing(0) {
+			t.Errorf("calls %v, r-0's pod going %v; want r-0 left alone and its pod made again", f.redis.Calls, f.podGoing(0))
+		}
+	})
+	t.Run("from a primary that does", func(t *testing.T) {
+		// Promoted while it reached a primary in plain text, it still
+		// would.
+		primary := primaryOf(100)
+		f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true)})
+		f.serveTLS(0, 1, 2)
+		f.mustPass()
+		f.rollAllButThePrimary()
+		f.mustPass()
+		want := []string{"replicationtls " + nodeAddr(0) + " yes", "failover " + nodeAddr(0) + " " + nodeAddr(1),
+			"replicationtls " + nodeAddr(2) + " yes", "follow " + nodeAddr(2) + " r-1.r-nodes"}
+		if !slices.Equal(f.redis.Calls, want) {
+			t.Errorf("calls %v, want %v", f.redis.Calls, want)
+		}
+		if f.obj.Status.Primary != "r-1" || !f.redis.Nodes[nodeAddr(1)].Info.Primary {
+			t.Errorf("primary %s, r-1 a primary %v; want r-1", f.obj.Status.Primary, f.redis.Nodes[nodeAddr(1)].Info.Primary)
+		}
+	})
 }
 
 // statusRecorder records every RedisEnterpriseCluster status its client

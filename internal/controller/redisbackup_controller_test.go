@@ -17,6 +17,7 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/redisnode"
 	"github.com/app-operator/app-operator/internal/resources/redisbackup"
@@ -109,7 +110,7 @@ func TestRedisBackupRunsAJobPerIntervalAndRecordsWhatItStored(t *testing.T) {
 	}
 
 	taken := time.Now().UTC().Truncate(time.Second)
-	endBackupJob(t, &jobs[0], redisbackup.Result{Key: "s3://backups/prod/r_x_o4242.rdb", Node: "r-2", Role: "replica", Offset: 4242, TakenAt: taken})
+	endBackupJob(t, &jobs[0], backuprun.RedisResult{Report: backuprun.Report{Key: "s3://backups/prod/r_x_o4242.rdb", TakenAt: taken}, Node: "r-2", Role: "replica", Offset: 4242})
 	f.mustPass()
 	f.mustPass()
 	info := f.obj.Status.BackupInfo
@@ -132,7 +133,7 @@ func TestRedisBackupRunsAJobPerIntervalAndRecordsWhatItStored(t *testing.T) {
 	if len(jobs) != 2 {
 		t.Fatalf("%d jobs after the interval, want 2 (status %+v, backupInfo %+v)", len(jobs), f.obj.Status, f.obj.Status.BackupInfo)
 	}
-	endBackupJob(t, &jobs[1], redisbackup.Result{Reason: "AccessDenied", Error: "the credentials of Secret s3-creds were refused"})
+	endBackupJob(t, &jobs[1], backuprun.RedisResult{Report: backuprun.Report{Reason: "AccessDenied", Error: "the credentials of Secret s3-creds were refused"}})
 	f.mustPass()
 	f.mustPass()
 	info = f.obj.Status.BackupInfo
@@ -145,13 +146,13 @@ func TestRedisBackupRunsAJobPerIntervalAndRecordsWhatItStored(t *testing.T) {
 	}
 	var reasons []string
 	for _, e := range recorded(recorder) {
-		for _, r := range []string{controller.EventBackupStarted, controller.EventBackupSucceeded, controller.EventBackupFailed} {
+		for _, r := range []string{conditions.EventBackupStarted, conditions.EventBackupSucceeded, conditions.EventBackupFailed} {
 			if strings.Contains(e, " "+r+" ") {
 				reasons = append(reasons, r)
 			}
 		}
 	}
-	want := []string{controller.EventBackupStarted, controller.EventBackupSucceeded, controller.EventBackupStarted, controller.EventBackupFailed}
+	want := []string{conditions.EventBackupStarted, conditions.EventBackupSucceeded, conditions.EventBackupStarted, conditions.EventBackupFailed}
 	if !slices.Equal(reasons, want) {
 		t.Errorf("backup events %v, want %v (each end once)", reasons, want)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
-	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -27,21 +26,21 @@ import (
 // primary.
 func TestRedisEnterpriseClusterSampleCreatesChildren(t *testing.T) {
 	ns, _ := startOperator(t)
-	u := redisSampleObject(t, ns)
+	u := testenv.RedisSampleObject(t, ns)
 	if err := k8s.Create(context.Background(), u); err != nil {
 		t.Fatal(err)
 	}
 	const name = "redis-enterprise"
 	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: n} }
 	secret, sts := &corev1.Secret{ObjectMeta: meta(name)}, &appsv1.StatefulSet{ObjectMeta: meta(name)}
-	cm, pdb := &corev1.ConfigMap{ObjectMeta: meta(rec.ConfigMapName(name))}, &policyv1.PodDisruptionBudget{ObjectMeta: meta(name)}
-	primarySvc, uiSvc, nodesSvc := &corev1.Service{ObjectMeta: meta(name)}, &corev1.Service{ObjectMeta: meta(rec.UIServiceName(name))}, &corev1.Service{ObjectMeta: meta(rec.NodesServiceName(name))}
+	cm, pdb := &corev1.ConfigMap{ObjectMeta: meta(redisenterprisecluster.ConfigMapName(name))}, &policyv1.PodDisruptionBudget{ObjectMeta: meta(name)}
+	primarySvc, uiSvc, nodesSvc := &corev1.Service{ObjectMeta: meta(name)}, &corev1.Service{ObjectMeta: meta(redisenterprisecluster.UIServiceName(name))}, &corev1.Service{ObjectMeta: meta(redisenterprisecluster.NodesServiceName(name))}
 	for _, o := range []client.Object{secret, sts, cm, pdb, primarySvc, uiSvc, nodesSvc} {
 		waitForObject(t, o)
 	}
-	password := string(secret.Data[rec.SecretPassword])
-	if string(secret.Data[rec.SecretUsername]) != "admin@acme.com" || len(password) != 32 {
-		t.Errorf("Secret: username %q, password of %d characters", secret.Data[rec.SecretUsername], len(password))
+	password := string(secret.Data[redisenterprisecluster.SecretPassword])
+	if string(secret.Data[redisenterprisecluster.SecretUsername]) != "admin@acme.com" || len(password) != 32 {
+		t.Errorf("Secret: username %q, password of %d characters", secret.Data[redisenterprisecluster.SecretUsername], len(password))
 	}
 	c := sts.Spec.Template.Spec.Containers[0]
 	if c.Resources.Limits.Memory().String() != "4Gi" || c.Resources.Requests.Memory().String() != "4Gi" || c.Resources.Limits.Cpu().String() != "400m" {
@@ -56,12 +55,12 @@ func TestRedisEnterpriseClusterSampleCreatesChildren(t *testing.T) {
 	}
 	// No primary yet: every node boots following none, refusing writes.
 	for i := range 3 {
-		if role := cm.Data[rec.RoleFile(rec.PodName(name, i))]; !strings.Contains(role, "replicaof 127.0.0.1 1\n") {
+		if role := cm.Data[redisenterprisecluster.RoleFile(redisenterprisecluster.PodName(name, i))]; !strings.Contains(role, "replicaof 127.0.0.1 1\n") {
 			t.Errorf("role file of node %d: %q, want one that follows no primary", i, role)
 		}
 	}
-	if uiSvc.Spec.Type != corev1.ServiceTypeLoadBalancer || uiSvc.Spec.Selector[rec.RoleLabel] != redisv1alpha1.RolePrimary ||
-		primarySvc.Spec.Selector[rec.RoleLabel] != redisv1alpha1.RolePrimary || nodesSvc.Spec.ClusterIP != corev1.ClusterIPNone {
+	if uiSvc.Spec.Type != corev1.ServiceTypeLoadBalancer || uiSvc.Spec.Selector[redisenterprisecluster.RoleLabel] != redisv1alpha1.RolePrimary ||
+		primarySvc.Spec.Selector[redisenterprisecluster.RoleLabel] != redisv1alpha1.RolePrimary || nodesSvc.Spec.ClusterIP != corev1.ClusterIPNone {
 		t.Errorf("Services: ui %s %v, primary %v, nodes %s", uiSvc.Spec.Type, uiSvc.Spec.Selector, primarySvc.Spec.Selector, nodesSvc.Spec.ClusterIP)
 	}
 	r := &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: meta(name)}
@@ -81,8 +80,10 @@ func TestRedisEnterpriseClusterSampleCreatesChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForCondition(t, r, conditions.Ready, metav1.ConditionFalse, redisv1alpha1.ReasonBootstrapping)
-	waitForSecret(t, secret, func(s *corev1.Secret) bool { return string(s.Data[rec.SecretUsername]) == "ops@acme.com" })
-	if got := string(secret.Data[rec.SecretPassword]); got != password {
+	waitForSecret(t, secret, func(s *corev1.Secret) bool {
+		return string(s.Data[redisenterprisecluster.SecretUsername]) == "ops@acme.com"
+	})
+	if got := string(secret.Data[redisenterprisecluster.SecretPassword]); got != password {
 		t.Error("the password changed with the username")
 	}
 }
@@ -91,7 +92,7 @@ func TestRedisEnterpriseClusterSampleCreatesChildren(t *testing.T) {
 // and is refused at reconcile, naming both fields, with no child created.
 func TestRedisEnterpriseClusterRequestAboveLimitIsInvalidSpec(t *testing.T) {
 	ns, _ := startOperator(t)
-	u := redisSampleObject(t, ns)
+	u := testenv.RedisSampleObject(t, ns)
 	if err := unstructured.SetNestedField(u.Object, "8 Gi", "spec", "redisEnterpriseNodeResources", "requests", "memory"); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestRedisEnterpriseClusterRequestAboveLimitIsInvalidSpec(t *testing.T) {
 
 func waitForSecret(t *testing.T, s *corev1.Secret, ok func(*corev1.Secret) bool) {
 	t.Helper()
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s); err != nil {
 			return false, err.Error()
 		}

@@ -31,7 +31,7 @@ func TestRedisEnterpriseClusterWithTLSWaitsForItsSecretAndSaysWhyItCannotServe(t
 	ns := testenv.NewNamespace(t, k8s)
 	r := &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"},
 		Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, TLS: &redisv1alpha1.TLS{SecretName: "r-tls"}}}
-	create(t, r)
+	testenv.Create(t, k8s, r)
 	rec := controller.NewRedisReconciler(k8s, &controller.FakeRedis{Nodes: map[string]*controller.FakeRedisNode{}}, clock.RealClock{}, time.Minute)
 	pass := func(t *testing.T) ctrl.Result {
 		t.Helper()
@@ -45,8 +45,8 @@ func TestRedisEnterpriseClusterWithTLSWaitsForItsSecretAndSaysWhyItCannotServe(t
 	expect := func(t *testing.T, res ctrl.Result, message string) {
 		t.Helper()
 		c := meta.FindStatusCondition(r.Status.Conditions, conditions.Ready)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != controller.ReasonTLSSecretInvalid || !strings.Contains(c.Message, message) {
-			t.Fatalf("Ready %+v, want False, %s, naming %q", c, controller.ReasonTLSSecretInvalid, message)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != conditions.ReasonTLSSecretInvalid || !strings.Contains(c.Message, message) {
+			t.Fatalf("Ready %+v, want False, %s, naming %q", c, conditions.ReasonTLSSecretInvalid, message)
 		}
 		if res.RequeueAfter <= 0 {
 			t.Errorf("result %+v: a Secret the operator does not watch must be looked at again", res)
@@ -69,7 +69,7 @@ func TestRedisEnterpriseClusterWithTLSWaitsForItsSecretAndSaysWhyItCannotServe(t
 	data := pair.Data()
 	data["ca.crt"] = []byte("not a certificate")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r-tls"}, Data: data}
-	create(t, secret)
+	testenv.Create(t, k8s, secret)
 	expect(t, pass(t), "spec.tls.secretName: Secret r-tls: ca.crt")
 
 	secret.Data = pair.Data()
@@ -77,7 +77,7 @@ func TestRedisEnterpriseClusterWithTLSWaitsForItsSecretAndSaysWhyItCannotServe(t
 		t.Fatal(err)
 	}
 	pass(t)
-	if c := meta.FindStatusCondition(r.Status.Conditions, conditions.Ready); c != nil && c.Reason == controller.ReasonTLSSecretInvalid {
+	if c := meta.FindStatusCondition(r.Status.Conditions, conditions.Ready); c != nil && c.Reason == conditions.ReasonTLSSecretInvalid {
 		t.Fatalf("Ready %+v once the Secret serves", c)
 	}
 	sts := &appsv1.StatefulSet{}
@@ -112,27 +112,27 @@ func TestRedisEnterpriseClusterTLSAdmission(t *testing.T) {
 		t.Run("secret "+tt.secret, func(t *testing.T) {
 			r := sample("tls")
 			r.Spec.TLS = &redisv1alpha1.TLS{SecretName: tt.secret}
-			expectAdmission(t, k8s.Create(ctx, r, client.DryRunAll), tt.wantErr)
+			testenv.ExpectAdmission(t, k8s.Create(ctx, r, client.DryRunAll), tt.wantErr)
 		})
 	}
 	plain := sample("plain")
-	create(t, plain)
+	testenv.Create(t, k8s, plain)
 	t.Run("TLS turned on for a running cluster", func(t *testing.T) {
 		r := plain.DeepCopy()
 		r.Spec.TLS = &redisv1alpha1.TLS{SecretName: "r-tls"}
-		expectAdmission(t, k8s.Update(ctx, r, client.DryRunAll), "")
+		testenv.ExpectAdmission(t, k8s.Update(ctx, r, client.DryRunAll), "")
 	})
 	secure := sample("secure")
 	secure.Spec.TLS = &redisv1alpha1.TLS{SecretName: "r-tls"}
-	create(t, secure)
+	testenv.Create(t, k8s, secure)
 	t.Run("another Secret named", func(t *testing.T) {
 		r := secure.DeepCopy()
 		r.Spec.TLS.SecretName = "other"
-		expectAdmission(t, k8s.Update(ctx, r, client.DryRunAll), "spec.tls cannot change")
+		testenv.ExpectAdmission(t, k8s.Update(ctx, r, client.DryRunAll), "spec.tls cannot change")
 	})
 	t.Run("TLS turned off", func(t *testing.T) {
 		r := secure.DeepCopy()
 		r.Spec.TLS = nil
-		expectAdmission(t, k8s.Update(ctx, r, client.DryRunAll), "spec.tls cannot be removed")
+		testenv.ExpectAdmission(t, k8s.Update(ctx, r, client.DryRunAll), "spec.tls cannot be removed")
 	})
 }

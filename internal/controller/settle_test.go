@@ -51,15 +51,15 @@ func TestAppServiceStatusIsWrittenOnceItsDeploymentIsObserved(t *testing.T) {
 	// One field changed: the Deployment is applied once, and the status
 	// written once, when the Deployment controller has observed the change.
 	op.Mutations.Reset()
-	update(t, app, func(a *appv1.AppService) { a.Spec.Image = "nginx:1.28" })
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Update(t, k8s, app, func(a *appv1.AppService) { a.Spec.Image = "nginx:1.28" })
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(dep), dep); err != nil {
 			return false, err.Error()
 		}
 		return dep.Generation == 2, "the Deployment is not updated yet"
 	})
 	markAvailable(t, ns, app.Name)
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		get(t, app)
 		return app.Status.ObservedGeneration == app.Generation, "the status does not observe the change yet"
 	})
@@ -77,7 +77,7 @@ func TestAppServiceStatusIsWrittenOnceItsDeploymentIsObserved(t *testing.T) {
 func TestAppServiceStatusSaysSoWhenTheDeploymentControllerDoesNotAnswer(t *testing.T) {
 	ns, _ := startOperator(t)
 	app := newAppService(t, ns)
-	create(t, app)
+	testenv.Create(t, k8s, app)
 	dep, _ := children(ns, app.Name)
 	waitForObject(t, dep)
 	seen := time.Now()
@@ -97,9 +97,9 @@ func busyAndWaiting(t *testing.T, ns string) (waiting *appv1.AppService, busyDep
 	t.Helper()
 	busy := newAppService(t, ns)
 	busy.Name = "busy"
-	create(t, busy)
+	testenv.Create(t, k8s, busy)
 	waiting = newAppService(t, ns)
-	create(t, waiting)
+	testenv.Create(t, k8s, waiting)
 	busyDep, _ = children(ns, busy.Name)
 	waitingDep, _ = children(ns, waiting.Name)
 	waitForObject(t, busyDep)
@@ -211,7 +211,7 @@ func TestAppServiceStatusWaitsAsLongAsTheDeploymentControllerWorksThroughABacklo
 func settledPasses(t *testing.T, controllerName string) float64 {
 	t.Helper()
 	last, since := reconcileCount(t, controllerName), time.Now()
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		if n := reconcileCount(t, controllerName); n != last {
 			last, since = n, time.Now()
 		}

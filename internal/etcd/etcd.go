@@ -23,12 +23,22 @@ type Status struct {
 	// Leader is the ID of the leader the member knows; 0 when none.
 	Leader  uint64
 	Version string
-	// Alarms are the alarms raised in the cluster, as etcd names them
-	// (NOSPACE, CORRUPT).
-	Alarms []string
+	// Alarms are the alarms raised in the cluster.
+	Alarms []Alarm
 	// Errors are the other errors the member reports (no leader, say).
 	Errors []string
 }
+
+// Alarm is an alarm raised in the cluster.
+type Alarm struct {
+	// Name is the alarm as etcd names it (NOSPACE, CORRUPT).
+	Name string
+	// MemberID is the member it is raised for; 0 when etcd does not say.
+	MemberID uint64
+}
+
+// String is the alarm's name.
+func (a Alarm) String() string { return a.Name }
 
 // Member is one member of a member list.
 type Member struct {

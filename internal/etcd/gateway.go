@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -141,14 +142,18 @@ func (c *gateway) Status(ctx context.Context, endpoint string) (*Status, error) 
 }
 
 // alarmOf returns the alarm an error of a status answer reports: etcd
-// lists each raised alarm as "memberID:<id> alarm:<NAME> ".
-func alarmOf(e string) (string, bool) {
-	_, rest, ok := strings.Cut(e, "alarm:")
+// lists each raised alarm as "memberID:<id> alarm:<NAME> ", the ID in
+// decimal.
+func alarmOf(e string) (Alarm, bool) {
+	member, rest, ok := strings.Cut(e, "alarm:")
 	if !ok {
-		return "", false
+		return Alarm{}, false
 	}
-	name := strings.TrimSpace(rest)
-	return name, name != ""
+	a := Alarm{Name: strings.TrimSpace(rest)}
+	if _, id, ok := strings.Cut(member, "memberID:"); ok {
+		a.MemberID, _ = strconv.ParseUint(strings.TrimSpace(id), 10, 64)
+	}
+	return a, a.Name != ""
 }
 
 func (c *gateway) MemberList(ctx context.Context) (*MemberList, error) {

@@ -102,8 +102,8 @@ func TestGatewayAgainstRealEtcd(t *testing.T) {
 	if st, err = cli.Status(ctx, endpoint); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(st.Alarms, []string{"NOSPACE"}) || len(st.Errors) != 0 {
-		t.Errorf("status %+v: want the NOSPACE alarm and no other error", st)
+	if !slices.Equal(st.Alarms, []etcd.Alarm{{Name: "NOSPACE", MemberID: st.MemberID}}) || len(st.Errors) != 0 {
+		t.Errorf("status %+v: want the NOSPACE alarm of member %d and no other error", st, st.MemberID)
 	}
 }
 

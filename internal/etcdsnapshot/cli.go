@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 	"github.com/app-operator/app-operator/internal/tlssecret"
 )
@@ -75,7 +76,7 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if onlyPod != "" && os.Getenv("POD_NAME") != onlyPod {
-		return reporter(stdout, stderr, c).Report(Result{Skipped: true}, nil)
+		return reporter(stdout, stderr, c).Report(Result{Report: backuprun.Report{Skipped: true}}, nil)
 	}
 	opts.InitialAdvertisePeerURLs = snapshotstore.SplitList(peerURLs)
 	opts.S3 = c.S3

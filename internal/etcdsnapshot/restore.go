@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
 
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
@@ -57,7 +58,7 @@ func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 	}
 	dataDir := filepath.Clean(opts.DataDir)
 	if _, err := os.Stat(filepath.Join(dataDir, memberDir)); err == nil {
-		return Result{AlreadyRestored: true}, nil
+		return Result{Report: backuprun.Report{AlreadyRestored: true}}, nil
 	}
 
 	st, name, err := snapshotstore.Reach(ctx, opts.From, opts.S3)
@@ -120,7 +121,7 @@ func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 	}
 	snapshotstore.SyncDir(dataDir)
 	snapshotstore.SyncDir(filepath.Dir(dataDir))
-	return Result{Key: st.Display(chosen), Revision: revision, Size: size}, nil
+	return Result{Report: backuprun.Report{Key: st.Display(chosen), Size: size}, Revision: revision}, nil
 }
 
 // findBackup returns name itself when it is a stored backup, else the

@@ -7,7 +7,8 @@
 package etcdsnapshot
 
 import (
-	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
@@ -18,16 +19,16 @@ type Reason = snapshotstore.Reason
 // The reasons a save or a restore fails with: those of every backup tool,
 // and NoLeader.
 const (
-	ReasonBucketNotFound     = snapshotstore.ReasonBucketNotFound
-	ReasonAccessDenied       = snapshotstore.ReasonAccessDenied
-	ReasonUnreachable        = snapshotstore.ReasonUnreachable
-	ReasonTargetFull         = snapshotstore.ReasonTargetFull
-	ReasonNotFound           = snapshotstore.ReasonNotFound
-	ReasonCorrupt            = snapshotstore.ReasonCorrupt
-	ReasonInvalidArgument    = snapshotstore.ReasonInvalidArgument
-	ReasonCredentialsMissing = snapshotstore.ReasonCredentialsMissing
-	ReasonTimeout            = snapshotstore.ReasonTimeout
-	ReasonFailed             = snapshotstore.ReasonFailed
+	ReasonBucketNotFound     = conditions.ReasonBucketNotFound
+	ReasonAccessDenied       = conditions.ReasonAccessDenied
+	ReasonUnreachable        = conditions.ReasonUnreachable
+	ReasonTargetFull         = conditions.ReasonTargetFull
+	ReasonNotFound           = conditions.ReasonNotFound
+	ReasonCorrupt            = conditions.ReasonCorrupt
+	ReasonInvalidArgument    = conditions.ReasonInvalidArgument
+	ReasonCredentialsMissing = conditions.ReasonCredentialsMissing
+	ReasonTimeout            = conditions.ReasonTimeout
+	ReasonFailed             = conditions.ReasonFailed
 	// ReasonNoLeader: members answered, but none had a leader.
 	ReasonNoLeader Reason = "NoLeader"
 )
@@ -48,4 +49,4 @@ func ReasonOf(err error) Reason { return snapshotstore.ReasonOf(err) }
 // Result is what a save or restore reports, as the controllers read it
 // from the termination message: the snapshot, or on a failure Error and
 // Reason.
-type Result = etcdbackup.Result
+type Result = backuprun.EtcdResult

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
@@ -99,11 +100,9 @@ func save(ctx context.Context, opts SaveOptions) (Result, error) {
 	}
 
 	res := Result{
-		Key:         st.Display(name),
+		Report:      backuprun.Report{Key: st.Display(name), Size: size, TakenAt: takenAt.UTC().Truncate(time.Second)},
 		Revision:    revision,
 		EtcdVersion: source.version,
-		Size:        size,
-		TakenAt:     takenAt.UTC().Truncate(time.Second),
 		Member:      memberName,
 	}
 	if opts.MaxBackups > 0 {

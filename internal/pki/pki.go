@@ -67,6 +67,21 @@ func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 	return &CA{cert: pair.cert, key: pair.key, PEM: certPEM, KeyPEM: keyPEM}, nil
 }
 
+// Renewed returns ca with a new certificate of the same name and key,
+// valid from an hour before now for validity, as cert-manager renews a
+// CA certificate whose key it keeps: what ca signed, the renewed CA
+// verifies.
+func (ca *CA) Renewed(now time.Time, validity time.Duration) (*CA, error) {
+	tmpl := template(ca.cert.Subject.CommonName, now, validity)
+	tmpl.KeyUsage = ca.cert.KeyUsage
+	tmpl.BasicConstraintsValid, tmpl.IsCA = true, true
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, ca.key.Public(), ca.key)
+	if err != nil {
+		return nil, err
+	}
+	return LoadCA(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), ca.KeyPEM)
+}
+
 // Issue returns a certificate of common name cn, valid for hosts (DNS
 // names or IP addresses), for server and client authentication, from an
 // hour before now for validity.

@@ -5,6 +5,7 @@
 package redisnode
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -33,6 +34,11 @@ type Info struct {
 	ReplID string
 	// Offset is the node's replication offset (master_repl_offset).
 	Offset int64
+	// ReplID2 and SecondOffset are the history the node continued when it
+	// was promoted and the offset up to which it holds it
+	// (master_replid2, second_repl_offset; -1 when none).
+	ReplID2      string
+	SecondOffset int64
 	// PrimaryHost is, for a replica, the host of the primary it follows.
 	PrimaryHost string
 	// LinkUp is, for a replica, whether its link to its primary is up and
@@ -48,7 +54,30 @@ type Info struct {
 	// replicas, by address, last acknowledged the stream (REPLCONF ACK,
 	// sent every second): what WAIT and min-replicas-to-write go by.
 	ReplicaLag map[string]time.Duration
+	// ReplicaPorts is, for a primary, the port each replica it lists
+	// announced, by address (slaveN:ip=...,port=...): FAILOVER TO names
+	// a replica by both. A replica that serves TLS alone (port 0) and
+	// reaches its primary without TLS announces port 0.
+	ReplicaPorts map[string]int
+	// FailoverState is where a coordinated failover of the node
+	// (FAILOVER) stands (master_failover_state): FailoverNone,
+	// FailoverWaiting or FailoverInProgress; "" when the node does not
+	// say (before Redis 6.2).
+	FailoverState string
 }
+
+// The states of a coordinated failover (master_failover_state).
+const (
+	// FailoverNone: no failover is under way.
+	FailoverNone = "no-failover"
+	// FailoverWaiting: writes are paused while the primary waits for the
+	// replica to reach its offset.
+	FailoverWaiting = "waiting-for-sync"
+	// FailoverInProgress: the primary made itself a replica of the
+	// replica, writes still paused, and asks it to take over (PSYNC
+	// FAILOVER).
+	FailoverInProgress = "failover-in-progress"
+)
 
 // Nodes sends commands to Redis nodes by address (host:port).
 type Nodes interface {
@@ -58,6 +87,10 @@ type Nodes interface {
 	Promote(ctx context.Context, addr string) error
 	// Follow makes the node a replica of host:port (REPLICAOF).
 	Follow(ctx context.Context, addr, host string, port int) error
+	// Failover hands the primary at addr over to its replica listed as
+	// toHost:toPort (see Client.Failover): nil once the node is a
+	// replica, ErrFailoverAborted when it stayed the primary.
+	Failover(ctx context.Context, addr, toHost string, toPort int, timeout time.Duration) error
 	// PauseWrites pauses writes on the node for d (CLIENT PAUSE WRITE).
 	PauseWrites(ctx context.Context, addr string, d time.Duration) error
 	// Unpause ends a pause (CLIENT UNPAUSE).
@@ -70,6 +103,19 @@ type Nodes interface {
 // ErrUnkillable is KillScript's error for a script that wrote: only
 // SHUTDOWN NOSAVE would stop it.
 var ErrUnkillable = errors.New("the script wrote and cannot be killed")
+
+// ErrFailoverAborted is Failover's error when the node stayed the
+// primary: its replica did not catch up within the timeout, and the node
+// took writes again.
+var ErrFailoverAborted = errors.New("the failover was aborted: the replica did not catch up in time, and the primary takes writes again")
+
+// Failover's pace: how often it asks the node how its failover stands,
+// and how long past the failover's timeout it keeps asking (Redis checks
+// the timeout ten times a second, and the node's answers may be slow).
+const (
+	failoverPoll   = 50 * time.Millisecond
+	FailoverMargin = 2 * time.Second
+)
 
 // IsBusy reports whether err is Redis's BUSY answer: the node runs a script
 // past its busy threshold, and answers nothing else until it ends or is
@@ -133,6 +179,52 @@ func (c Client) Follow(ctx context.Context, addr, host string, port int) error {
 	return err
 }
 
+// Failover implements Nodes: FAILOVER TO toHost toPort TIMEOUT timeout
+// (Redis 6.2 and later), then INFO replication every 50 ms, for at most
+// timeout and FailoverMargin, until the node says how it ended. The node
+// pauses writes, waits for the replica to reach its offset and, once it
+// has, makes itself its replica (role:slave, returned as nil: the replica
+// holds every write the node took, and the node takes none); it then asks
+// the replica to take over (PSYNC FAILOVER), which the replica does at
+// once where the node reaches it, and the node's writes stay paused
+// until it has (master_failover_state:failover-in-progress). When the
+// replica has not caught up within timeout, the node stays the primary
+// and takes writes again (role:master, no-failover):
+// ErrFailoverAborted. No promotion can follow the end of the pause: the
+// node demotes itself while its writes are paused, or not at all.
+func (c Client) Failover(ctx context.Context, addr, toHost string, toPort int, timeout time.Duration) error {
+	end := time.Now().Add(timeout + FailoverMargin)
+	if _, err := c.do(ctx, addr, "FAILOVER", "TO", toHost, strconv.Itoa(toPort), "TIMEOUT", strconv.FormatInt(timeout.Milliseconds(), 10)); err != nil {
+		return err
+	}
+	return failoverOutcome(ctx, func(ctx context.Context) (Info, error) { return c.Info(ctx, addr) }, end, failoverPoll)
+}
+
+// failoverOutcome asks info every poll how the failover of a node
+// stands, until it ends or end passes (see Client.Failover).
+func failoverOutcome(ctx context.Context, info func(context.Context) (Info, error), end time.Time, poll time.Duration) error {
+	for {
+		in, err := info(ctx)
+		switch {
+		case err != nil:
+		case !in.Primary:
+			return nil
+		case in.FailoverState == FailoverNone:
+			return ErrFailoverAborted
+		default:
+			err = fmt.Errorf("the failover is still %s", cmp.Or(in.FailoverState, "under way"))
+		}
+		if !time.Now().Add(poll).Before(end) {
+			return fmt.Errorf("the failover did not end in time: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the failover did not end: %w", ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
 // PauseWrites implements Nodes.
 func (c Client) PauseWrites(ctx context.Context, addr string, d time.Duration) error {
 	_, err := c.do(ctx, addr, "CLIENT", "PAUSE", strconv.FormatInt(d.Milliseconds(), 10), "WRITE")
@@ -164,6 +256,7 @@ func ParseInfo(text string) Info {
 	fields := map[string]string{}
 	var keys int64
 	var lags map[string]time.Duration
+	var ports map[string]int
 	for line := range strings.SplitSeq(text, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if !ok {
@@ -177,6 +270,12 @@ func ParseInfo(text string) Info {
 				if pk, pv, ok := strings.Cut(part, "="); ok {
 					replica[pk] = pv
 				}
+			}
+			if port, err := strconv.Atoi(replica["port"]); err == nil {
+				if ports == nil {
+					ports = map[string]int{}
+				}
+				ports[replica["ip"]] = port
 			}
 			if lag, err := strconv.Atoi(replica["lag"]); err == nil && replica["state"] == "online" {
 				if lags == nil {
@@ -195,11 +294,16 @@ func ParseInfo(text string) Info {
 			}
 		}
 	}
-	in := Info{Primary: fields["role"] == "master", ReplID: fields["master_replid"], Keys: keys}
+	in := Info{Primary: fields["role"] == "master", ReplID: fields["master_replid"], Keys: keys, FailoverState: fields["master_failover_state"]}
 	if in.Primary {
-		in.ReplicaLag = lags
+		in.ReplicaLag, in.ReplicaPorts = lags, ports
 	}
 	in.Offset, _ = strconv.ParseInt(fields["master_repl_offset"], 10, 64)
+	in.SecondOffset = -1
+	if id := fields["master_replid2"]; strings.Trim(id, "0") != "" {
+		in.ReplID2 = id
+		in.SecondOffset, _ = strconv.ParseInt(fields["second_repl_offset"], 10, 64)
+	}
 	if !in.Primary {
 		in.PrimaryHost = fields["master_host"]
 		in.LinkUp = fields["master_link_status"] == "up" && fields["master_sync_in_progress"] == "0"
@@ -237,6 +341,19 @@ func (c Client) Served(ctx context.Context, addr string) (*x509.Certificate, err
 func (c Client) ReloadTLS(ctx context.Context, addr, certFile, keyFile, caFile string) error {
 	_, err := c.do(ctx, addr, "CONFIG", "SET", "tls-cert-file", certFile, "tls-key-file", keyFile, "tls-ca-cert-file", caFile)
 	return err
+}
+
+// CAFile returns the file the node loaded its CA certificates from
+// (tls-ca-cert-file).
+func (c Client) CAFile(ctx context.Context, addr string) (string, error) {
+	kv, err := redis.Strings(c.do(ctx, addr, "CONFIG", "GET", "tls-ca-cert-file"))
+	if err != nil {
+		return "", err
+	}
+	if len(kv) != 2 {
+		return "", fmt.Errorf("CONFIG GET tls-ca-cert-file answered %q", kv)
+	}
+	return kv[1], nil
 }
 
 // ReplicationTLS reports whether the node reaches its primary with TLS

@@ -7,6 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/resources/redisbackup"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 	"github.com/app-operator/app-operator/internal/tlssecret"
@@ -16,6 +18,7 @@ import (
 const usage = `Usage:
   redis-snapshot save --addrs=HOST:PORT,... --to=s3://BUCKET/PATH|DIR/PATH [flags]
   redis-snapshot restore --from=s3://BUCKET/PATH|PATH --data-dir=DIR [--only-pod=NAME] [flags]
+  redis-snapshot lineage --data-dir=DIR
 
 The nodes' password and user come from REDIS_PASSWORD and REDIS_USERNAME,
 the S3 keys from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
@@ -26,7 +29,7 @@ Run "redis-snapshot save -h" or "redis-snapshot restore -h" for the flags.
 // name), printing the result JSON to stdout and messages to stderr, and
 // returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	return snapshotstore.Main(args, stdout, stderr, usage, map[string]snapshotstore.Command{"save": runSave, "restore": runRestore})
+	return snapshotstore.Main(args, stdout, stderr, usage, map[string]snapshotstore.Command{"save": runSave, "restore": runRestore, "lineage": runLineage})
 }
 
 func runSave(args []string, stdout, stderr io.Writer) int {
@@ -54,7 +57,7 @@ func runSave(args []string, stdout, stderr io.Writer) int {
 		if tlsDir != "" {
 			cfg, err := tlssecret.ClientConfigFromDir(tlsDir, serverName)
 			if err != nil {
-				return Result{}, snapshotstore.Failure(snapshotstore.ReasonInvalidArgument, "--tls-dir: %w", err)
+				return Result{}, snapshotstore.Failure(conditions.ReasonInvalidArgument, "--tls-dir: %w", err)
 			}
 			opts.Credentials.TLS = cfg
 		}
@@ -75,13 +78,28 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 	if code, ok := snapshotstore.Parse(fs, args); !ok {
 		return code
 	}
-	if onlyPod != "" && os.Getenv(redisbackup.PodNameEnv) != onlyPod {
-		return reporter(stdout, stderr, c).Report(Result{Skipped: true}, nil)
+	if (onlyPod != "" && os.Getenv(redisbackup.PodNameEnv) != onlyPod) || os.Getenv(redisbackup.RestoredEnv) == "true" {
+		return reporter(stdout, stderr, c).Report(Result{Report: backuprun.Report{Skipped: true}}, nil)
 	}
 	opts.S3 = c.S3
 	return snapshotstore.Run(c, reporter(stdout, stderr, c), func(ctx context.Context, _ *zap.Logger) (Result, error) {
 		return Restore(ctx, opts)
 	})
+}
+
+// runLineage reports how far a node's data folder got (ReadLineage). It
+// always succeeds: a position it cannot read is reported as not known.
+func runLineage(args []string, stdout, stderr io.Writer) int {
+	var (
+		c   snapshotstore.Flags
+		dir string
+	)
+	fs := c.FlagSet("redis-snapshot lineage", stderr)
+	fs.StringVar(&dir, "data-dir", "", "the node's data dir")
+	if code, ok := snapshotstore.Parse(fs, args); !ok {
+		return code
+	}
+	return reporter(stdout, stderr, c).Report(ReadLineage(dir), nil)
 }
 
 // reporter reports the tool's results to stdout and c's result file.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/app-operator/app-operator/api/conditions"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
@@ -324,7 +325,7 @@ func fileHeader(path string) (rdbHeader, error) {
 // corruptFile gives a damaged file's error the reason Corrupt.
 func corruptFile(path string, err error) error {
 	if errors.Is(err, snapshotstore.ErrCorrupt) {
-		return &snapshotstore.Error{Reason: snapshotstore.ReasonCorrupt, Err: fmt.Errorf("the RDB %s is incomplete or damaged: %w", path, err)}
+		return &snapshotstore.Error{Reason: conditions.ReasonCorrupt, Err: fmt.Errorf("the RDB %s is incomplete or damaged: %w", path, err)}
 	}
 	return snapshotstore.LocalFailure(err, "cannot read "+path)
 }

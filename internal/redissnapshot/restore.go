@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
@@ -44,12 +46,12 @@ func Restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 
 func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 	if opts.DataDir == "" {
-		return Result{}, snapshotstore.Failure(snapshotstore.ReasonInvalidArgument, "the data dir is required")
+		return Result{}, snapshotstore.Failure(conditions.ReasonInvalidArgument, "the data dir is required")
 	}
 	dataDir := filepath.Clean(opts.DataDir)
 	has, err := hasData(dataDir)
 	if err != nil || has {
-		return Result{AlreadyRestored: has}, err
+		return Result{Report: backuprun.Report{AlreadyRestored: has}}, err
 	}
 
 	st, name, err := snapshotstore.Reach(ctx, opts.From, opts.S3)
@@ -97,12 +99,11 @@ func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 	}
 	snapshotstore.SyncDir(dataDir)
 	return Result{
-		Key:           st.Display(chosen),
+		Report:        backuprun.Report{Key: st.Display(chosen), Size: size},
 		Offset:        hdr.Offset,
 		ReplicationID: hdr.ReplicationID,
 		RedisVersion:  hdr.RedisVersion,
 		Keys:          hdr.Keys,
-		Size:          size,
 	}, nil
 }
 
@@ -115,7 +116,7 @@ func hasData(dir string) (bool, error) {
 	}
 	if err != nil {
 		if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
-			return false, snapshotstore.Failure(snapshotstore.ReasonInvalidArgument, "the data dir %s is not a directory", dir)
+			return false, snapshotstore.Failure(conditions.ReasonInvalidArgument, "the data dir %s is not a directory", dir)
 		}
 		return false, snapshotstore.LocalFailure(err, "cannot read "+dir)
 	}
@@ -159,7 +160,7 @@ func findBackup(ctx context.Context, st snapshotstore.Store, name string) (strin
 	}
 	backups := backupsUnder(name, names)
 	if len(backups) == 0 {
-		return "", &snapshotstore.Error{Reason: snapshotstore.ReasonNotFound, Err: fmt.Errorf("no backup found at or under %s", st.Display(name))}
+		return "", &snapshotstore.Error{Reason: conditions.ReasonNotFound, Err: fmt.Errorf("no backup found at or under %s", st.Display(name))}
 	}
 	return backups[len(backups)-1].Name, nil
 }

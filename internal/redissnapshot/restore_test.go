@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/resources/redisbackup"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
@@ -108,7 +110,7 @@ func TestRestoreRefusesDamagedBackup(t *testing.T) {
 			names := storeBackups(t, prefix, content)
 			dataDir := t.TempDir()
 			_, err := Restore(testContext(t), RestoreOptions{From: names[0], DataDir: dataDir})
-			if snapshotstore.ReasonOf(err) != snapshotstore.ReasonCorrupt {
+			if snapshotstore.ReasonOf(err) != conditions.ReasonCorrupt {
 				t.Fatalf("restore: %v, want Corrupt", err)
 			}
 			if entries, _ := os.ReadDir(dataDir); len(entries) != 0 {
@@ -117,8 +119,26 @@ func TestRestoreRefusesDamagedBackup(t *testing.T) {
 		})
 	}
 	_, err := Restore(testContext(t), RestoreOptions{From: filepath.Join(t.TempDir(), "none"), DataDir: t.TempDir()})
-	if snapshotstore.ReasonOf(err) != snapshotstore.ReasonNotFound {
+	if snapshotstore.ReasonOf(err) != conditions.ReasonNotFound {
 		t.Errorf("restore from an empty prefix: %v, want NotFound", err)
+	}
+}
+
+// TestRestoreOnceACluster: in the pod it is meant for, on an empty data
+// folder, a restore does nothing once the cluster was restored (its
+// ConfigMap says so): a node that starts empty later (persistence off)
+// must not load the old backup again.
+func TestRestoreOnceACluster(t *testing.T) {
+	t.Setenv(redisbackup.PodNameEnv, "example-0")
+	t.Setenv(redisbackup.RestoredEnv, "true")
+	dataDir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"restore", "--only-pod=example-0", "--from=" + filepath.Join(t.TempDir(), "none"), "--data-dir=" + dataDir, "--result-file="}, &stdout, &stderr)
+	if res, err := backuprun.ParseRedis(stdout.String()); code != 0 || err != nil || !res.Skipped {
+		t.Errorf("a restore of a cluster restored already: exit %d, %s", code, stdout.String())
+	}
+	if entries, _ := os.ReadDir(dataDir); len(entries) != 0 {
+		t.Errorf("the data folder holds %d entries, want none", len(entries))
 	}
 }
 
@@ -129,12 +149,12 @@ func TestRestoreOnlyPod(t *testing.T) {
 	dataDir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := Main([]string{"restore", "--only-pod=example-0", "--from=" + filepath.Join(t.TempDir(), "none"), "--data-dir=" + dataDir, "--result-file="}, &stdout, &stderr)
-	if res, err := redisbackup.ParseResult(stdout.String()); code != 0 || err != nil || !res.Skipped {
+	if res, err := backuprun.ParseRedis(stdout.String()); code != 0 || err != nil || !res.Skipped {
 		t.Errorf("a restore in another pod: exit %d, %s", code, stdout.String())
 	}
 	stdout.Reset()
 	code = Main([]string{"restore", "--only-pod=example-1", "--from=" + filepath.Join(t.TempDir(), "none"), "--result-file="}, &stdout, &stderr)
-	if res, _ := redisbackup.ParseResult(stdout.String()); code != 2 || res.Reason != string(snapshotstore.ReasonInvalidArgument) {
+	if res, _ := backuprun.ParseRedis(stdout.String()); code != 2 || res.Reason != string(conditions.ReasonInvalidArgument) {
 		t.Errorf("a restore without a data dir: exit %d, %s", code, stdout.String())
 	}
 	if code := Main([]string{"backup"}, &stdout, &stderr); code != 2 {

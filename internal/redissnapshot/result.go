@@ -7,18 +7,13 @@
 package redissnapshot
 
 import (
-	"github.com/app-operator/app-operator/internal/resources/redisbackup"
-	"github.com/app-operator/app-operator/internal/snapshotstore"
+	"github.com/app-operator/app-operator/internal/backuprun"
 )
-
-// ReasonNoNodeInSync: nodes answered, but none was the primary or a
-// replica in sync with it.
-const ReasonNoNodeInSync snapshotstore.Reason = "NoNodeInSync"
 
 // Result is what a save or restore reports, as the controller reads it
 // from the termination message: the backup, or on a failure Error and
 // Reason.
-type Result = redisbackup.Result
+type Result = backuprun.RedisResult
 
 // The roles a node is read in, as the result names them.
 const (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/app-operator/app-operator/api/conditions"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 	"github.com/app-operator/app-operator/internal/snapshotstore/snapshottest"
 )
@@ -58,15 +59,15 @@ func TestS3SaveAndRestore(t *testing.T) {
 		_, err := Save(ctx, SaveOptions{Addrs: []string{node}, To: to, S3: opts})
 		return err
 	}
-	if err := saveErr("s3://missing/r", s3opts); snapshotstore.ReasonOf(err) != snapshotstore.ReasonBucketNotFound {
+	if err := saveErr("s3://missing/r", s3opts); snapshotstore.ReasonOf(err) != conditions.ReasonBucketNotFound {
 		t.Errorf("save to a missing bucket: %v", err)
 	}
 	t.Setenv(snapshotstore.SecretKeyEnv, "wrong-secret")
-	if err := saveErr("s3://backups/r", s3opts); snapshotstore.ReasonOf(err) != snapshotstore.ReasonAccessDenied {
+	if err := saveErr("s3://backups/r", s3opts); snapshotstore.ReasonOf(err) != conditions.ReasonAccessDenied {
 		t.Errorf("save with a wrong secret: %v", err)
 	}
 	t.Setenv(snapshotstore.SecretKeyEnv, "")
-	if err := saveErr("s3://backups/r", s3opts); snapshotstore.ReasonOf(err) != snapshotstore.ReasonCredentialsMissing || !strings.Contains(err.Error(), "redis-backup-s3") {
+	if err := saveErr("s3://backups/r", s3opts); snapshotstore.ReasonOf(err) != conditions.ReasonCredentialsMissing || !strings.Contains(err.Error(), "redis-backup-s3") {
 		t.Errorf("save without the secret key: %v", err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
 
@@ -63,7 +65,7 @@ func save(ctx context.Context, opts SaveOptions) (Result, error) {
 		opts.Now = time.Now
 	}
 	if len(opts.Addrs) == 0 {
-		return Result{}, snapshotstore.Failure(snapshotstore.ReasonInvalidArgument, "no Redis addresses given")
+		return Result{}, snapshotstore.Failure(conditions.ReasonInvalidArgument, "no Redis addresses given")
 	}
 	st, prefix, err := snapshotstore.Reach(ctx, opts.To, opts.S3)
 	if err != nil {
@@ -100,15 +102,13 @@ func save(ctx context.Context, opts SaveOptions) (Result, error) {
 	}
 
 	res := Result{
-		Key:           st.Display(name),
+		Report:        backuprun.Report{Key: st.Display(name), Size: size, TakenAt: takenAt.Truncate(time.Second)},
 		Node:          nodeName(source.addr),
 		Role:          source.role,
 		Offset:        hdr.Offset,
 		ReplicationID: hdr.ReplicationID,
 		RedisVersion:  source.version,
 		Keys:          hdr.Keys,
-		Size:          size,
-		TakenAt:       takenAt.Truncate(time.Second),
 	}
 	if res.RedisVersion == "" {
 		res.RedisVersion = hdr.RedisVersion
@@ -128,13 +128,13 @@ func nodeFailure(addr string, err error) error {
 	var se serverError
 	switch {
 	case deniedError(err):
-		return &snapshotstore.Error{Reason: snapshotstore.ReasonAccessDenied, Err: fmt.Errorf("the node %s refused the credentials: %w", addr, err)}
+		return &snapshotstore.Error{Reason: conditions.ReasonAccessDenied, Err: fmt.Errorf("the node %s refused the credentials: %w", addr, err)}
 	case errors.Is(err, snapshotstore.ErrCorrupt):
-		return &snapshotstore.Error{Reason: snapshotstore.ReasonCorrupt, Err: fmt.Errorf("the RDB from %s was incomplete or damaged, nothing was stored: %w", addr, err)}
+		return &snapshotstore.Error{Reason: conditions.ReasonCorrupt, Err: fmt.Errorf("the RDB from %s was incomplete or damaged, nothing was stored: %w", addr, err)}
 	case errors.As(err, &se):
-		return &snapshotstore.Error{Reason: snapshotstore.ReasonFailed, Err: fmt.Errorf("the node %s did not send its dataset: %w", addr, err)}
+		return &snapshotstore.Error{Reason: conditions.ReasonFailed, Err: fmt.Errorf("the node %s did not send its dataset: %w", addr, err)}
 	}
-	return snapshotstore.Failure(snapshotstore.ReasonUnreachable, "the node %s did not send its dataset: %w", addr, err)
+	return snapshotstore.Failure(conditions.ReasonUnreachable, "the node %s did not send its dataset: %w", addr, err)
 }
 
 // pickNode asks every node for its replication state and returns the
@@ -174,12 +174,12 @@ func pickNode(ctx context.Context, opts SaveOptions) (nodeStatus, error) {
 		}
 	}
 	if denied != nil {
-		return nodeStatus{}, &snapshotstore.Error{Reason: snapshotstore.ReasonAccessDenied, Err: fmt.Errorf("the Redis nodes refused the credentials (%s)", strings.Join(failures, "; "))}
+		return nodeStatus{}, &snapshotstore.Error{Reason: conditions.ReasonAccessDenied, Err: fmt.Errorf("the Redis nodes refused the credentials (%s)", strings.Join(failures, "; "))}
 	}
 	if len(answered) > 0 {
-		return nodeStatus{}, &snapshotstore.Error{Reason: ReasonNoNodeInSync, Err: fmt.Errorf("no node is the primary or a replica in sync with it (%d of %d answered)", len(answered), len(opts.Addrs))}
+		return nodeStatus{}, &snapshotstore.Error{Reason: conditions.ReasonNoNodeInSync, Err: fmt.Errorf("no node is the primary or a replica in sync with it (%d of %d answered)", len(answered), len(opts.Addrs))}
 	}
-	return nodeStatus{}, &snapshotstore.Error{Reason: snapshotstore.ReasonUnreachable, Err: fmt.Errorf("no Redis node answered (%s)", strings.Join(failures, "; "))}
+	return nodeStatus{}, &snapshotstore.Error{Reason: conditions.ReasonUnreachable, Err: fmt.Errorf("no Redis node answered (%s)", strings.Join(failures, "; "))}
 }
 
 // statusOf asks one node INFO replication and INFO server.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/resources/redisbackup"
 	"github.com/app-operator/app-operator/internal/snapshotstore"
 )
@@ -125,18 +127,18 @@ func TestSaveFailures(t *testing.T) {
 		want  snapshotstore.Reason
 		exit  int
 	}{
-		{"wrong password", []string{wrongPassword}, snapshotstore.ReasonAccessDenied, 2},
-		{"nobody answers", []string{freeAddr(t), freeAddr(t)}, snapshotstore.ReasonUnreachable, 1},
-		{"only a replica whose link is down", []string{staleOnly, freeAddr(t)}, ReasonNoNodeInSync, 1},
-		{"damaged RDB", []string{corrupt}, snapshotstore.ReasonCorrupt, 2},
-		{"connection cut", []string{cut}, snapshotstore.ReasonCorrupt, 2},
+		{"wrong password", []string{wrongPassword}, conditions.ReasonAccessDenied, 2},
+		{"nobody answers", []string{freeAddr(t), freeAddr(t)}, conditions.ReasonUnreachable, 1},
+		{"only a replica whose link is down", []string{staleOnly, freeAddr(t)}, conditions.ReasonNoNodeInSync, 1},
+		{"damaged RDB", []string{corrupt}, conditions.ReasonCorrupt, 2},
+		{"connection cut", []string{cut}, conditions.ReasonCorrupt, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(redisbackup.PasswordEnv, "pw")
 			dir := t.TempDir()
 			var stdout, stderr bytes.Buffer
 			code := Main([]string{"save", "--addrs=" + strings.Join(c.addrs, ","), "--to=" + filepath.Join(dir, "c"), "--result-file="}, &stdout, &stderr)
-			res, err := redisbackup.ParseResult(stdout.String())
+			res, err := backuprun.ParseRedis(stdout.String())
 			if code != c.exit || err != nil || res.Reason != string(c.want) || res.Error == "" {
 				t.Errorf("exit %d, result %s (%v); want exit %d, reason %s", code, stdout.String(), err, c.exit, c.want)
 			}

@@ -13,6 +13,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/app-operator/app-operator/api/conditions"
 )
 
 // DefaultResultFile is where a run writes its result when --result-file is
@@ -98,7 +100,7 @@ func Run[R any](c Flags, rep Reporter, do func(context.Context, *zap.Logger) (R,
 	logger, err := newLogger(c.LogLevel, rep.Stderr)
 	if err != nil {
 		var none R
-		return rep.Report(none, Failure(ReasonInvalidArgument, "%w", err))
+		return rep.Report(none, Failure(conditions.ReasonInvalidArgument, "%w", err))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()

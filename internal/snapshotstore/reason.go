@@ -4,37 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/app-operator/app-operator/api/conditions"
 )
 
 // Reason is a short, machine-readable cause of a failed save or restore,
 // which the controller copies into the resource's status.
 type Reason string
-
-// The reasons a save or a restore fails with, whatever it backs up. A tool
-// may add its own.
-const (
-	// ReasonBucketNotFound: the S3 bucket of the target does not exist.
-	ReasonBucketNotFound Reason = "BucketNotFound"
-	// ReasonAccessDenied: the credentials were refused, or a file could not be written or read for lack of permission.
-	ReasonAccessDenied Reason = "AccessDenied"
-	// ReasonUnreachable: no member (or storage endpoint) answered.
-	ReasonUnreachable Reason = "Unreachable"
-	// ReasonTargetFull: the target ran out of space.
-	ReasonTargetFull Reason = "TargetFull"
-	// ReasonNotFound: no backup exists under the given name or prefix.
-	ReasonNotFound Reason = "NotFound"
-	// ReasonCorrupt: the snapshot failed its integrity check.
-	ReasonCorrupt Reason = "Corrupt"
-	// ReasonInvalidArgument: a flag is missing or malformed.
-	ReasonInvalidArgument Reason = "InvalidArgument"
-	// ReasonCredentialsMissing: the Secret of the S3 credentials is
-	// missing, or has no credentials.
-	ReasonCredentialsMissing Reason = "CredentialsMissing"
-	// ReasonTimeout: the run did not finish within its timeout.
-	ReasonTimeout Reason = "Timeout"
-	// ReasonFailed: any other failure.
-	ReasonFailed Reason = "Failed"
-)
 
 // Error is a failure with its Reason. Its message is one sentence that says
 // what went wrong.
@@ -67,9 +43,9 @@ func ReasonOf(err error) Reason {
 		return e.Reason
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return ReasonTimeout
+		return conditions.ReasonTimeout
 	}
-	return ReasonFailed
+	return conditions.ReasonFailed
 }
 
 // ExitPermanent is the exit code of a failure that trying again cannot
@@ -80,7 +56,7 @@ const ExitPermanent = 2
 // the permanent ones, 1 otherwise.
 func ExitCode(reason Reason) int {
 	switch reason {
-	case ReasonAccessDenied, ReasonBucketNotFound, ReasonInvalidArgument, ReasonCorrupt, ReasonNotFound, ReasonCredentialsMissing:
+	case conditions.ReasonAccessDenied, conditions.ReasonBucketNotFound, conditions.ReasonInvalidArgument, conditions.ReasonCorrupt, conditions.ReasonNotFound, conditions.ReasonCredentialsMissing:
 		return ExitPermanent
 	}
 	return 1
@@ -90,7 +66,7 @@ func ExitCode(reason Reason) int {
 // finish within its time limit while doing what.
 func TimedOut(ctx context.Context, err error, what string) error {
 	if err != nil && ctx.Err() != nil {
-		return &Error{Reason: ReasonTimeout, Err: fmt.Errorf("the %s did not finish within its timeout: %w", what, err)}
+		return &Error{Reason: conditions.ReasonTimeout, Err: fmt.Errorf("the %s did not finish within its timeout: %w", what, err)}
 	}
 	return err
 }

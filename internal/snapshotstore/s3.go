@@ -12,6 +12,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/app-operator/app-operator/api/conditions"
 )
 
 // S3Options says how to reach S3.
@@ -56,7 +58,7 @@ func newS3Store(bucket string, opts S3Options) (*s3Store, error) {
 	if opts.Endpoint != "" {
 		u, err := url.Parse(opts.Endpoint)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return nil, Failure(ReasonInvalidArgument, "the S3 endpoint %q is not an http:// or https:// URL", opts.Endpoint)
+			return nil, Failure(conditions.ReasonInvalidArgument, "the S3 endpoint %q is not an http:// or https:// URL", opts.Endpoint)
 		}
 		host, secure = u.Host, u.Scheme == "https"
 	}
@@ -64,14 +66,14 @@ func newS3Store(bucket string, opts S3Options) (*s3Store, error) {
 	if opts.CredentialsFile != "" {
 		if _, err := os.Stat(opts.CredentialsFile); err != nil {
 			if opts.CredentialsSecret != "" {
-				return nil, Failure(ReasonCredentialsMissing, "the Secret %q (spec.s3.awsSecret) is missing or has no key %q", opts.CredentialsSecret, filepath.Base(opts.CredentialsFile))
+				return nil, Failure(conditions.ReasonCredentialsMissing, "the Secret %q (spec.s3.awsSecret) is missing or has no key %q", opts.CredentialsSecret, filepath.Base(opts.CredentialsFile))
 			}
-			return nil, Failure(ReasonInvalidArgument, "cannot read the AWS credentials file: %w", err)
+			return nil, Failure(conditions.ReasonInvalidArgument, "cannot read the AWS credentials file: %w", err)
 		}
 		creds = credentials.NewFileAWSCredentials(opts.CredentialsFile, "default")
 	} else {
 		if opts.CredentialsSecret != "" && (os.Getenv(AccessKeyEnv) == "" || os.Getenv(SecretKeyEnv) == "") {
-			return nil, Failure(ReasonCredentialsMissing, "the Secret %q is missing or has no keys %s and %s", opts.CredentialsSecret, AccessKeyEnv, SecretKeyEnv)
+			return nil, Failure(conditions.ReasonCredentialsMissing, "the Secret %q is missing or has no keys %s and %s", opts.CredentialsSecret, AccessKeyEnv, SecretKeyEnv)
 		}
 		creds = credentials.NewEnvAWS()
 	}
@@ -81,7 +83,7 @@ func newS3Store(bucket string, opts S3Options) (*s3Store, error) {
 	}
 	client, err := minio.New(host, &minio.Options{Creds: creds, Secure: secure, Region: opts.Region, BucketLookup: lookup})
 	if err != nil {
-		return nil, Failure(ReasonInvalidArgument, "cannot set up the S3 client: %w", err)
+		return nil, Failure(conditions.ReasonInvalidArgument, "cannot set up the S3 client: %w", err)
 	}
 	return &s3Store{client: client, bucket: bucket}, nil
 }
@@ -92,7 +94,7 @@ func (s *s3Store) Check(ctx context.Context) error {
 		return s.failure(err, "cannot reach the bucket "+s.bucket)
 	}
 	if !ok {
-		return &Error{Reason: ReasonBucketNotFound, Err: fmt.Errorf("the bucket %q does not exist", s.bucket)}
+		return &Error{Reason: conditions.ReasonBucketNotFound, Err: fmt.Errorf("the bucket %q does not exist", s.bucket)}
 	}
 	return nil
 }
@@ -152,15 +154,15 @@ func (s *s3Store) failure(err error, what string) error {
 	var netErr net.Error
 	switch code := minio.ToErrorResponse(err).Code; {
 	case code == minio.NoSuchBucket:
-		return &Error{Reason: ReasonBucketNotFound, Err: fmt.Errorf("%s: the bucket %q does not exist", what, s.bucket)}
+		return &Error{Reason: conditions.ReasonBucketNotFound, Err: fmt.Errorf("%s: the bucket %q does not exist", what, s.bucket)}
 	case code == minio.NoSuchKey:
-		return &Error{Reason: ReasonNotFound, Err: fmt.Errorf("%s: no such object", what)}
+		return &Error{Reason: conditions.ReasonNotFound, Err: fmt.Errorf("%s: no such object", what)}
 	case code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "InvalidToken" || code == "ExpiredToken":
-		return &Error{Reason: ReasonAccessDenied, Err: fmt.Errorf("%s: access denied (%s)", what, code)}
+		return &Error{Reason: conditions.ReasonAccessDenied, Err: fmt.Errorf("%s: access denied (%s)", what, code)}
 	case code == "EntityTooLarge" || code == "QuotaExceeded":
-		return &Error{Reason: ReasonTargetFull, Err: fmt.Errorf("%s: the target is full (%s)", what, code)}
+		return &Error{Reason: conditions.ReasonTargetFull, Err: fmt.Errorf("%s: the target is full (%s)", what, code)}
 	case errors.As(err, &netErr):
-		return &Error{Reason: ReasonUnreachable, Err: fmt.Errorf("%s: the S3 endpoint is unreachable: %w", what, err)}
+		return &Error{Reason: conditions.ReasonUnreachable, Err: fmt.Errorf("%s: the S3 endpoint is unreachable: %w", what, err)}
 	}
-	return Failure(ReasonFailed, "%s: %w", what, err)
+	return Failure(conditions.ReasonFailed, "%s: %w", what, err)
 }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/app-operator/app-operator/api/conditions"
 )
 
 // defaultBaseName is the last element of a prefix that names only a bucket
@@ -46,7 +48,7 @@ func Open(target string, s3opts S3Options) (Store, string, error) {
 	if rest, ok := strings.CutPrefix(target, "s3://"); ok {
 		bucket, key, _ := strings.Cut(rest, "/")
 		if bucket == "" {
-			return nil, "", Failure(ReasonInvalidArgument, "the target %q names no bucket", target)
+			return nil, "", Failure(conditions.ReasonInvalidArgument, "the target %q names no bucket", target)
 		}
 		if key == "" || strings.HasSuffix(key, "/") {
 			key += defaultBaseName
@@ -58,10 +60,10 @@ func Open(target string, s3opts S3Options) (Store, string, error) {
 		return s, key, nil
 	}
 	if target == "" {
-		return nil, "", Failure(ReasonInvalidArgument, "no target given")
+		return nil, "", Failure(conditions.ReasonInvalidArgument, "no target given")
 	}
 	if strings.Contains(target, "://") {
-		return nil, "", Failure(ReasonInvalidArgument, "the target %q is neither s3://bucket/path nor a local path", target)
+		return nil, "", Failure(conditions.ReasonInvalidArgument, "the target %q is neither s3://bucket/path nor a local path", target)
 	}
 	name := filepath.Clean(target)
 	if strings.HasSuffix(target, "/") {
@@ -179,13 +181,13 @@ func (LocalStore) Display(name string) string { return name }
 func LocalFailure(err error, what string) error {
 	switch {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return &Error{Reason: ReasonTargetFull, Err: fmt.Errorf("%s: the target is full: %w", what, err)}
+		return &Error{Reason: conditions.ReasonTargetFull, Err: fmt.Errorf("%s: the target is full: %w", what, err)}
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
-		return &Error{Reason: ReasonAccessDenied, Err: fmt.Errorf("%s: access denied: %w", what, err)}
+		return &Error{Reason: conditions.ReasonAccessDenied, Err: fmt.Errorf("%s: access denied: %w", what, err)}
 	case errors.Is(err, fs.ErrNotExist):
-		return &Error{Reason: ReasonNotFound, Err: fmt.Errorf("%s: %w", what, err)}
+		return &Error{Reason: conditions.ReasonNotFound, Err: fmt.Errorf("%s: %w", what, err)}
 	}
-	return Failure(ReasonFailed, "%s: %w", what, err)
+	return Failure(conditions.ReasonFailed, "%s: %w", what, err)
 }
 
 // SyncDir flushes a directory's entries, so that a rename in it survives a

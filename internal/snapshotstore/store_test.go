@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/app-operator/app-operator/api/conditions"
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
 	"github.com/app-operator/app-operator/internal/resources/redisbackup"
 )
@@ -49,7 +51,7 @@ func TestOpenNames(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "http://x/y", "s3:///key"} {
-		if _, _, err := Open(bad, S3Options{}); ReasonOf(err) != ReasonInvalidArgument {
+		if _, _, err := Open(bad, S3Options{}); ReasonOf(err) != conditions.ReasonInvalidArgument {
 			t.Errorf("Open(%q): %v, want InvalidArgument", bad, err)
 		}
 	}
@@ -64,7 +66,7 @@ func TestCredentialsFromEnvironment(t *testing.T) {
 	t.Setenv(AccessKeyEnv, "")
 	t.Setenv(SecretKeyEnv, "")
 	_, _, err := Open("s3://bucket/c", S3Options{CredentialsSecret: "backup-s3"})
-	if ReasonOf(err) != ReasonCredentialsMissing || !strings.Contains(err.Error(), `"backup-s3"`) {
+	if ReasonOf(err) != conditions.ReasonCredentialsMissing || !strings.Contains(err.Error(), `"backup-s3"`) {
 		t.Errorf("empty environment: %v, want CredentialsMissing naming the Secret", err)
 	}
 	t.Setenv(AccessKeyEnv, "id")
@@ -107,18 +109,18 @@ func TestReport(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	resultFile := filepath.Join(t.TempDir(), "result.json")
 	rep := Reporter{Tool: "x-snapshot", Stdout: &stdout, Stderr: &stderr, ResultFile: resultFile}
-	if code := rep.Report(redisbackup.Result{Key: "k", Size: 3}, nil); code != 0 || stdout.String() != `{"key":"k","size":3}`+"\n" {
+	if code := rep.Report(backuprun.RedisResult{Report: backuprun.Report{Key: "k", Size: 3}}, nil); code != 0 || stdout.String() != `{"key":"k","size":3}`+"\n" {
 		t.Errorf("success: %d, %q", code, stdout.String())
 	}
 	stdout.Reset()
-	err := &Error{Reason: ReasonAccessDenied, Err: errors.New("denied")}
-	if code := rep.Report(redisbackup.Result{Key: "k"}, err); code != ExitPermanent || stdout.String() != `{"reason":"AccessDenied","error":"denied"}`+"\n" {
+	err := &Error{Reason: conditions.ReasonAccessDenied, Err: errors.New("denied")}
+	if code := rep.Report(backuprun.RedisResult{Report: backuprun.Report{Key: "k"}}, err); code != ExitPermanent || stdout.String() != `{"reason":"AccessDenied","error":"denied"}`+"\n" {
 		t.Errorf("failure: %d, %q", code, stdout.String())
 	}
 	if got, _ := os.ReadFile(resultFile); string(got) != stdout.String() || !strings.Contains(stderr.String(), "x-snapshot: denied") {
 		t.Errorf("result file %q, stderr %q", got, stderr.String())
 	}
-	if code := rep.Report(redisbackup.Result{}, errors.New("boom")); code != 1 {
+	if code := rep.Report(backuprun.RedisResult{}, errors.New("boom")); code != 1 {
 		t.Errorf("a transient failure exited %d, want 1", code)
 	}
 }

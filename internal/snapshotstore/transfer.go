@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/app-operator/app-operator/api/conditions"
 )
 
 // ErrCorrupt is the error of a snapshot that fails its integrity check. A
@@ -31,7 +33,7 @@ func Download(ctx context.Context, st Store, name, path string, check func(io.Re
 	n, err := io.Copy(f, check(r))
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {
-			return n, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("the backup %s is incomplete or damaged, refusing to restore it: %w", st.Display(name), err)}
+			return n, &Error{Reason: conditions.ReasonCorrupt, Err: fmt.Errorf("the backup %s is incomplete or damaged, refusing to restore it: %w", st.Display(name), err)}
 		}
 		if s3, ok := st.(*s3Store); ok && minio.ToErrorResponse(err).Code != "" {
 			return n, s3.failure(err, "cannot read "+st.Display(name))
@@ -50,7 +52,7 @@ func Download(ctx context.Context, st Store, name, path string, check func(io.Re
 func Upload(ctx context.Context, st Store, name string, r io.Reader, source string) (int64, error) {
 	size, err := st.Put(ctx, name, r)
 	if err != nil && errors.Is(err, ErrCorrupt) {
-		return 0, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("the snapshot from %s was incomplete or damaged, nothing was stored: %w", source, err)}
+		return 0, &Error{Reason: conditions.ReasonCorrupt, Err: fmt.Errorf("the snapshot from %s was incomplete or damaged, nothing was stored: %w", source, err)}
 	}
 	return size, err
 }

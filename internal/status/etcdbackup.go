@@ -5,16 +5,17 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
-	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
+	"github.com/app-operator/app-operator/internal/backuprun"
 )
 
 // EtcdBackup sets the status of an EtcdBackup from its runs, newest
 // first, and the pass's failure (nil on success). What the last
 // successful snapshot was stays recorded after its Job is pruned. waiting
 // is why no backup has started, when the cluster is not ready for one.
-func EtcdBackup(st *etcdv1beta2.EtcdBackupStatus, generation int64, runs []BackupRun, waiting string, failure *Failure, now metav1.Time) {
-	var running, ended *BackupRun
+func EtcdBackup(st *etcdv1beta2.EtcdBackupStatus, generation int64, runs []backuprun.EtcdRun, waiting string, failure *conditions.Failure, now metav1.Time) {
+	var running, ended *backuprun.EtcdRun
 	for i := range runs {
 		switch r := &runs[i]; {
 		case !r.Done && running == nil && ended == nil:
@@ -40,12 +41,12 @@ func EtcdBackup(st *etcdv1beta2.EtcdBackupStatus, generation int64, runs []Backu
 		}
 		break
 	}
-	var endedFailure *Failure
+	var endedFailure *conditions.Failure
 	if ended != nil {
 		st.Succeeded = ended.Succeeded
 		st.Reason = ""
 		if !ended.Succeeded {
-			endedFailure = BackupFailure(*ended)
+			endedFailure = backuprun.Failure(*ended)
 			st.Reason = endedFailure.Message
 		}
 	}
@@ -58,36 +59,27 @@ func EtcdBackup(st *etcdv1beta2.EtcdBackupStatus, generation int64, runs []Backu
 	case endedFailure != nil:
 		c.stuck(endedFailure)
 		if running != nil {
-			say(&c.progressing, metav1.ConditionTrue, etcdbackup.ReasonBackupRunning, fmt.Sprintf("Backup Job %s is running", running.Job))
+			say(&c.progressing, metav1.ConditionTrue, etcdv1beta2.ReasonBackupRunning, fmt.Sprintf("Backup Job %s is running", running.Job))
 		}
 	case ended != nil && running == nil:
 		c.available(fmt.Sprintf("The last backup stored %s at revision %d", st.LastBackup, st.EtcdRevision))
 	case ended != nil:
 		c.available(fmt.Sprintf("The last backup stored %s at revision %d", st.LastBackup, st.EtcdRevision))
-		say(&c.progressing, metav1.ConditionTrue, etcdbackup.ReasonBackupRunning, fmt.Sprintf("Backup Job %s is running", running.Job))
+		say(&c.progressing, metav1.ConditionTrue, etcdv1beta2.ReasonBackupRunning, fmt.Sprintf("Backup Job %s is running", running.Job))
 	case running != nil:
-		c.changing(etcdbackup.ReasonBackupRunning, fmt.Sprintf("Backup Job %s is running", running.Job))
+		c.changing(etcdv1beta2.ReasonBackupRunning, fmt.Sprintf("Backup Job %s is running", running.Job))
 	case waiting != "":
-		c.changing(etcdbackup.ReasonWaiting, waiting)
+		c.changing(etcdv1beta2.ReasonWaitingForCluster, waiting)
 	default:
-		c.changing(etcdbackup.ReasonBackupPending, "The first backup is about to start")
+		c.changing(etcdv1beta2.ReasonBackupPending, "The first backup is about to start")
 	}
 	c.set(&st.Conditions, generation, now)
 }
 
-// The condition reasons of an EtcdRestore.
-const (
-	// ReasonClusterExists: the EtcdCluster the restore names exists and
-	// the restore did not create it.
-	ReasonClusterExists = "ClusterExists"
-	// ReasonRestoring: the restored cluster is coming up.
-	ReasonRestoring = "Restoring"
-)
-
 // EtcdRestore sets the status of an EtcdRestore: failed for failure,
 // restoring while waiting says why, else succeeded. Once it succeeded it
 // stays so.
-func EtcdRestore(st *etcdv1beta2.EtcdRestoreStatus, generation int64, waiting string, failure *Failure, now metav1.Time) {
+func EtcdRestore(st *etcdv1beta2.EtcdRestoreStatus, generation int64, waiting string, failure *conditions.Failure, now metav1.Time) {
 	c := newTriple()
 	switch {
 	case st.Succeeded:
@@ -96,7 +88,7 @@ func EtcdRestore(st *etcdv1beta2.EtcdRestoreStatus, generation int64, waiting st
 		c.stuck(failure)
 		st.Reason = failure.Message
 	case waiting != "":
-		c.changing(ReasonRestoring, waiting)
+		c.changing(etcdv1beta2.ReasonRestoring, waiting)
 		st.Reason = waiting
 	default:
 		st.Succeeded, st.Reason = true, ""

@@ -9,50 +9,50 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
-	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
+	"github.com/app-operator/app-operator/internal/backuprun"
 )
 
 func TestEtcdBackupStatus(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	at := func(m int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(m) * time.Minute)) }
-	stored := func(job string, m int, rev int64) BackupRun {
-		return BackupRun{Job: job, Started: at(m), Done: true, Succeeded: true,
-			Result: &etcdbackup.Result{Key: "b/k" + job, Revision: rev, EtcdVersion: "3.6.16", TakenAt: at(m).Time}}
+	stored := func(job string, m int, rev int64) backuprun.EtcdRun {
+		return backuprun.EtcdRun{Job: job, Started: at(m), Done: true, Succeeded: true,
+			Result: &backuprun.EtcdResult{Report: backuprun.Report{Key: "b/k" + job, TakenAt: at(m).Time}, Revision: rev, EtcdVersion: "3.6.16"}}
 	}
-	failed := BackupRun{Job: "j3", Started: at(3), Done: true,
-		Result: &etcdbackup.Result{Reason: "AccessDenied", Error: "the store refused the credentials of Secret aws"}}
-	silent := BackupRun{Job: "j3", Started: at(3), Done: true, Message: "Job j3 failed: DeadlineExceeded: Job was active longer than specified deadline"}
-	running := BackupRun{Job: "j4", Started: at(4)}
+	failed := backuprun.EtcdRun{Job: "j3", Started: at(3), Done: true,
+		Result: &backuprun.EtcdResult{Report: backuprun.Report{Reason: "AccessDenied", Error: "the store refused the credentials of Secret aws"}}}
+	silent := backuprun.EtcdRun{Job: "j3", Started: at(3), Done: true, Message: "Job j3 failed: DeadlineExceeded: Job was active longer than specified deadline"}
+	running := backuprun.EtcdRun{Job: "j4", Started: at(4)}
 	recorded := etcdv1beta2.EtcdBackupStatus{LastBackup: "b/kj0", EtcdRevision: 5, LastSuccessDate: &metav1.Time{Time: at(0).Time}, Succeeded: true}
 
 	tests := []struct {
 		name                         string
 		before                       etcdv1beta2.EtcdBackupStatus
-		runs                         []BackupRun
+		runs                         []backuprun.EtcdRun
 		waiting                      string
-		failure                      *Failure
+		failure                      *conditions.Failure
 		ready, progressing, degraded string
 		lastBackup                   string
 		revision                     int64
 		succeeded                    bool
 	}{
-		{name: "none yet", ready: "False " + etcdbackup.ReasonBackupPending, progressing: "True " + etcdbackup.ReasonBackupPending, degraded: "False AsExpected"},
+		{name: "none yet", ready: "False " + etcdv1beta2.ReasonBackupPending, progressing: "True " + etcdv1beta2.ReasonBackupPending, degraded: "False AsExpected"},
 		{name: "waiting for the cluster", waiting: "Waiting for EtcdCluster x to have members",
-			ready: "False " + etcdbackup.ReasonWaiting, progressing: "True " + etcdbackup.ReasonWaiting, degraded: "False AsExpected"},
-		{name: "the first running", runs: []BackupRun{running},
+			ready: "False " + etcdv1beta2.ReasonWaitingForCluster, progressing: "True " + etcdv1beta2.ReasonWaitingForCluster, degraded: "False AsExpected"},
+		{name: "the first running", runs: []backuprun.EtcdRun{running},
 			ready: "False BackupRunning", progressing: "True BackupRunning", degraded: "False AsExpected"},
-		{name: "stored", runs: []BackupRun{stored("j2", 2, 9), stored("j1", 1, 8)},
+		{name: "stored", runs: []backuprun.EtcdRun{stored("j2", 2, 9), stored("j1", 1, 8)},
 			ready: "True Available", progressing: "False RolloutComplete", degraded: "False AsExpected", lastBackup: "b/kj2", revision: 9, succeeded: true},
-		{name: "stored, the next running", runs: []BackupRun{running, stored("j2", 2, 9)},
+		{name: "stored, the next running", runs: []backuprun.EtcdRun{running, stored("j2", 2, 9)},
 			ready: "True Available", progressing: "True BackupRunning", degraded: "False AsExpected", lastBackup: "b/kj2", revision: 9, succeeded: true},
-		{name: "failed, the snapshot before kept", before: recorded, runs: []BackupRun{failed},
+		{name: "failed, the snapshot before kept", before: recorded, runs: []backuprun.EtcdRun{failed},
 			ready: "False AccessDenied", progressing: "False", degraded: "True AccessDenied", lastBackup: "b/kj0", revision: 5},
-		{name: "failed without a word from the tool", runs: []BackupRun{silent, stored("j2", 2, 9)},
+		{name: "failed without a word from the tool", runs: []backuprun.EtcdRun{silent, stored("j2", 2, 9)},
 			ready: "False BackupFailed", progressing: "False", degraded: "True BackupFailed", lastBackup: "b/kj2", revision: 9},
 		{name: "a pruned older success does not replace a newer one", before: etcdv1beta2.EtcdBackupStatus{LastBackup: "b/kj9", EtcdRevision: 90, LastSuccessDate: &metav1.Time{Time: at(9).Time}},
-			runs:  []BackupRun{stored("j2", 2, 9)},
+			runs:  []backuprun.EtcdRun{stored("j2", 2, 9)},
 			ready: "True Available", progressing: "False RolloutComplete", degraded: "False AsExpected", lastBackup: "b/kj9", revision: 90, succeeded: true},
-		{name: "the cluster missing", runs: []BackupRun{stored("j2", 2, 9)}, failure: &Failure{Reason: etcdbackup.ReasonClusterNotFound, Message: "spec.clusterName: no EtcdCluster x"},
+		{name: "the cluster missing", runs: []backuprun.EtcdRun{stored("j2", 2, 9)}, failure: &conditions.Failure{Reason: etcdv1beta2.ReasonClusterNotFound, Message: "spec.clusterName: no EtcdCluster x"},
 			ready: "False ClusterNotFound", progressing: "False", degraded: "True ClusterNotFound", lastBackup: "b/kj2", revision: 9, succeeded: true},
 	}
 	for _, tt := range tests {
@@ -81,7 +81,7 @@ func TestEtcdBackupStatus(t *testing.T) {
 func TestEtcdRestoreStatus(t *testing.T) {
 	st := &etcdv1beta2.EtcdRestoreStatus{}
 	EtcdRestore(st, 1, "EtcdCluster x is not Ready yet: Adding member x-1", nil, metav1.Now())
-	if r := meta.FindStatusCondition(st.Conditions, conditions.Ready); st.Succeeded || r.Reason != ReasonRestoring || st.Reason == "" {
+	if r := meta.FindStatusCondition(st.Conditions, conditions.Ready); st.Succeeded || r.Reason != etcdv1beta2.ReasonRestoring || st.Reason == "" {
 		t.Errorf("restoring: %+v", st)
 	}
 	EtcdRestore(st, 1, "", nil, metav1.Now())
@@ -90,13 +90,13 @@ func TestEtcdRestoreStatus(t *testing.T) {
 	}
 	// Once it succeeded, what happens to the cluster later is the
 	// cluster's to report.
-	EtcdRestore(st, 1, "", &Failure{Reason: ReasonClusterExists, Message: "m"}, metav1.Now())
+	EtcdRestore(st, 1, "", &conditions.Failure{Reason: etcdv1beta2.ReasonClusterExists, Message: "m"}, metav1.Now())
 	if r := meta.FindStatusCondition(st.Conditions, conditions.Ready); !st.Succeeded || r.Status != metav1.ConditionTrue {
 		t.Errorf("after success: %+v", st)
 	}
 	fresh := &etcdv1beta2.EtcdRestoreStatus{}
-	EtcdRestore(fresh, 1, "", &Failure{Reason: ReasonClusterExists, Message: "spec.etcdCluster.name: exists"}, metav1.Now())
-	if d := meta.FindStatusCondition(fresh.Conditions, conditions.Degraded); fresh.Succeeded || d.Status != metav1.ConditionTrue || d.Reason != ReasonClusterExists {
+	EtcdRestore(fresh, 1, "", &conditions.Failure{Reason: etcdv1beta2.ReasonClusterExists, Message: "spec.etcdCluster.name: exists"}, metav1.Now())
+	if d := meta.FindStatusCondition(fresh.Conditions, conditions.Degraded); fresh.Succeeded || d.Status != metav1.ConditionTrue || d.Reason != etcdv1beta2.ReasonClusterExists {
 		t.Errorf("refused: %+v", fresh)
 	}
 }

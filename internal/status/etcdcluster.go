@@ -8,7 +8,6 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
-	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 )
 
 // EtcdView is what a pass of an EtcdCluster learnt from etcd and decided.
@@ -20,16 +19,29 @@ type EtcdView struct {
 	// ClusterID is the ID of the cluster the members belong to (hex);
 	// empty keeps the recorded one.
 	ClusterID string
-	// Decision is the planner's decision; its reason is empty once the
-	// cluster is at the spec.
-	Decision etcdcluster.Decision
+	// Step is what the planner decided.
+	Step EtcdStep
 }
+
+// EtcdStep is an EtcdCluster planner's decision, as the status reports it.
+type EtcdStep struct {
+	// Reason is the condition reason of the step, or of why the cluster
+	// waits; empty once the cluster is at the spec.
+	Reason string
+	// Message says what the step does, or why the cluster waits.
+	Message string
+	// Failure: the cluster cannot go on (quorum lost, say).
+	Failure bool
+}
+
+// done reports whether the cluster is at the spec.
+func (s EtcdStep) done() bool { return s.Reason == "" }
 
 // EtcdCluster sets the status of an EtcdCluster from what the pass read
 // and decided, and the pass's failure (nil on success): a failure of the
 // step (QuorumLost, ScaleInRefused, VersionSkew), of a child, or of a pod
 // (an image that cannot be pulled is the version's: VersionUnavailable).
-func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcdv1beta2.EtcdClusterSpec, selector string, view EtcdView, failure *Failure, now metav1.Time) {
+func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcdv1beta2.EtcdClusterSpec, selector string, view EtcdView, failure *conditions.Failure, now metav1.Time) {
 	if view.Members != nil {
 		st.Members = view.Members
 	}
@@ -38,14 +50,14 @@ func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcd
 	}
 	st.Size = int32(len(st.Members))
 	st.Leader = ""
-	members := make([]etcdcluster.Member, 0, len(st.Members))
+	versions := make([]string, 0, len(st.Members))
 	for _, m := range st.Members {
 		if m.Leader {
 			st.Leader = m.Name
 		}
-		members = append(members, etcdcluster.Member{Version: m.Version})
+		versions = append(versions, m.Version)
 	}
-	st.CurrentVersion = etcdcluster.LowestVersion(members)
+	st.CurrentVersion = etcdv1beta2.LowestVersion(versions)
 	st.TargetVersion = spec.Version
 	st.Selector = selector
 	if failure != nil && failure.Reason == conditions.ReasonImagePullFailed {
@@ -56,7 +68,7 @@ func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcd
 		// decision); a learner catching up is not ready either.
 		failure = nil
 	}
-	d := view.Decision
+	d := view.Step
 	healthy := true
 	for _, m := range st.Members {
 		healthy = healthy && m.Healthy
@@ -67,18 +79,18 @@ func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcd
 	case failure != nil:
 		c.failed(failure)
 	case !view.Observed:
-		say(&c.ready, metav1.ConditionFalse, etcdcluster.ReasonScaling, "Waiting for the members to be read")
-	case !d.Done() && d.Reason == etcdcluster.ReasonMemberUnhealthy:
-		c.failed(&Failure{Reason: d.Reason, Message: d.Message})
-	case !d.Done():
+		say(&c.ready, metav1.ConditionFalse, etcdv1beta2.ReasonScaling, "Waiting for the members to be read")
+	case !d.done() && d.Reason == etcdv1beta2.ReasonMemberUnhealthy:
+		c.failed(&conditions.Failure{Reason: d.Reason, Message: d.Message})
+	case !d.done():
 		say(&c.ready, metav1.ConditionFalse, d.Reason, d.Message)
 	case !healthy:
-		say(&c.ready, metav1.ConditionFalse, etcdcluster.ReasonMemberUnhealthy, "A member is unhealthy")
+		say(&c.ready, metav1.ConditionFalse, etcdv1beta2.ReasonMemberUnhealthy, "A member is unhealthy")
 	default:
 		c.available(d.Message)
 	}
 	switch {
-	case view.Observed && !d.Done() && !d.Failure && d.Reason != etcdcluster.ReasonMemberUnhealthy:
+	case view.Observed && !d.done() && !d.Failure && d.Reason != etcdv1beta2.ReasonMemberUnhealthy:
 		say(&c.progressing, metav1.ConditionTrue, d.Reason, d.Message)
 	case c.ready.Status != metav1.ConditionTrue:
 		say(&c.progressing, metav1.ConditionFalse, c.ready.Reason, "No change can be made: "+c.ready.Message)
@@ -90,11 +102,11 @@ func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcd
 }
 
 // versionUnavailable names the version whose image cannot be pulled.
-func versionUnavailable(spec *etcdv1beta2.EtcdClusterSpec, f *Failure) *Failure {
-	image := etcdcluster.Image(spec, spec.Version)
+func versionUnavailable(spec *etcdv1beta2.EtcdClusterSpec, f *conditions.Failure) *conditions.Failure {
+	image := spec.Image(spec.Version)
 	if !strings.Contains(f.Message, fmt.Sprintf("%q", image)) {
 		return f
 	}
-	return &Failure{Reason: etcdcluster.ReasonVersionUnavailable, Message: fmt.Sprintf(
+	return &conditions.Failure{Reason: etcdv1beta2.ReasonVersionUnavailable, Message: fmt.Sprintf(
 		"etcd version %s is not available: image %s cannot be pulled (%s)", spec.Version, image, f.Message)}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
-	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 )
 
 // etcdInput is what a pass of an EtcdCluster observes and decides.
@@ -20,7 +19,7 @@ type etcdInput struct {
 	Spec       etcdv1beta2.EtcdClusterSpec
 	Status     etcdv1beta2.EtcdClusterStatus
 	View       EtcdView
-	Failure    *Failure
+	Failure    *conditions.Failure
 }
 
 // FuzzEtcdClusterStatus: whatever the pass read and decided, the status
@@ -30,16 +29,16 @@ type etcdInput struct {
 // view's, or the recorded ones when the pass read none; and the same
 // input gives the same status.
 func FuzzEtcdClusterStatus(f *testing.F) {
-	f.Add([]byte(`{"Generation":2,"Spec":{"size":3,"version":"3.6.16"},"View":{"Observed":true,"Members":[{"name":"example-0","id":"1","healthy":true,"leader":true,"version":"3.6.16"}],"Decision":{"Reason":"Scaling","Message":"Adding member example-1"}}}`))
+	f.Add([]byte(`{"Generation":2,"Spec":{"size":3,"version":"3.6.16"},"View":{"Observed":true,"Members":[{"name":"example-0","id":"1","healthy":true,"leader":true,"version":"3.6.16"}],"Step":{"Reason":"Scaling","Message":"Adding member example-1"}}}`))
 	f.Add([]byte(`{"Generation":1,"Spec":{"size":3,"version":"3.6.16"},"Failure":{"Reason":"QuorumLost","Message":"down: example-1, example-2"},"View":{"Observed":true}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var in etcdInput
 		decode(data, &in, &in.Generation, &in.Status.ObservedGeneration)
 		// Reasons are the planner's and the engine's, not any string.
-		decisionReasons := []string{"", etcdcluster.ReasonScaling, etcdcluster.ReasonUpgrading, etcdcluster.ReasonReplacing, etcdcluster.ReasonMemberUnhealthy}
-		in.View.Decision.Reason = decisionReasons[len(in.View.Decision.Reason)%len(decisionReasons)]
+		decisionReasons := []string{"", etcdv1beta2.ReasonScaling, etcdv1beta2.ReasonUpgrading, etcdv1beta2.ReasonReplacing, etcdv1beta2.ReasonMemberUnhealthy}
+		in.View.Step.Reason = decisionReasons[len(in.View.Step.Reason)%len(decisionReasons)]
 		if in.Failure != nil {
-			reasons := append([]string{etcdcluster.ReasonQuorumLost, etcdcluster.ReasonScaleInRefused, etcdcluster.ReasonVersionSkew,
+			reasons := append([]string{etcdv1beta2.ReasonQuorumLost, etcdv1beta2.ReasonScaleInRefused, etcdv1beta2.ReasonVersionSkew,
 				conditions.ReasonImagePullFailed, conditions.ReasonReadinessProbeFailed, conditions.ReasonCrashLoopBackOff, conditions.ReasonStepFailed}, failureReasons...)
 			in.Failure.Reason = reasons[len(in.Failure.Message)%len(reasons)]
 		}
@@ -69,13 +68,13 @@ func FuzzEtcdClusterStatus(f *testing.F) {
 			healthy = healthy && m.Healthy
 		}
 		if meta.IsStatusConditionTrue(st.Conditions, conditions.Ready) &&
-			((in.Failure != nil && in.Failure.Reason != conditions.ReasonReadinessProbeFailed) || !in.View.Observed || !in.View.Decision.Done() || !healthy) {
+			((in.Failure != nil && in.Failure.Reason != conditions.ReasonReadinessProbeFailed) || !in.View.Observed || !in.View.Step.done() || !healthy) {
 			t.Fatalf("Ready with failure %+v, view %+v", in.Failure, in.View)
 		}
 		if in.Failure != nil && in.Failure.Reason != conditions.ReasonReadinessProbeFailed && !meta.IsStatusConditionTrue(st.Conditions, conditions.Degraded) {
 			t.Fatalf("failure %+v not Degraded", in.Failure)
 		}
-		if in.View.Decision.Reason == etcdcluster.ReasonMemberUnhealthy && in.Failure == nil && in.View.Observed && !meta.IsStatusConditionTrue(st.Conditions, conditions.Degraded) {
+		if in.View.Step.Reason == etcdv1beta2.ReasonMemberUnhealthy && in.Failure == nil && in.View.Observed && !meta.IsStatusConditionTrue(st.Conditions, conditions.Degraded) {
 			t.Fatal("unhealthy members not Degraded")
 		}
 		again := *in.Status.DeepCopy()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
-	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 )
 
 func TestEtcdClusterStatus(t *testing.T) {
@@ -21,25 +20,25 @@ func TestEtcdClusterStatus(t *testing.T) {
 	tests := []struct {
 		name    string
 		view    EtcdView
-		failure *Failure
+		failure *conditions.Failure
 		// ready, progressing and degraded are each condition's status and reason.
 		ready, progressing, degraded string
 		leader, current              string
 	}{
 		{name: "at the spec", view: EtcdView{Observed: true, Members: three},
 			ready: "True Available", progressing: "False RolloutComplete", degraded: "False AsExpected", leader: "example-0", current: "3.6.15"},
-		{name: "scaling", view: EtcdView{Observed: true, Members: three, Decision: etcdcluster.Decision{Reason: etcdcluster.ReasonScaling, Message: "Adding member example-3"}},
+		{name: "scaling", view: EtcdView{Observed: true, Members: three, Step: EtcdStep{Reason: etcdv1beta2.ReasonScaling, Message: "Adding member example-3"}},
 			ready: "False Scaling", progressing: "True Scaling", degraded: "False AsExpected", leader: "example-0", current: "3.6.15"},
-		{name: "a member unhealthy", view: EtcdView{Observed: true, Members: three, Decision: etcdcluster.Decision{Reason: etcdcluster.ReasonMemberUnhealthy, Message: "down: example-1"}},
+		{name: "a member unhealthy", view: EtcdView{Observed: true, Members: three, Step: EtcdStep{Reason: etcdv1beta2.ReasonMemberUnhealthy, Message: "down: example-1"}},
 			ready: "False MemberUnhealthy", progressing: "False MemberUnhealthy", degraded: "True MemberUnhealthy", leader: "example-0", current: "3.6.15"},
 		{name: "the quorum lost", view: EtcdView{Observed: true, Members: three},
-			failure: &Failure{Reason: etcdcluster.ReasonQuorumLost, Message: "down: example-1, example-2"},
+			failure: &conditions.Failure{Reason: etcdv1beta2.ReasonQuorumLost, Message: "down: example-1, example-2"},
 			ready:   "False QuorumLost", progressing: "False QuorumLost", degraded: "True QuorumLost", leader: "example-0", current: "3.6.15"},
 		{name: "the version's image cannot be pulled",
-			failure: &Failure{Reason: conditions.ReasonImagePullFailed, Message: `Pod example-0: container etcd cannot pull image "quay.io/coreos/etcd:v3.6.16"`},
+			failure: &conditions.Failure{Reason: conditions.ReasonImagePullFailed, Message: `Pod example-0: container etcd cannot pull image "quay.io/coreos/etcd:v3.6.16"`},
 			ready:   "False VersionUnavailable", progressing: "False VersionUnavailable", degraded: "True VersionUnavailable"},
-		{name: "a learner not ready is no failure", view: EtcdView{Observed: true, Members: three, Decision: etcdcluster.Decision{Reason: etcdcluster.ReasonScaling, Message: "Learner example-3 is catching up"}},
-			failure: &Failure{Reason: conditions.ReasonReadinessProbeFailed, Message: "Pod example-3 ..."},
+		{name: "a learner not ready is no failure", view: EtcdView{Observed: true, Members: three, Step: EtcdStep{Reason: etcdv1beta2.ReasonScaling, Message: "Learner example-3 is catching up"}},
+			failure: &conditions.Failure{Reason: conditions.ReasonReadinessProbeFailed, Message: "Pod example-3 ..."},
 			ready:   "False Scaling", progressing: "True Scaling", degraded: "False AsExpected", leader: "example-0", current: "3.6.15"},
 	}
 	for _, tt := range tests {
@@ -59,7 +58,7 @@ func TestEtcdClusterStatus(t *testing.T) {
 	}
 	st := &etcdv1beta2.EtcdClusterStatus{}
 	EtcdCluster(st, 1, spec, "sel", EtcdView{Observed: true, Members: three}, nil, metav1.Now())
-	EtcdCluster(st, 2, spec, "sel", EtcdView{}, &Failure{Reason: conditions.ReasonStepFailed, Message: "no answer"}, metav1.Now())
+	EtcdCluster(st, 2, spec, "sel", EtcdView{}, &conditions.Failure{Reason: conditions.ReasonStepFailed, Message: "no answer"}, metav1.Now())
 	if len(st.Members) != 3 || st.ObservedGeneration != 1 {
 		t.Errorf("a pass that read nothing changed members %+v or observedGeneration %d", st.Members, st.ObservedGeneration)
 	}
@@ -68,7 +67,7 @@ func TestEtcdClusterStatus(t *testing.T) {
 	}
 	if msg := meta.FindStatusCondition(func() []metav1.Condition {
 		s := &etcdv1beta2.EtcdClusterStatus{}
-		EtcdCluster(s, 1, spec, "sel", EtcdView{}, &Failure{Reason: conditions.ReasonImagePullFailed, Message: `Pod example-0: container etcd cannot pull image "quay.io/coreos/etcd:v3.6.16"`}, metav1.Now())
+		EtcdCluster(s, 1, spec, "sel", EtcdView{}, &conditions.Failure{Reason: conditions.ReasonImagePullFailed, Message: `Pod example-0: container etcd cannot pull image "quay.io/coreos/etcd:v3.6.16"`}, metav1.Now())
 		return s.Conditions
 	}(), conditions.Ready).Message; msg != `etcd version 3.6.16 is not available: image quay.io/coreos/etcd:v3.6.16 cannot be pulled (Pod example-0: container etcd cannot pull image "quay.io/coreos/etcd:v3.6.16")` {
 		t.Errorf("VersionUnavailable message %q", msg)

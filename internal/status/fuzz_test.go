@@ -34,7 +34,7 @@ import (
 type WorkloadInput struct {
 	Generation int64
 	Deployment *appsv1.Deployment
-	Failure    *Failure
+	Failure    *conditions.Failure
 }
 
 // failureReasons are the reasons a pass fails with.
@@ -172,15 +172,15 @@ func fillConditions(conds *[]metav1.Condition, c randfill.Continue) {
 }
 
 // fillOptionalFailure fills a pass's failure: mostly none.
-func fillOptionalFailure(f **Failure, c randfill.Continue) {
+func fillOptionalFailure(f **conditions.Failure, c randfill.Continue) {
 	*f = nil
 	if c.Intn(4) == 0 {
-		*f = new(Failure)
+		*f = new(conditions.Failure)
 		c.Fill(*f)
 	}
 }
 
-func fillFailure(f *Failure, c randfill.Continue) {
+func fillFailure(f *conditions.Failure, c randfill.Continue) {
 	f.Reason = pick(c, failureReasons...)
 	c.Fill(&f.Message)
 }
@@ -216,7 +216,7 @@ func fillMicroServiceDeployObserved(o *MicroServiceDeployObserved, c randfill.Co
 // skipUnseen skips an input the status functions never see (a JSON input
 // may hold one): previous conditions the API server refuses, or a failure
 // with a reason the controllers never report.
-func skipUnseen(t *testing.T, prev []metav1.Condition, failure *Failure) {
+func skipUnseen(t *testing.T, prev []metav1.Condition, failure *conditions.Failure) {
 	t.Helper()
 	if errs := metav1validation.ValidateConditions(prev, field.NewPath("status", "conditions")); len(errs) > 0 {
 		t.Skipf("the API server refuses the previous conditions: %v", errs.ToAggregate())
@@ -359,7 +359,7 @@ func FuzzMyWebStatus(f *testing.F) {
 		w := in.WorkloadInput
 		if w.Failure == nil && !ExposesNodePort(in.Service, in.NodePort) {
 			// A Service that does not expose the port is a failure of its own.
-			w.Failure = &Failure{Reason: conditions.ReasonNodePortNotExposed}
+			w.Failure = &conditions.Failure{Reason: conditions.ReasonNodePortNotExposed}
 			if st.ObservedGeneration != in.Status.ObservedGeneration {
 				t.Fatalf("observedGeneration moved to %d though the node port is not exposed", st.ObservedGeneration)
 			}
@@ -378,7 +378,7 @@ type microServiceDeployInput struct {
 	Generation int64
 	Status     customv1.MicroServiceDeployStatus
 	Observed   MicroServiceDeployObserved
-	Failure    *Failure
+	Failure    *conditions.Failure
 }
 
 func FuzzMicroServiceDeployStatus(f *testing.F) {

@@ -8,12 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cachev1alpha1 "github.com/app-operator/app-operator/api/cache/v1alpha1"
+	"github.com/app-operator/app-operator/api/conditions"
 )
 
 // Memcached sets the status of a Memcached from its Deployment d (nil when
 // missing), the pods its selector matches and the pass's failure (nil on
 // success). observedGeneration moves only after a successful pass.
-func Memcached(st *cachev1alpha1.MemcachedStatus, generation int64, selector string, d *appsv1.Deployment, pods []*corev1.Pod, failure *Failure, now metav1.Time) {
+func Memcached(st *cachev1alpha1.MemcachedStatus, generation int64, selector string, d *appsv1.Deployment, pods []*corev1.Pod, failure *conditions.Failure, now metav1.Time) {
 	w := SetWorkloadConditions(&st.Conditions, generation, d, failure, now)
 	st.Replicas = w.Replicas
 	st.ReadyReplicas = w.ReadyReplicas

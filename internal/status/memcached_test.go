@@ -89,7 +89,7 @@ func TestMemcachedStatus(t *testing.T) {
 	}
 
 	// A failed pass keeps observedGeneration, and still reports the pods.
-	Memcached(&st, 7, "sel", deployment(1, 3, 1, 1, 1), pods, &Failure{Reason: conditions.ReasonChildConflict, Message: "no"}, now)
+	Memcached(&st, 7, "sel", deployment(1, 3, 1, 1, 1), pods, &conditions.Failure{Reason: conditions.ReasonChildConflict, Message: "no"}, now)
 	if st.ObservedGeneration != 6 {
 		t.Errorf("observedGeneration = %d after a failed pass, want 6", st.ObservedGeneration)
 	}

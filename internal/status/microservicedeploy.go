@@ -75,14 +75,14 @@ func QuotaReasonOf(s QuotaState) string {
 // another instance holds (reason HostConflict, after QuotaConflict): the
 // instance runs, but is not exposed as it asks to be. observedGeneration
 // moves when the pass applied the children of this generation.
-func MicroServiceDeploy(st *customv1.MicroServiceDeployStatus, generation int64, o MicroServiceDeployObserved, failure *Failure, now metav1.Time) {
+func MicroServiceDeploy(st *customv1.MicroServiceDeployStatus, generation int64, o MicroServiceDeployObserved, failure *conditions.Failure, now metav1.Time) {
 	quota := quotaCondition(generation, o)
 	effective := failure
 	if effective == nil && quota.Reason == conditions.ReasonQuotaConflict {
-		effective = &Failure{Reason: quota.Reason, Message: quota.Message}
+		effective = &conditions.Failure{Reason: quota.Reason, Message: quota.Message}
 	}
 	if effective == nil && o.ExposureReason == conditions.ReasonHostConflict {
-		effective = &Failure{Reason: o.ExposureReason, Message: o.ExposureMessage}
+		effective = &conditions.Failure{Reason: o.ExposureReason, Message: o.ExposureMessage}
 	}
 
 	// Ready waits for the quota too.

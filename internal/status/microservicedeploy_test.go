@@ -39,7 +39,7 @@ func TestMicroServiceDeployStatus(t *testing.T) {
 	tests := []struct {
 		name    string
 		o       MicroServiceDeployObserved
-		failure *Failure
+		failure *conditions.Failure
 		want    msdWant
 	}{
 		{"should be ready when the Deployment is available and the quota leaves room for the instance", observed(nil), nil,
@@ -54,7 +54,7 @@ func TestMicroServiceDeployStatus(t *testing.T) {
 			msdWant{"False/QuotaConflict", "True/QuotaConflict", "False/QuotaConflict", "False/Active", "False/NoBaseDomain", "", 5}},
 		{"should report the pass's failure before the quota and keep observedGeneration", observed(func(o *MicroServiceDeployObserved) {
 			o.Quota = QuotaForeign
-		}), &Failure{Reason: conditions.ReasonChildConflict, Message: "Service exists"},
+		}), &conditions.Failure{Reason: conditions.ReasonChildConflict, Message: "Service exists"},
 			msdWant{"False/ChildConflict", "True/ChildConflict", "False/QuotaConflict", "False/Active", "False/NoBaseDomain", "", 4}},
 		{"should be ready and idle when parked at zero replicas", observed(func(o *MicroServiceDeployObserved) {
 			o.Idle, o.Deployment = true, deployment(0, 3, 0, 0, 0)
@@ -66,7 +66,7 @@ func TestMicroServiceDeployStatus(t *testing.T) {
 			msdWant{"True/Available", "False/AsExpected", "True/QuotaApplied", "False/Active", "True/IngressApplied", "http://ms-v1.example.com/", 5}},
 		{"should not show the URL before the Ingress is applied", observed(func(o *MicroServiceDeployObserved) {
 			o.URL, o.ExposureReason = "http://ms-v1.example.com/", conditions.ReasonIngressApplied
-		}), &Failure{Reason: conditions.ReasonApplyFailed, Message: "apply Deployment: timeout"},
+		}), &conditions.Failure{Reason: conditions.ReasonApplyFailed, Message: "apply Deployment: timeout"},
 			msdWant{"False/ApplyFailed", "True/ApplyFailed", "True/QuotaApplied", "False/Active", "False/RolloutInProgress", "", 4}},
 		{"should explain that an instance needing auth is not exposed without it", observed(func(o *MicroServiceDeployObserved) {
 			o.ExposureReason = conditions.ReasonAuthUnavailable
@@ -88,7 +88,7 @@ func TestMicroServiceDeployStatus(t *testing.T) {
 			msdWant{"False/QuotaConflict", "True/QuotaConflict", "False/QuotaConflict", "False/Active", "False/HostConflict", "", 5}},
 		{"should report the pass's failure before a host conflict", observed(func(o *MicroServiceDeployObserved) {
 			o.ExposureReason, o.ExposureMessage = conditions.ReasonHostConflict, "Host ms-v1.example.com is held by MicroServiceDeploy other/ms-v1s0"
-		}), &Failure{Reason: conditions.ReasonApplyFailed, Message: "apply Deployment: timeout"},
+		}), &conditions.Failure{Reason: conditions.ReasonApplyFailed, Message: "apply Deployment: timeout"},
 			msdWant{"False/ApplyFailed", "True/ApplyFailed", "True/QuotaApplied", "False/Active", "False/HostConflict", "", 4}},
 	}
 	for _, tt := range tests {

@@ -16,9 +16,9 @@ import (
 // on success). Completed is true exactly when Ready is: the Deployment is
 // available for the current generation and the Service exposes the node port.
 // observedGeneration moves only after a successful pass.
-func MyWeb(st *operatorv1.MyWebStatus, generation int64, nodePort int32, d *appsv1.Deployment, svc *corev1.Service, failure *Failure, now metav1.Time) {
+func MyWeb(st *operatorv1.MyWebStatus, generation int64, nodePort int32, d *appsv1.Deployment, svc *corev1.Service, failure *conditions.Failure, now metav1.Time) {
 	if failure == nil && !ExposesNodePort(svc, nodePort) {
-		failure = &Failure{Reason: conditions.ReasonNodePortNotExposed, Message: fmt.Sprintf("The Service does not expose node port %d", nodePort)}
+		failure = &conditions.Failure{Reason: conditions.ReasonNodePortNotExposed, Message: fmt.Sprintf("The Service does not expose node port %d", nodePort)}
 	}
 	w := SetWorkloadConditions(&st.Conditions, generation, d, failure, now)
 	st.Completed = w.Ready

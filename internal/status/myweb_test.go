@@ -33,7 +33,7 @@ func TestMyWebStatus(t *testing.T) {
 		name    string
 		d       *appsv1.Deployment
 		svc     *corev1.Service
-		failure *Failure
+		failure *conditions.Failure
 		want    result
 	}{
 		{"should be completed when the Deployment is available and the Service exposes the node port",
@@ -62,7 +62,7 @@ func TestMyWebStatus(t *testing.T) {
 			result{false, 4, metav1.ConditionFalse, conditions.ReasonNodePortNotExposed, metav1.ConditionTrue}},
 		{"should report a node port taken by another Service over the live children",
 			available, nodePortService(corev1.ServiceTypeNodePort, 30100),
-			&Failure{Reason: conditions.ReasonNodePortAllocated, Message: "apply Service web: provided port is already allocated"},
+			&conditions.Failure{Reason: conditions.ReasonNodePortAllocated, Message: "apply Service web: provided port is already allocated"},
 			result{false, 4, metav1.ConditionFalse, conditions.ReasonNodePortAllocated, metav1.ConditionTrue}},
 	}
 	for _, tt := range tests {

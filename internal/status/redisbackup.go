@@ -4,20 +4,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
-	"github.com/app-operator/app-operator/internal/resources/redisbackup"
+	"github.com/app-operator/app-operator/internal/backuprun"
 )
 
 // RedisBackupFailureReason is status.backupInfo.backupFailureReason of
 // the failed run r: its reason, then why.
-func RedisBackupFailureReason(r RedisBackupRun) string {
-	f := BackupFailure(r)
+func RedisBackupFailureReason(r backuprun.RedisRun) string {
+	f := backuprun.Failure(r)
 	return f.Reason + ": " + f.Message
 }
 
 // RedisBackupInfo returns status.backupInfo from spec.backup, the runs
 // (newest first) and the status before: nil without spec.backup. What the
 // last successful backup stored stays after its Job is pruned.
-func RedisBackupInfo(before *redisv1alpha1.BackupInfo, backup *redisv1alpha1.Backup, runs []RedisBackupRun) *redisv1alpha1.BackupInfo {
+func RedisBackupInfo(before *redisv1alpha1.BackupInfo, backup *redisv1alpha1.Backup, runs []backuprun.RedisRun) *redisv1alpha1.BackupInfo {
 	if backup == nil {
 		return nil
 	}
@@ -25,7 +25,7 @@ func RedisBackupInfo(before *redisv1alpha1.BackupInfo, backup *redisv1alpha1.Bac
 	if before != nil {
 		info = before.DeepCopy()
 	}
-	info.BackupInterval = int32(redisbackup.Interval(backup).Seconds())
+	info.BackupInterval = int32(backup.Every().Seconds())
 	if len(runs) > 0 {
 		t := runs[0].Started
 		info.LastScheduleTime = &t

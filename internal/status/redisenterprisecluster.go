@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/app-operator/app-operator/api/conditions"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 )
 
@@ -14,7 +15,7 @@ import (
 // names why it waits, where there is one), and the pass's failure
 // (nil on success), which makes the state Error. observedGeneration moves
 // only after a successful pass.
-func RedisEnterpriseCluster(st *redisv1alpha1.RedisEnterpriseClusterStatus, generation int64, took, waiting, cause string, failure *Failure, now metav1.Time) {
+func RedisEnterpriseCluster(st *redisv1alpha1.RedisEnterpriseClusterStatus, generation int64, took, waiting, cause string, failure *conditions.Failure, now metav1.Time) {
 	if failure != nil {
 		st.State = redisv1alpha1.StateError
 	}

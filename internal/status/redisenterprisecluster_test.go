@@ -24,7 +24,7 @@ func TestRedisEnterpriseCluster(t *testing.T) {
 		took    string
 		waiting string
 		cause   string
-		failure *Failure
+		failure *conditions.Failure
 		want    want
 	}{
 		{"should be Ready when Running", redisv1alpha1.StateRunning, "", "", "", nil,
@@ -39,7 +39,7 @@ func TestRedisEnterpriseCluster(t *testing.T) {
 			redisv1alpha1.ReasonFailoverPending, nil,
 			want{redisv1alpha1.StateInitializing, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, redisv1alpha1.ReasonFailoverPending, 2}},
 		{"should be Error and Degraded on a failure, keeping the observed generation", redisv1alpha1.StateRunning, "", "", "",
-			&Failure{Reason: redisv1alpha1.ReasonNoPrimary, Message: "the primary r-0 is gone and no other node answers"},
+			&conditions.Failure{Reason: redisv1alpha1.ReasonNoPrimary, Message: "the primary r-0 is gone and no other node answers"},
 			want{redisv1alpha1.StateError, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, redisv1alpha1.ReasonNoPrimary, 1}},
 	}
 	for _, tt := range tests {

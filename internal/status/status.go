@@ -13,16 +13,6 @@ import (
 	"github.com/app-operator/app-operator/api/conditions"
 )
 
-// Failure is why a reconcile pass could not converge: a reason from the
-// conditions package and a human message. Messages never hold values that
-// change from pass to pass, so an unchanged failure writes no status.
-type Failure struct {
-	Reason  string
-	Message string
-}
-
-func (f *Failure) Error() string { return f.Reason + ": " + f.Message }
-
 // The messages of Progressing=False after a rollout, and of Degraded=False,
 // the same for every kind.
 const (
@@ -97,13 +87,13 @@ func stableMessage(msg string) string {
 
 // workloadConditions is the triple of a Deployment-backed kind: what its
 // rollout says, and the pass's failure (nil when it converged) over it.
-func workloadConditions(r rollout, failure *Failure) triple {
+func workloadConditions(r rollout, failure *conditions.Failure) triple {
 	c := newTriple()
 	switch r.phase {
 	case phaseAvailable:
 		c.available(r.message)
 	case phaseStalled:
-		c.stuck(&Failure{Reason: r.reason, Message: r.message})
+		c.stuck(&conditions.Failure{Reason: r.reason, Message: r.message})
 	default:
 		c.changing(r.reason, r.message)
 	}
@@ -128,7 +118,7 @@ type Workload struct {
 // the Deployment d (nil when it does not exist) and the pass's failure (nil
 // when it converged), and returns the replica counts. A condition's
 // lastTransitionTime moves only when its status changes.
-func SetWorkloadConditions(conds *[]metav1.Condition, generation int64, d *appsv1.Deployment, failure *Failure, now metav1.Time) Workload {
+func SetWorkloadConditions(conds *[]metav1.Condition, generation int64, d *appsv1.Deployment, failure *conditions.Failure, now metav1.Time) Workload {
 	c := workloadConditions(observeRollout(d), failure)
 	c.set(conds, generation, now)
 	return workloadOf(d, c.ready.Status == metav1.ConditionTrue)

@@ -40,7 +40,7 @@ func TestWorkloadConditions(t *testing.T) {
 	tests := []struct {
 		name    string
 		d       *appsv1.Deployment
-		failure *Failure
+		failure *conditions.Failure
 		want    want
 	}{
 		{"should wait while the Deployment does not exist", nil, nil,
@@ -62,7 +62,7 @@ func TestWorkloadConditions(t *testing.T) {
 		{"should be degraded when pods cannot be created", deployment(2, 3, 0, 0, 0, quota), nil,
 			want{metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, conditions.ReasonReplicaFailure}},
 		{"should report a failure over an available Deployment", deployment(2, 3, 2, 2, 2),
-			&Failure{Reason: conditions.ReasonChildConflict, Message: "Service web exists"},
+			&conditions.Failure{Reason: conditions.ReasonChildConflict, Message: "Service web exists"},
 			want{metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, conditions.ReasonChildConflict}},
 	}
 	for _, tt := range tests {
@@ -120,7 +120,7 @@ func TestAppServiceStatus(t *testing.T) {
 	}
 
 	// A failed pass keeps observedGeneration where the last success left it.
-	AppService(&st, 6, "app=web", deployment(2, 3, 2, 2, 2), &Failure{Reason: conditions.ReasonApplyRejected, Message: "no"}, now)
+	AppService(&st, 6, "app=web", deployment(2, 3, 2, 2, 2), &conditions.Failure{Reason: conditions.ReasonApplyRejected, Message: "no"}, now)
 	if st.ObservedGeneration != 5 {
 		t.Errorf("observedGeneration = %d after a failed pass, want 5", st.ObservedGeneration)
 	}

@@ -43,13 +43,13 @@ func (c *triple) changing(reason, message string) {
 }
 
 // failed: not Ready and Degraded for f; Progressing says what it said.
-func (c *triple) failed(f *Failure) {
+func (c *triple) failed(f *conditions.Failure) {
 	say(&c.ready, metav1.ConditionFalse, f.Reason, f.Message)
 	say(&c.degraded, metav1.ConditionTrue, f.Reason, f.Message)
 }
 
 // stuck: failed, and nothing moves until f is mended.
-func (c *triple) stuck(f *Failure) {
+func (c *triple) stuck(f *conditions.Failure) {
 	c.failed(f)
 	say(&c.progressing, metav1.ConditionFalse, f.Reason, f.Message)
 }

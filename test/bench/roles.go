@@ -32,6 +32,7 @@ import (
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
 	operatorv1 "github.com/app-operator/app-operator/api/operator/v1"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/engine"
 )
 
 // RoleEnv names the environment variable that makes the benchmark's
@@ -162,7 +163,7 @@ func applyChildren(ctx context.Context, c client.Client, w workload, obj client.
 		return err
 	}
 	for _, ac := range acs {
-		if err := c.Apply(ctx, ac, client.FieldOwner(controller.FieldOwner(w.controller)), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, ac, client.FieldOwner(engine.FieldOwner(w.controller)), client.ForceOwnership); err != nil {
 			return fmt.Errorf("apply a child of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 		}
 		writes.Add(1)

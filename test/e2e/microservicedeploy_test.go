@@ -17,7 +17,7 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	customv1 "github.com/app-operator/app-operator/api/custom/v1"
-	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
 	"github.com/app-operator/app-operator/test/cluster"
 	"github.com/app-operator/app-operator/test/testenv"
@@ -75,7 +75,7 @@ func TestMicroServiceDeploySampleRunsAutoscaledAndIdles(t *testing.T) {
 		}
 		return testenv.ReplicasOwners(t, dep)
 	}
-	operatorManager := controller.FieldOwner("microservicedeploy")
+	operatorManager := engine.FieldOwner("microservicedeploy")
 	if got := owners(); msdHas(got, operatorManager) {
 		t.Errorf("the operator owns spec.replicas under autoscaling: %v", got)
 	}

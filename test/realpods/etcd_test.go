@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
@@ -72,7 +71,7 @@ func runEtcdSampleWith(t *testing.T, name, version string, opts controller.Optio
 	t.Helper()
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: opts})
+	startOperator(t, testenv.StartOptions{Namespaces: []string{ns}, Options: opts})
 	return c, createEtcdSample(t, c, ns, name, version)
 }
 
@@ -328,7 +327,7 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	// The sample unchanged in one namespace, with the node's version in
 	// another: both are called example.
 	ns2 := testenv.NewNamespace(t, c)
-	op := testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns, ns2}})
+	op := startOperator(t, testenv.StartOptions{Namespaces: []string{ns, ns2}})
 
 	sample := &etcdv1beta2.EtcdCluster{}
 	testenv.LoadSample(t, "etcd/etcd_v1beta2_etcdcluster.yaml", sample, ns)
@@ -336,7 +335,7 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	cond := waitCondition(t, c, sample, func() []metav1.Condition { return sample.Status.Conditions },
-		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonVersionUnavailable, 3*time.Minute)
+		conditions.Ready, metav1.ConditionFalse, etcdv1beta2.ReasonVersionUnavailable, 3*time.Minute)
 	t.Logf("the sample unchanged: Ready=False %s: %s", cond.Reason, cond.Message)
 	if err := c.Delete(ctx, sample); err != nil {
 		t.Fatal(err)
@@ -404,7 +403,7 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 		t.Errorf("%d membership changes were in flight at once, want at most one", w.inFlight)
 	}
 	waitEventReasons(t, c, "EtcdCluster", client.ObjectKeyFromObject(e),
-		controller.EventLearnerAdded, controller.EventLearnerPromoted, controller.EventMemberRemoved)
+		etcdv1beta2.EventLearnerAdded, etcdv1beta2.EventLearnerPromoted, etcdv1beta2.EventMemberRemoved)
 	if w.longestQuorumless > quorumlessBound {
 		t.Errorf("no member served a linearizable read for %s during the scaling (%d of %d reads failed: %q)", w.longestQuorumless, w.quorumless, w.polls, w.errs)
 	}
@@ -461,7 +460,7 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 	}
 	t.Logf("claim of %s deleted with the operator away: the new pod's etcd exited twice without joining", victim)
 	start = time.Now()
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	startOperator(t, testenv.StartOptions{Namespaces: []string{ns}})
 	testenv.Eventually(t, 5*time.Minute, func() (bool, string) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
 			return false, err.Error()
@@ -488,7 +487,7 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 		freezePod(t, c, ns, name)
 	}
 	cond = waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
-		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonQuorumLost, 2*time.Minute)
+		conditions.Ready, metav1.ConditionFalse, etcdv1beta2.ReasonQuorumLost, 2*time.Minute)
 	t.Logf("two of three members stopped: Ready=False %s: %s", cond.Reason, cond.Message)
 	for _, name := range down {
 		if !strings.Contains(cond.Message, name) {
@@ -500,7 +499,7 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
 			t.Fatal(err)
 		}
-		if got := findCondition(e.Status.Conditions, conditions.Ready); got == nil || got.Reason != etcdcluster.ReasonQuorumLost {
+		if got := findCondition(e.Status.Conditions, conditions.Ready); got == nil || got.Reason != etcdv1beta2.ReasonQuorumLost {
 			t.Fatalf("Ready %+v while two of three members are stopped, want QuorumLost", got)
 		}
 	}
@@ -668,7 +667,7 @@ func TestEtcdClusterUpgradesRollOneMemberAtATime(t *testing.T) {
 	waitEtcdReady(t, c, e, 2, etcdNextVersion, 3*time.Minute)
 	setEtcdSpec(t, c, e, func(s *etcdv1beta2.EtcdClusterSpec) { s.Size = 1 })
 	cond := waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
-		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonScaleInRefused, 2*time.Minute)
+		conditions.Ready, metav1.ConditionFalse, etcdv1beta2.ReasonScaleInRefused, 2*time.Minute)
 	t.Logf("size 2 -> 1: Ready=False %s: %s", cond.Reason, cond.Message)
 	time.Sleep(10 * time.Second)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
@@ -762,7 +761,7 @@ func rollUpgrade(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, vers
 				restarting := 0
 				mu.Lock()
 				for _, p := range pods.Items {
-					if p.Spec.Containers[0].Image == etcdcluster.Image(&got.Spec, version) && !seen[p.Name] {
+					if p.Spec.Containers[0].Image == got.Spec.Image(version) && !seen[p.Name] {
 						seen[p.Name] = true
 						r.order = append(r.order, p.Name)
 					}

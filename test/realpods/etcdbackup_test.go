@@ -19,6 +19,7 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/resources/etcdbackup"
 	"github.com/app-operator/app-operator/test/cluster"
@@ -233,7 +234,7 @@ func startBackupSource(t *testing.T) (client.Client, string, *etcdv1beta2.EtcdCl
 	t.Parallel()
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns},
+	startOperator(t, testenv.StartOptions{Namespaces: []string{ns},
 		Options: controller.Options{SnapshotImage: operatorImage(t)}})
 	return c, ns, createEtcdSample(t, c, ns, "source", etcdVersion)
 }
@@ -387,7 +388,7 @@ func watchBackupJobs(t *testing.T, c client.Client, b *etcdv1beta2.EtcdBackup) f
 		mu.Lock()
 		defer mu.Unlock()
 		for pod, msg := range ended {
-			r, err := etcdbackup.ParseResult(msg)
+			r, err := backuprun.ParseEtcd(msg)
 			switch {
 			case err != nil:
 				t.Errorf("backup pod %s ended without a result: %q (%v)", pod, msg, err)
@@ -412,7 +413,7 @@ func TestEtcdBackupThatCannotBeWrittenSaysWhyAndLeavesTheClusterAlone(t *testing
 	ctx := context.Background()
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns},
+	startOperator(t, testenv.StartOptions{Namespaces: []string{ns},
 		Options: controller.Options{SnapshotImage: operatorImage(t)}})
 	e := createEtcdSample(t, c, ns, "kept", etcdVersion)
 	_, s3 := objectStoreFor(t, c, ns, "bucket-"+ns)

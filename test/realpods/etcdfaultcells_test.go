@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
@@ -411,14 +410,14 @@ func TestEtcdFaultNoSpaceAlarmRefusesWritesAndChangesNothing(t *testing.T) {
 	raised := time.Since(h.start).Nanoseconds()
 	start := time.Now()
 	cond := waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
-		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonNoSpace, 2*time.Minute)
+		conditions.Ready, metav1.ConditionFalse, etcdv1beta2.ReasonNoSpace, 2*time.Minute)
 	t.Logf("NOSPACE raised: Ready=False %s %s after: %s", cond.Reason, time.Since(start).Round(100*time.Millisecond), cond.Message)
 	// Some time for a wrong step to show.
 	time.Sleep(20 * time.Second)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
 		t.Fatal(err)
 	}
-	if r := findCondition(e.Status.Conditions, conditions.Ready); r == nil || r.Reason != etcdcluster.ReasonNoSpace {
+	if r := findCondition(e.Status.Conditions, conditions.Ready); r == nil || r.Reason != etcdv1beta2.ReasonNoSpace {
 		t.Errorf("Ready %+v 20 s into the alarm, want NoSpace", r)
 	}
 	checkMembersKept(t, c, e, "the NOSPACE alarm", ids, pods, claims)
@@ -474,7 +473,7 @@ func TestEtcdFaultNoSpaceAlarmRefusesWritesAndChangesNothing(t *testing.T) {
 	}
 	mu.Lock()
 	t.Logf("Ready reasons seen while the alarm was raised and after: %v", reasons)
-	if reasons[string(metav1.ConditionFalse)+" "+etcdcluster.ReasonQuorumLost] > 0 {
+	if reasons[string(metav1.ConditionFalse)+" "+etcdv1beta2.ReasonQuorumLost] > 0 {
 		t.Errorf("the status said QuorumLost during the NOSPACE alarm (reasons seen: %v)", reasons)
 	}
 	mu.Unlock()

@@ -38,7 +38,7 @@ func startOperatorIn(t *testing.T, options func(ns string) testenv.StartOptions)
 	t.Parallel()
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), options(ns))
+	startOperator(t, options(ns))
 	return c, ns
 }
 

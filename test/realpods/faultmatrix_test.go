@@ -21,7 +21,8 @@ import (
 type faultCell struct {
 	kind, fault string
 	// acked is how many writes the service acknowledged; lost how many of
-	// those the final primary lacks.
+	// those the final primary lacks (Redis: on how many keys the final
+	// primary holds a value no history of the acknowledged ops allows).
 	acked, lost int
 	// unavailable is the longest time without a primary (Redis: no write
 	// acknowledged) or a leader (etcd).
@@ -114,7 +115,7 @@ func startOperatorAsItsUID(t *testing.T, ns string, args ...string) {
 	t.Helper()
 	bin, kubeconfig := managerAsOperatorUID(t)
 	testenv.StartManagerAs(t, operatorUID, bin, kubeconfig, filepath.Join(t.TempDir(), "manager.log"),
-		append([]string{"--watch-namespaces=" + ns, "--health-probe-bind-address=0", "--metrics-bind-address=0"}, args...)...)
+		append([]string{"--watch-namespaces=" + ns, "--health-probe-bind-address=0", "--metrics-bind-address=0", "--snapshot-image=" + operatorImage(t)}, args...)...)
 }
 
 // cutOperatorFrom drops every packet the operator's uid sends to ip, and

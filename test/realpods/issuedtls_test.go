@@ -13,7 +13,7 @@ import (
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/pki"
-	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/internal/tlssecret"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -77,13 +77,13 @@ func TestRedisEnterpriseClusterWithTLSIssuedByTheOperatorRuns(t *testing.T) {
 	t.Parallel()
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
+	startOperator(t, cellOperatorOptions(ns))
 	start := time.Now()
 	r := newRedisCellWith(t, c, ns, "issued", false, 3, "  tls: {}\n")
 	toRunning := time.Since(start)
-	r.tls = issuedTLS(t, c, ns, rec.TLSSecretName("issued", r.rec.Spec.TLS))
+	r.tls = issuedTLS(t, c, ns, redisenterprisecluster.TLSSecretName("issued", r.rec.Spec.TLS))
 	r.checkRunningTakesWrites()
-	if got, err := servedSerialWith(r.tls, r.podIP(r.rec.Status.Primary), rec.Port); err != nil || got == nil {
+	if got, err := servedSerialWith(r.tls, r.podIP(r.rec.Status.Primary), redisenterprisecluster.Port); err != nil || got == nil {
 		t.Errorf("the primary's certificate: %v, %v", got, err)
 	}
 	t.Logf("Running with the operator's certificate %s after creation", toRunning.Round(100*time.Millisecond))

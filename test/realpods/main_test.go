@@ -9,6 +9,7 @@
 package realpods
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/redis/go-redis/v9"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/app-operator/app-operator/test/cluster"
@@ -35,6 +37,10 @@ func run(m *testing.M) int {
 	// The tests' own clients log nothing; the operators they start log
 	// through testenv.
 	ctrllog.SetLogger(logr.Discard())
+	// The Redis clients' pool logs each refused dial; the workloads record
+	// every failed operation themselves, and these lines would bury the
+	// tests' own output.
+	redis.SetLogger(quietRedis{})
 	if skipReason = cluster.RealPodsSkipReason(); skipReason != "" {
 		// In the summary that `make test` prints at its end, since go test
 		// shows a passing package's output only with -v.
@@ -106,3 +112,8 @@ func needCluster(t *testing.T) {
 		t.Skip("the real-node profile cannot run here: " + skipReason)
 	}
 }
+
+// quietRedis drops the Redis clients' own log lines.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}

@@ -20,7 +20,7 @@ import (
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
-	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -157,13 +157,13 @@ func TestNodesEtcdNodeLostKeepsTheQuorumAndReplacesTheMemberOnceTheNodeIsGone(t 
 	waitNodeReady(t, c, node, false, 3*time.Minute)
 	notReady := time.Since(start)
 	cond := waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
-		conditions.Ready, metav1.ConditionFalse, etcdcluster.ReasonMemberUnhealthy, 2*time.Minute)
+		conditions.Ready, metav1.ConditionFalse, etcdv1beta2.ReasonMemberUnhealthy, 2*time.Minute)
 	if !strings.Contains(cond.Message, victim) {
 		t.Errorf("Ready=False %s: %q, want the member down named (%s)", cond.Reason, cond.Message, victim)
 	}
 	// The node may come back: the member is kept.
 	holdMembers(t, c, e, ids, 30*time.Second, func(ready *metav1.Condition) bool {
-		return ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == etcdcluster.ReasonMemberUnhealthy
+		return ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == etcdv1beta2.ReasonMemberUnhealthy
 	})
 
 	gone := time.Now()
@@ -205,7 +205,7 @@ func startNodesRedisCell(t *testing.T, name string) (client.Client, *redisCluste
 	needNodes(t, 3)
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
+	startOperator(t, cellOperatorOptions(ns))
 	return c, newRedisCell(t, c, ns, name, true, 3)
 }
 
@@ -287,7 +287,7 @@ func TestNodesRedisPrimaryNodeLostFailsOverAndTheNodeIsReplacedOnceGone(t *testi
 	}
 	acked, lost := r.finish(w, "the primary's node lost, then deleted", toReady)
 	t.Logf("primary %s's node %s stopped: %s primary %s after; Node deleted: %s back as a replica on a new volume, Running %s after; %d writes acknowledged, %d lost, longest gap %s",
-		primary, node, newPrimary, failedOver.Round(time.Second), primary, toReady.Round(time.Second), acked, lost, w.longestGap.Round(100*time.Millisecond))
+		primary, node, newPrimary, failedOver.Round(time.Second), primary, toReady.Round(time.Second), acked, lost, w.LongestGap().Round(100*time.Millisecond))
 }
 
 // kubectl runs the cluster's kubectl with args, as the cluster's admin.
@@ -360,9 +360,9 @@ func TestNodesRedisDrainEachNodeInTurnHandsThePrimaryOverFirst(t *testing.T) {
 	ns := r.rec.Namespace
 	w := r.startWriter("drain")
 	waitWrites(t, w, 200)
-	evicted := watchEvictedPrimaries(t, c, ns, rec.Selector(r.rec.Name))
+	evicted := watchEvictedPrimaries(t, c, ns, redisenterprisecluster.Selector(r.rec.Name))
 	start := time.Now()
-	drainEach(t, c, ns, rec.Selector(r.rec.Name), 3, func() { r.waitRunning(8 * time.Minute) })
+	drainEach(t, c, ns, redisenterprisecluster.Selector(r.rec.Name), 3, func() { r.waitRunning(8 * time.Minute) })
 	took := time.Since(start)
 	primaries := evicted()
 	acked, lost := r.finish(w, "every node drained in turn", took)
@@ -370,7 +370,7 @@ func TestNodesRedisDrainEachNodeInTurnHandsThePrimaryOverFirst(t *testing.T) {
 		t.Errorf("pods evicted while labelled primary: %v, want none (handed over first)", primaries)
 	}
 	t.Logf("three nodes drained in turn in %s; %d writes acknowledged, %d lost, longest gap %s; events %v", took.Round(time.Second), acked, lost,
-		w.longestGap.Round(100*time.Millisecond), r.readyEventReasons())
+		w.LongestGap().Round(100*time.Millisecond), r.readyEventReasons())
 }
 
 // watchEvictedPrimaries watches the pods of selector in namespace until
@@ -389,7 +389,7 @@ func watchEvictedPrimaries(t *testing.T, c client.Client, namespace string, sele
 			if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels(selector)); err == nil {
 				mu.Lock()
 				for _, p := range list.Items {
-					if p.DeletionTimestamp != nil && p.Labels[rec.RoleLabel] == redisv1alpha1.RolePrimary {
+					if p.DeletionTimestamp != nil && p.Labels[redisenterprisecluster.RoleLabel] == redisv1alpha1.RolePrimary {
 						seen[p.Name+" "+string(p.UID)] = true
 					}
 				}
@@ -457,7 +457,7 @@ func TestNodesEtcdLeaderNodeCutOffFromTheOthersReplacesNothing(t *testing.T) {
 	needNodes(t, 3)
 	c, e := runEtcdSample(t, "partition", etcdVersion)
 	etcdLeaderNodeCut(t, c, e, func(node string) func() { return partition(t, node) },
-		etcdcluster.ReasonMemberUnhealthy, "the leader's node cut off from the other nodes")
+		etcdv1beta2.ReasonMemberUnhealthy, "the leader's node cut off from the other nodes")
 }
 
 // etcdLeaderNodeCut cuts the leader's node off with cut (which returns the
@@ -505,9 +505,9 @@ func TestNodesRedisPrimaryNodeCutOffFromTheOthersFailsNothingOver(t *testing.T) 
 	// A write in flight as the cut starts may still be acknowledged:
 	// count from the first write that fails.
 	waitWriteFails(t, w)
-	before := w.ackedCount()
+	before := w.Acked()
 	reasons := r.readyReasons(30*time.Second, primary)
-	during := w.ackedCount() - before
+	during := w.Acked() - before
 	heal()
 	healed := time.Now()
 	if during > 0 {
@@ -520,7 +520,7 @@ func TestNodesRedisPrimaryNodeCutOffFromTheOthersFailsNothingOver(t *testing.T) 
 	toReady := time.Since(healed)
 	acked, lost := r.finish(w, "the primary's node cut off from the other nodes for 30 s", toReady)
 	t.Logf("%s's node %s cut off for 30 s: Ready reasons %v; Running %s after the heal; %d acknowledged (WAIT 1), %d lost, longest gap %s",
-		primary, node, reasons, toReady.Round(100*time.Millisecond), acked, lost, w.longestGap.Round(100*time.Millisecond))
+		primary, node, reasons, toReady.Round(100*time.Millisecond), acked, lost, w.LongestGap().Round(100*time.Millisecond))
 }
 
 // The other way round from the cut above: the operator alone cut off from
@@ -554,7 +554,7 @@ func TestNodesRedisOperatorCutOffFromThePrimarysNodeFailsNothingOver(t *testing.
 	toReady := time.Since(healed)
 	acked, lost := r.finish(w, "the operator alone cut off from the primary's node for 30 s", toReady)
 	t.Logf("the operator cut off from %s's node %s (%s) for 30 s: Ready reasons %v; Running %s after the heal; %d acknowledged (WAIT 1), %d lost, longest gap %s",
-		primary, node, subnet, reasons, toReady.Round(100*time.Millisecond), acked, lost, w.longestGap.Round(100*time.Millisecond))
+		primary, node, subnet, reasons, toReady.Round(100*time.Millisecond), acked, lost, w.LongestGap().Round(100*time.Millisecond))
 }
 
 // The operator alone cut off from the etcd leader's node (its packets to
@@ -574,5 +574,5 @@ func TestNodesEtcdOperatorCutOffFromTheLeadersNodeReplacesNothing(t *testing.T) 
 			t.Fatal(err)
 		}
 		return cutOperatorFrom(t, subnet)
-	}, etcdcluster.ReasonMembersUnreachable, "the operator alone cut off from the leader's node")
+	}, etcdv1beta2.ReasonMembersUnreachable, "the operator alone cut off from the leader's node")
 }

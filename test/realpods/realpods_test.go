@@ -36,7 +36,7 @@ func TestMyWebSampleServesItsPageOnTheNodePort(t *testing.T) {
 	t.Parallel()
 	c, cs := operatorClient(t), clientset(t)
 	ns := testenv.NewNamespace(t, operatorClient(t))
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	startOperator(t, testenv.StartOptions{Namespaces: []string{ns}})
 	web := &operatorv1.MyWeb{}
 	testenv.LoadSample(t, "operator_v1_myweb.yaml", web, ns)
 
@@ -90,7 +90,7 @@ func TestAppServiceSampleServesNginxOnItsNodePort(t *testing.T) {
 	t.Parallel()
 	c, cs := operatorClient(t), clientset(t)
 	ns := testenv.NewNamespace(t, operatorClient(t))
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	startOperator(t, testenv.StartOptions{Namespaces: []string{ns}})
 	app := &appv1.AppService{}
 	testenv.LoadSample(t, "app_v1_appservice.yaml", app, ns)
 	if err := c.Create(context.Background(), app); err != nil {

@@ -3,6 +3,7 @@ package realpods
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/app-operator/app-operator/internal/resources/redisbackup"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -63,7 +65,7 @@ func TestRedisFaultReplicaRestartsEmptyWhileTheOperatorIsAway(t *testing.T) {
 	// caught up with the primary without the operator.
 	waitWrites(t, w, 100)
 	back := time.Now()
-	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(r.rec.Namespace))
+	startOperator(t, cellOperatorOptions(r.rec.Namespace))
 	if got := r.waitRunning(2 * time.Minute); got != primary {
 		t.Errorf("the primary moved from %s to %s after a replica restarted", primary, got)
 	}
@@ -86,6 +88,7 @@ func TestRedisFaultEveryPodRestartsWhileTheOperatorIsAway(t *testing.T) {
 		names = append(names, n.Name)
 	}
 	r.deletePodsAndWait(names...)
+	r.logLineage(names...)
 	time.Sleep(5 * time.Second)
 	for _, name := range names {
 		info, err := r.replication(name)
@@ -97,11 +100,68 @@ func TestRedisFaultEveryPodRestartsWhileTheOperatorIsAway(t *testing.T) {
 		}
 	}
 	back := time.Now()
-	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(r.rec.Namespace))
+	startOperator(t, cellOperatorOptions(r.rec.Namespace))
 	// The status still says what it said before the operator left: Ready
 	// is when writes are acknowledged again and the status says Running.
 	waitWrites(t, w, 1)
 	r.waitRunning(3 * time.Minute)
 	acked, lost := r.finish(w, "persistence on, operator away, every pod deleted", time.Since(back))
 	t.Logf("every pod restarted with the operator away; %s is the primary; %d writes acknowledged (WAIT 1), %d lost", r.rec.Status.Primary, acked, lost)
+}
+
+// With persistence on and the operator running, a replica cut off from the
+// primary for 25 s while the other acknowledges overwrites, deletes and
+// increments, then every pod deleted at once while the cut still holds:
+// the stale replica holds keys the others deleted, and values many writes
+// old. Each node persisted how far it got when it stopped; the operator
+// elects a node that got furthest, never the stale one, and every key
+// ends at a value its acknowledged history allows.
+func TestRedisFaultEveryPodRestartsAfterAReplicaMissedDeletes(t *testing.T) {
+	c, _, r := startCell(t, "stale", true)
+	ns, primary := r.rec.Namespace, r.rec.Status.Primary
+	var replicas []string
+	for _, n := range r.rec.Status.Nodes {
+		if n.Name != primary {
+			replicas = append(replicas, n.Name)
+		}
+	}
+	stale := replicas[0]
+	w := r.startWriterWaiting("stale", 1, cellWritePause)
+	waitWrites(t, w, 200)
+	cutPodFrom(t, c, ns, stale, r.podIP(primary))
+	before := w.Acked()
+	time.Sleep(25 * time.Second)
+	if w.Acked() == before {
+		t.Fatalf("no write acknowledged with %s cut off: the other replica should acknowledge them", stale)
+	}
+	names := make([]string, 0, len(r.rec.Status.Nodes))
+	for _, n := range r.rec.Status.Nodes {
+		names = append(names, n.Name)
+	}
+	deleted := time.Now()
+	r.deletePodsAndWait(names...)
+	r.logLineage(names...)
+	got := r.waitRunning(3 * time.Minute)
+	if got == stale {
+		t.Errorf("the replica %s, cut off before every pod restarted, was elected", stale)
+	}
+	acked, lost := r.finish(w, "persistence on, a replica cut off for 25 s, then every pod deleted", time.Since(deleted))
+	t.Logf("%s cut off from %s for 25 s, then every pod deleted: %s elected; %d operations acknowledged (WAIT 1), %d keys lost", stale, primary, got, acked, lost)
+}
+
+// logLineage logs what each named pod's lineage container read of its
+// data folder when the pod started.
+func (r *redisCluster) logLineage(names ...string) {
+	for _, name := range names {
+		pod := &corev1.Pod{}
+		if err := r.c.Get(context.Background(), client.ObjectKey{Namespace: r.rec.Namespace, Name: name}, pod); err != nil {
+			r.t.Logf("pod %s: %v", name, err)
+			continue
+		}
+		for _, s := range pod.Status.InitContainerStatuses {
+			if s.Name == redisbackup.LineageContainerName && s.State.Terminated != nil {
+				r.t.Logf("pod %s started from: %s", name, strings.TrimSpace(s.State.Terminated.Message))
+			}
+		}
+	}
 }

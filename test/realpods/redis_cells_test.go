@@ -21,7 +21,7 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
-	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -129,7 +129,7 @@ func (r *redisCluster) watchPrimaries() *primaryWatch {
 			case <-time.After(200 * time.Millisecond):
 			}
 			pods := &corev1.PodList{}
-			if err := r.c.List(context.Background(), pods, client.InNamespace(r.rec.Namespace), client.MatchingLabels(rec.Selector(r.rec.Name))); err != nil {
+			if err := r.c.List(context.Background(), pods, client.InNamespace(r.rec.Namespace), client.MatchingLabels(redisenterprisecluster.Selector(r.rec.Name))); err != nil {
 				continue
 			}
 			var mu sync.Mutex
@@ -236,9 +236,9 @@ func TestRedisFaultPrimaryCutOffFromItsReplicas(t *testing.T) {
 		w := r.startWriterWaiting("one", 1, cellWritePause)
 		waitWrites(t, w, 200)
 		heal := cutPodFrom(t, c, ns, primary, r.podIP(replicas[0]))
-		before := w.ackedCount()
+		before := w.Acked()
 		reasons := r.readyReasons(cutFor, primary)
-		during := w.ackedCount() - before
+		during := w.Acked() - before
 		heal()
 		healed := time.Now()
 		if during == 0 {
@@ -251,7 +251,7 @@ func TestRedisFaultPrimaryCutOffFromItsReplicas(t *testing.T) {
 		toReady := time.Since(healed)
 		acked, lost := r.finish(w, "one replica cut off from the primary for 20 s", toReady)
 		t.Logf("%s cut off from %s for %v: %d writes acknowledged meanwhile; Ready reasons %v; Running %v after the heal; %d acknowledged (WAIT 1), %d lost, longest gap %v",
-			replicas[0], primary, cutFor, during, reasons, toReady.Round(time.Millisecond), acked, lost, w.longestGap.Round(time.Millisecond))
+			replicas[0], primary, cutFor, during, reasons, toReady.Round(time.Millisecond), acked, lost, w.LongestGap().Round(time.Millisecond))
 	})
 
 	t.Run("the primary cut off from every replica", func(t *testing.T) {
@@ -262,9 +262,9 @@ func TestRedisFaultPrimaryCutOffFromItsReplicas(t *testing.T) {
 		// A write in flight as the cut starts may still be acknowledged:
 		// count from the first write that fails.
 		waitWriteFails(t, w)
-		before := w.ackedCount()
+		before := w.Acked()
 		reasons := r.readyReasons(cutFor-3*time.Second, primary)
-		during := w.ackedCount() - before
+		during := w.Acked() - before
 		heal()
 		healed := time.Now()
 		if during > 0 {
@@ -277,7 +277,7 @@ func TestRedisFaultPrimaryCutOffFromItsReplicas(t *testing.T) {
 		toReady := time.Since(healed)
 		acked, lost := r.finish(w, "the primary cut off from every replica for 20 s", toReady)
 		t.Logf("%s cut off from %v for %v: Ready reasons %v; Running %v after the heal; %d acknowledged (WAIT 1), %d lost, longest gap %v",
-			primary, replicas, cutFor, reasons, toReady.Round(time.Millisecond), acked, lost, w.longestGap.Round(time.Millisecond))
+			primary, replicas, cutFor, reasons, toReady.Round(time.Millisecond), acked, lost, w.LongestGap().Round(time.Millisecond))
 	})
 }
 
@@ -312,7 +312,7 @@ func TestRedisFaultPrimaryBusyWithAScript(t *testing.T) {
 	waitWrites(t, w, 200)
 	watch := r.watchPrimaries()
 
-	rc := redis.NewClient(&redis.Options{Addr: net.JoinHostPort(r.podIP(primary), strconv.Itoa(rec.Port)), Password: r.password,
+	rc := redis.NewClient(&redis.Options{Addr: net.JoinHostPort(r.podIP(primary), strconv.Itoa(redisenterprisecluster.Port)), Password: r.password,
 		Protocol: 2, DisableIdentity: true, MaxRetries: -1, ReadTimeout: 2 * busyFor})
 	defer rc.Close()
 	started := time.Now()
@@ -344,7 +344,7 @@ func TestRedisFaultPrimaryBusyWithAScript(t *testing.T) {
 		t.Errorf("two primaries taking writes at once: %v", two)
 	}
 	t.Logf("the script on %s ran %v (%v); primary %s after it; Ready transitions %v; Running %v after the script; %d acknowledged (WAIT 1), %d lost, longest gap %v",
-		primary, ran.Round(time.Millisecond), err, got, r.readyEventReasons(), toReady.Round(time.Millisecond), acked, lost, w.longestGap.Round(time.Millisecond))
+		primary, ran.Round(time.Millisecond), err, got, r.readyEventReasons(), toReady.Round(time.Millisecond), acked, lost, w.LongestGap().Round(time.Millisecond))
 }
 
 // A five-node cluster whose primary is at ordinal 3 or 4, scaled to three
@@ -356,7 +356,7 @@ func TestRedisFaultScaleInBelowThePrimary(t *testing.T) {
 	t.Parallel()
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
+	startOperator(t, cellOperatorOptions(ns))
 	r := newRedisCell(t, c, ns, "shrink", false, 5)
 	ctx, primary := context.Background(), r.rec.Status.Primary
 	// The writes while the primary is moved, checked at the end with the
@@ -389,7 +389,7 @@ func TestRedisFaultScaleInBelowThePrimary(t *testing.T) {
 		}
 		waitWrites(t, setup, 100)
 	}
-	moveKeys := setup.Stop()
+	setupHistory := setup.Stop()
 	w := r.startWriterWaiting("shrink", 1, cellWritePause)
 	waitWrites(t, w, 200)
 
@@ -426,12 +426,12 @@ func TestRedisFaultScaleInBelowThePrimary(t *testing.T) {
 		t.Errorf("primary %s after the scale-in to 3 nodes", got)
 	}
 	acked, lost := r.finish(w, "scaled in from 5 nodes to 3, the primary at ordinal 3 or 4", toReady)
-	if n := r.lostWrites(moveKeys); n > 0 {
-		t.Errorf("%d of the %d writes acknowledged while the primary was moved are lost", n, len(moveKeys))
+	if n := r.lostWrites(setupHistory); n > 0 {
+		t.Errorf("writes acknowledged while the primary was moved (%d) are lost on %d of %d keys", setupHistory.Acked(), n, len(setupHistory.Keys))
 	}
 	if two := watch.Stop(); len(two) > 0 {
 		t.Errorf("two primaries taking writes at once: %v", two)
 	}
 	t.Logf("scaled in with the primary at %s: %s primary %v after, the old primary's pod going %v after; Running %v after the scale-in; %d acknowledged (WAIT 1), %d lost, longest gap %v",
-		primary, got, moved.Round(time.Millisecond), going.Round(time.Millisecond), toReady.Round(time.Millisecond), acked, lost, w.longestGap.Round(time.Millisecond))
+		primary, got, moved.Round(time.Millisecond), going.Round(time.Millisecond), toReady.Round(time.Millisecond), acked, lost, w.LongestGap().Round(time.Millisecond))
 }

@@ -16,16 +16,20 @@ import (
 	"github.com/app-operator/app-operator/api/conditions"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/controller"
-	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
+	"github.com/app-operator/app-operator/test/workload"
 )
 
 // The Redis cells of the fault matrix. Each runs a small three-node cluster
-// in its own namespace while a client writes, each write acknowledged only
-// when WAIT says replicas hold it, and breaks one thing in a way where what
-// the operator sees differs from what the clients see. At the end every
-// acknowledged write must be on the one final primary and on every replica,
-// and a status that says Running must mean a primary that takes writes.
+// in its own namespace while a client runs the register workload (package
+// workload: SET, DEL and INCR on a few dozen keys, each op acknowledged
+// only when WAIT says replicas hold it), and breaks one thing in a way
+// where what the operator sees differs from what the clients see. At the
+// end the value of every key, on the one final primary and on every
+// replica, must be one that a history of the client's ops allows (every
+// acknowledged op applied, any of the unknown ones), and a status that
+// says Running must mean a primary that takes writes.
 
 // cellFailoverAfter is the failover window of the cells' operators: short,
 // so that a cell shows the window is what holds a failover back, not time.
@@ -79,11 +83,22 @@ func (r *redisCluster) readPassword() {
 	if err := r.c.Get(context.Background(), client.ObjectKeyFromObject(r.rec), secret); err != nil {
 		r.t.Fatal(err)
 	}
-	r.password = string(secret.Data[rec.SecretPassword])
+	r.password = string(secret.Data[redisenterprisecluster.SecretPassword])
 }
 
 // cellOperatorOptions are the options of a cell's operator, run in the
 // test's process and watching the cell's namespace alone.
+// startOperator starts the operator in the test's process against the
+// cluster, with the operator's image, as built here, for its tools (the
+// backups' Jobs and the Redis nodes' init containers run them).
+func startOperator(t *testing.T, opts testenv.StartOptions) *testenv.Operator {
+	t.Helper()
+	if opts.SnapshotImage == "" {
+		opts.SnapshotImage = operatorImage(t)
+	}
+	return testenv.StartOperator(t, testCluster.Config(), opts)
+}
+
 func cellOperatorOptions(ns string) testenv.StartOptions {
 	return testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{RedisFailoverAfter: cellFailoverAfter}}
 }
@@ -96,39 +111,28 @@ func startCell(t *testing.T, name string, persistent bool) (client.Client, *test
 	t.Parallel()
 	c := operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	op := testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
+	op := startOperator(t, cellOperatorOptions(ns))
 	return c, op, newRedisCell(t, c, ns, name, persistent, 3)
 }
 
 // waitWrites waits for the writer to have n more acknowledged writes.
-func waitWrites(t *testing.T, w *writer, n int) {
+func waitWrites(t *testing.T, w *workload.Register, n int) {
 	t.Helper()
-	before := w.ackedCount()
+	before := w.Acked()
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
-		return w.ackedCount() >= before+n, fmt.Sprintf("%d of %d writes acknowledged (last error: %s)", w.ackedCount()-before, n, w.lastError())
+		return w.Acked() >= before+n, fmt.Sprintf("%d of %d writes acknowledged (last error: %s)", w.Acked()-before, n, w.LastError())
 	})
 }
 
 // waitWriteFails waits for a write of w to fail. The writes go one at a
 // time: by then the write in flight when it was called has ended, and a
 // later one is sent after the call.
-func waitWriteFails(t *testing.T, w *writer) {
+func waitWriteFails(t *testing.T, w *workload.Register) {
 	t.Helper()
-	errs := func() int {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return w.errors
-	}
-	before := errs()
+	before := w.Errors()
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
-		return errs() > before, fmt.Sprintf("no write failed yet; %d acknowledged", w.ackedCount())
+		return w.Errors() > before, fmt.Sprintf("no write failed yet; %d acknowledged", w.Acked())
 	})
-}
-
-func (w *writer) lastError() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.lastErr
 }
 
 // checkRunningTakesWrites checks what a Running status claims: one node is
@@ -166,42 +170,41 @@ func (r *redisCluster) checkRunningTakesWrites() {
 	}
 }
 
-// lostWrites returns how many of acked the final primary lacks, and fails
-// the test for every node that lacks one once the replicas have had time
-// to catch up.
-func (r *redisCluster) lostWrites(acked []string) int {
+// lostWrites checks h, a stopped workload's history, against the final
+// primary and returns how many of its keys hold there a value no history
+// of the acknowledged ops allows (a write lost, or an old value back); it
+// fails the test for every node that holds one once the replicas have had
+// time to catch up.
+func (r *redisCluster) lostWrites(h workload.History) int {
 	r.t.Helper()
 	r.refresh()
-	missing, err := r.missing(r.rec.Status.Primary, acked)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if len(missing) > 0 {
-		r.t.Errorf("the primary %s lacks %d of %d acknowledged writes, first %s", r.rec.Status.Primary, len(missing), len(acked), missing[0])
-	}
+	primary := r.rec.Status.Primary
+	lost := r.checkNodes(h, primary)[primary]
 	for _, n := range r.rec.Status.Nodes {
 		testenv.Eventually(r.t, 30*time.Second, func() (bool, string) {
-			m, err := r.missing(n.Name, acked)
+			rep, err := r.checkNode(n.Name, h)
 			if err != nil {
 				return false, err.Error()
 			}
-			return len(m) == 0, fmt.Sprintf("node %s lacks %d of %d acknowledged writes", n.Name, len(m), len(acked))
+			return rep.Lost() == 0, fmt.Sprintf("node %s: %d of %d keys hold a value no history of the %d acknowledged ops allows:\n%s",
+				n.Name, rep.Lost(), len(rep.Keys), h.Acked(), violations(rep))
 		})
 	}
-	return len(missing)
+	return lost
 }
 
 // finish ends a cell: it waits for writes to be acknowledged again, stops
 // the writer, checks what Running claims and that no acknowledged write is
-// lost, and records the cell; it returns the writes acknowledged and lost.
-func (r *redisCluster) finish(w *writer, fault string, toReady time.Duration) (acked, lost int) {
+// lost, and records the cell; it returns the ops acknowledged and the keys
+// on which one is lost.
+func (r *redisCluster) finish(w *workload.Register, fault string, toReady time.Duration) (acked, lost int) {
 	r.t.Helper()
 	waitWrites(r.t, w, 50)
-	keys := w.Stop()
+	h := w.Stop()
 	r.checkRunningTakesWrites()
-	lost = r.lostWrites(keys)
-	recordCell(faultCell{kind: "Redis", fault: fault, acked: len(keys), lost: lost, unavailable: w.longestGap, toReady: toReady})
-	return len(keys), lost
+	lost = r.lostWrites(h)
+	recordCell(faultCell{kind: "Redis", fault: fault, acked: h.Acked(), lost: lost, unavailable: w.LongestGap(), toReady: toReady})
+	return h.Acked(), lost
 }
 
 // podUID returns the uid of the named pod ("" when there is none).
@@ -249,7 +252,7 @@ func TestRedisFaultPrimaryRestartsEmptyWhileTheOperatorIsAway(t *testing.T) {
 		}
 	}
 	back := time.Now()
-	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
+	startOperator(t, cellOperatorOptions(ns))
 	// The status still says what it said before the operator left: wait
 	// for the operator to act on what happened since.
 	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
@@ -306,7 +309,7 @@ func TestRedisFaultOperatorAloneCutOffFromThePrimary(t *testing.T) {
 	toReady := time.Since(healed)
 	acked, lost := r.finish(w, "persistence on, the operator alone cut off from the primary for 30 s", toReady)
 	t.Logf("cut off from %s for 30 s: Ready reasons %v; Running %v after the cut healed; %d writes acknowledged (WAIT 1), %d lost, longest gap %v",
-		primary, reasons, toReady.Round(time.Millisecond), acked, lost, w.longestGap.Round(time.Millisecond))
+		primary, reasons, toReady.Round(time.Millisecond), acked, lost, w.LongestGap().Round(time.Millisecond))
 }
 
 // The primary frozen (SIGSTOP) for less than the failover window: nothing
@@ -328,9 +331,9 @@ func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
 		before := r.rec.ResourceVersion
 		time.Sleep(20 * time.Second)
 		r.refresh()
-		acked := w.Stop()
+		h := w.Stop()
 		if r.rec.ResourceVersion != before {
-			t.Errorf("the status moved while Running and taking writes: resourceVersion %s -> %s (%d writes)", before, r.rec.ResourceVersion, len(acked))
+			t.Errorf("the status moved while Running and taking writes: resourceVersion %s -> %s (%d writes)", before, r.rec.ResourceVersion, h.Acked())
 		}
 	})
 
@@ -381,7 +384,7 @@ func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
 // another node and writes are acknowledged again, thaws it, and checks
 // that it is fenced into a replica of the new primary. It returns the new
 // primary and how long the status took to say Running after the thaw.
-func (r *redisCluster) freezePastTheWindow(w *writer, primary string) (newPrimary string, toReady time.Duration) {
+func (r *redisCluster) freezePastTheWindow(w *workload.Register, primary string) (newPrimary string, toReady time.Duration) {
 	r.t.Helper()
 	ns := r.rec.Namespace
 	freezePod(r.t, r.c, ns, primary)
@@ -410,14 +413,14 @@ func TestRedisFaultRecreatedOverItsClaims(t *testing.T) {
 	ctx, ns := context.Background(), r.rec.Namespace
 	w := r.startWriterWaiting("again", 1, cellWritePause)
 	waitWrites(t, w, 300)
-	acked := w.Stop()
+	h := w.Stop()
 	spec := r.rec.Spec.DeepCopy()
 	if err := c.Delete(ctx, r.rec, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
 		pods := &corev1.PodList{}
-		if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(rec.Selector("again"))); err != nil {
+		if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(redisenterprisecluster.Selector("again"))); err != nil {
 			return false, err.Error()
 		}
 		err := c.Get(ctx, client.ObjectKeyFromObject(r.rec), &redisv1alpha1.RedisEnterpriseCluster{})
@@ -436,10 +439,10 @@ func TestRedisFaultRecreatedOverItsClaims(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "again"}, secret); err != nil {
 		t.Fatal(err)
 	}
-	r.password = string(secret.Data[rec.SecretPassword])
+	r.password = string(secret.Data[redisenterprisecluster.SecretPassword])
 	r.checkRunningTakesWrites()
-	lost := r.lostWrites(acked)
-	recordCell(faultCell{kind: "Redis", fault: "deleted and created again over its claims", acked: len(acked), lost: lost, toReady: toReady})
+	lost := r.lostWrites(h)
+	recordCell(faultCell{kind: "Redis", fault: "deleted and created again over its claims", acked: h.Acked(), lost: lost, toReady: toReady})
 }
 
 // A cluster deleted with its children orphaned, then applied again (a

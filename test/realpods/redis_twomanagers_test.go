@@ -10,8 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
-	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
-	"github.com/app-operator/app-operator/test/testenv"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 )
 
 // Two managers watch one cluster without leader election (two installs,
@@ -23,7 +22,7 @@ import (
 func TestRedisFaultTwoManagersWithoutLeaderElection(t *testing.T) {
 	c, _, r := startCell(t, "twice", false)
 	ns, primary := r.rec.Namespace, r.rec.Status.Primary
-	testenv.StartOperator(t, testCluster.Config(), cellOperatorOptions(ns))
+	startOperator(t, cellOperatorOptions(ns))
 
 	// Count the pods labelled primary, the Services' selector, throughout.
 	stop, sampled := make(chan struct{}), &sync.WaitGroup{}
@@ -37,8 +36,8 @@ func TestRedisFaultTwoManagersWithoutLeaderElection(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 			}
 			pods := &corev1.PodList{}
-			labels := rec.Selector("twice")
-			labels[rec.RoleLabel] = redisv1alpha1.RolePrimary
+			labels := redisenterprisecluster.Selector("twice")
+			labels[redisenterprisecluster.RoleLabel] = redisv1alpha1.RolePrimary
 			if err := c.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
 				continue
 			}

@@ -2,23 +2,23 @@ package realpods
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/app-operator/app-operator/api/conditions"
+
 	"github.com/minio/minio-go/v7"
-	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
-	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/test/testenv"
+	"github.com/app-operator/app-operator/test/workload"
 )
 
 // startRedisBackupSource starts an operator that runs the snapshot tool
@@ -96,10 +96,10 @@ func (r *redisCluster) podUIDs() map[string]types.UID {
 // A backup to the object store, taken while a client writes (each write
 // acknowledged once both replicas hold it), restored into a new cluster:
 // the restored cluster's first node, which alone holds data, is elected
-// the primary; it holds every write acknowledged before the backup
-// started, and what it holds of the writes is a prefix of them (no write
-// missing before the newest it holds); the cluster backed up keeps its
-// pods and stays Running.
+// the primary; what it holds is the state after a prefix of the client's
+// ops (no op missing before the newest it holds, on any key), a prefix
+// that holds every op acknowledged before the backup started; the cluster
+// backed up keeps its pods and stays Running.
 func TestRedisBackupToS3ThenRestoreHoldsEveryWriteAcknowledgedBeforeIt(t *testing.T) {
 	ctx := context.Background()
 	_, source, mc, s3 := startRedisBackupSource(t, "source")
@@ -111,10 +111,7 @@ func TestRedisBackupToS3ThenRestoreHoldsEveryWriteAcknowledgedBeforeIt(t *testin
 	info := source.waitBackupStatus(redisv1alpha1.BackupStatusSucceeded, 3*time.Minute)
 	took := time.Since(start)
 	waitWrites(t, w, 50)
-	acked := w.Stop()
-	w.mu.Lock()
-	ackedAt := w.ackedAt
-	w.mu.Unlock()
+	h := w.Stop()
 	if info.LastBackupTime == nil || info.ReplicationOffset <= 0 || !strings.HasPrefix(info.LastBackup, "s3://"+s3.BucketName+"/redis/prod/source_") {
 		t.Fatalf("backupInfo %+v, want where the backup is, when it was taken and its offset", info)
 	}
@@ -134,10 +131,10 @@ func TestRedisBackupToS3ThenRestoreHoldsEveryWriteAcknowledgedBeforeIt(t *testin
 	if primary != "restored-0" {
 		t.Fatalf("primary %s of the restored cluster, want restored-0, the node that holds the backup", primary)
 	}
-	held, before := checkRestoredPrefix(t, r, primary, acked, ackedAt, info.LastScheduleTime.Time, ackedBefore)
+	prefix, before := checkRestoredPrefix(t, r, primary, h, info.LastScheduleTime.Time, ackedBefore)
 	r.checkRunningTakesWrites()
-	t.Logf("backup Succeeded %s after spec.backup was set, %d bytes at offset %d; restored cluster Running %s after it was created; it holds %d of %d acknowledged writes, with no gap, and all %d acknowledged before the backup started",
-		took.Round(100*time.Millisecond), obj.Size, info.ReplicationOffset, toRunning.Round(100*time.Millisecond), held, len(acked), before)
+	t.Logf("backup Succeeded %s after spec.backup was set, %d bytes at offset %d; restored cluster Running %s after it was created; it holds the state after the first %d of %d ops (%d acknowledged), which hold all %d acknowledged before the backup started",
+		took.Round(100*time.Millisecond), obj.Size, info.ReplicationOffset, toRunning.Round(100*time.Millisecond), prefix, len(h.Ops), h.Acked(), before)
 }
 
 // restoreInto creates a cluster of three called name, like r, from the
@@ -156,7 +153,7 @@ func (r *redisCluster) restoreInto(name, backup string, s3 redisv1alpha1.S3Stora
 	out := &redisCluster{t: r.t, c: r.c, rec: restored}
 	primary := out.waitRunning(redisReadyTimeout)
 	out.readPassword()
-	waitEventReasons(r.t, r.c, "RedisEnterpriseCluster", client.ObjectKeyFromObject(restored), controller.EventRestored)
+	waitEventReasons(r.t, r.c, "RedisEnterpriseCluster", client.ObjectKeyFromObject(restored), redisv1alpha1.EventRestored)
 	return out, primary
 }
 
@@ -167,58 +164,46 @@ func (r *redisCluster) restoreInto(name, backup string, s3 redisv1alpha1.S3Stora
 // second of the last acknowledgement would look as if it began before
 // it. Started after this returns, the backup starts after every one of
 // them, whatever the machine's load.
-func writesBeforeBackup(t *testing.T, w *writer, n int) int {
+func writesBeforeBackup(t *testing.T, w *workload.Register, n int) int {
 	t.Helper()
 	waitWrites(t, w, n)
-	acked := w.ackedCount()
+	acked := w.Acked()
 	now := time.Now()
 	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now))
 	return acked
 }
 
-// checkRestoredPrefix reads every acknowledged write back from node: it
-// must hold every write acknowledged before scheduled (both replicas had
-// it before the backup began), at least wantBefore of them (the writes
-// the test made sure of before it started the backup), and no write it
-// lacks may come before one it holds (the writes were sent one after the
-// other). It returns how many it holds, and how many were acknowledged
-// before scheduled.
-func checkRestoredPrefix(t *testing.T, r *redisCluster, node string, acked []string, ackedAt []time.Time, scheduled time.Time, wantBefore int) (held, before int) {
+// checkRestoredPrefix reads the workload's keys back from node, which
+// holds a restored backup, a copy of one moment of the dataset: on every
+// key at once, it must be the state after some prefix of the history (the
+// ops were sent one after the other), a prefix that holds every op
+// acknowledged before scheduled (both replicas had it before the backup
+// began), at least wantBefore of them (the ops the test made sure of
+// before it started the backup). It returns the longest such prefix, and
+// how many ops were acknowledged before scheduled.
+func checkRestoredPrefix(t *testing.T, r *redisCluster, node string, h workload.History, scheduled time.Time, wantBefore int) (prefix, before int) {
 	t.Helper()
 	cli := r.client(r.podIP(node))
 	defer cli.Close()
-	firstMissing := -1
-	for i, k := range acked {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		v, err := cli.Get(ctx, k).Result()
-		cancel()
-		switch {
-		case errors.Is(err, redis.Nil):
-			if firstMissing < 0 {
-				firstMissing = i
-			}
-		case err != nil:
-			t.Fatal(err)
-		case v != k:
-			t.Fatalf("%s holds %q, want %q", k, v, k)
-		default:
-			held++
-			if firstMissing >= 0 {
-				t.Errorf("the restored cluster holds %s but not %s, acknowledged before it", k, acked[firstMissing])
-			}
-		}
-		if ackedAt[i].Before(scheduled) {
-			before++
-			if firstMissing == i {
-				t.Errorf("the restored cluster lacks %s, acknowledged by both replicas at %s, before the backup started at %s",
-					k, ackedAt[i].Format(time.RFC3339Nano), scheduled.Format(time.RFC3339))
-			}
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	restored, err := workload.Read(ctx, cli, h.Keys)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if before < wantBefore || held < before {
-		t.Errorf("%d writes acknowledged before the backup started (at least %d were acknowledged before the test started it), %d restored", before, wantBefore, held)
+	need, before := h.AckedBefore(scheduled)
+	if before < wantBefore {
+		t.Errorf("%d ops acknowledged before the backup started at %s; at least %d were acknowledged before the test started it", before, scheduled.Format(time.RFC3339), wantBefore)
 	}
-	return held, before
+	rep := workload.CheckSnapshot(h, restored, need)
+	if !rep.OK() {
+		t.Errorf("the restored cluster is not the state after a prefix of the %d ops that holds the first %d (every op acknowledged before the backup started at %s): %s",
+			len(h.Ops), need, scheduled.Format(time.RFC3339), rep.Why)
+	}
+	if len(rep.Unchecked) > 0 {
+		t.Errorf("keys not checked (too many values possible): %v", rep.Unchecked)
+	}
+	return rep.Last, before
 }
 
 // A backup to a bucket that does not exist fails with the reason in
@@ -232,7 +217,7 @@ func TestRedisBackupThatCannotBeWrittenSaysWhyAndLeavesTheClusterRunning(t *test
 	if !strings.HasPrefix(info.BackupFailureReason, "BucketNotFound: ") {
 		t.Errorf("backupFailureReason %q, want BucketNotFound", info.BackupFailureReason)
 	}
-	waitEventReasons(t, r.c, "RedisEnterpriseCluster", client.ObjectKeyFromObject(r.rec), controller.EventBackupStarted, controller.EventBackupFailed)
+	waitEventReasons(t, r.c, "RedisEnterpriseCluster", client.ObjectKeyFromObject(r.rec), conditions.EventBackupStarted, conditions.EventBackupFailed)
 	r.waitRunning(time.Minute)
 	r.checkRunningTakesWrites()
 	if got := r.podUIDs(); fmt.Sprint(got) != fmt.Sprint(pods) {
@@ -244,9 +229,10 @@ func TestRedisBackupThatCannotBeWrittenSaysWhyAndLeavesTheClusterRunning(t *test
 // A backup taken while the primary fails over: the primary's pod is
 // deleted as soon as the backup's Job is created. The backup ends, the
 // Job retrying what may pass, either Succeeded, and its dataset then
-// restores with every write acknowledged (by both replicas) before it
-// started and no gap, or Failed with a reason; either way the cluster
-// fails over with no acknowledged write lost and ends Running.
+// restores as the state after a prefix of the client's ops that holds
+// every op acknowledged (by both replicas) before it started, or Failed
+// with a reason; either way the cluster fails over with no acknowledged
+// write lost and ends Running.
 func TestRedisBackupDuringAFailoverIsCompleteOrReportedFailed(t *testing.T) {
 	ctx := context.Background()
 	c, source, _, s3 := startRedisBackupSource(t, "failover")
@@ -281,7 +267,8 @@ func TestRedisBackupDuringAFailoverIsCompleteOrReportedFailed(t *testing.T) {
 		return
 	}
 	r, restoredPrimary := source.restoreInto("restored", path.Base(info.LastBackup), s3)
-	held, before := checkRestoredPrefix(t, r, restoredPrimary, w.acked, w.ackedAt, info.LastScheduleTime.Time, ackedBefore)
-	t.Logf("the backup completed during the failover (%s); restored, it holds %d acknowledged writes with no gap, all %d acknowledged before it started; %d writes acknowledged, %d lost",
-		info.LastBackup, held, before, acked, lost)
+	h := w.History()
+	prefix, before := checkRestoredPrefix(t, r, restoredPrimary, h, info.LastScheduleTime.Time, ackedBefore)
+	t.Logf("the backup completed during the failover (%s); restored, it holds the state after the first %d of %d ops, which hold all %d acknowledged before it started; %d writes acknowledged, %d lost",
+		info.LastBackup, prefix, len(h.Ops), before, acked, lost)
 }

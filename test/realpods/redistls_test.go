@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
-	rec "github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -25,7 +25,7 @@ import (
 func TestRedisEnterpriseClusterWithTLSRefusesPlainClientsAndReloadsARenewedCertificate(t *testing.T) {
 	c, ns := startBackupOperator(t)
 	const name = "secure"
-	writeTLSSecret(t, c, ns, name+"-tls", rec.ServiceHost(name, ns))
+	writeTLSSecret(t, c, ns, name+"-tls", redisenterprisecluster.ServiceHost(name, ns))
 	r := newRedisCellWith(t, c, ns, name, false, 3, fmt.Sprintf("  tls: {secretName: %s-tls}\n", name))
 	cfg, err := testClientTLS()
 	if err != nil {
@@ -49,12 +49,12 @@ func TestRedisEnterpriseClusterWithTLSRefusesPlainClientsAndReloadsARenewedCerti
 	w := r.startWriter("tls")
 	waitWrites(t, w, 50)
 	renewed := time.Now()
-	serial := writeTLSSecret(t, c, ns, name+"-tls", rec.ServiceHost(name, ns))
+	serial := writeTLSSecret(t, c, ns, name+"-tls", redisenterprisecluster.ServiceHost(name, ns))
 	testenv.EventuallyInNamespace(t, c, ns, 5*time.Minute, func() (bool, string) {
 		var waiting []string
 		for i := range int(r.rec.Spec.Nodes) {
-			pod := rec.PodName(name, i)
-			got, err := servedSerial(r.podIP(pod), rec.Port)
+			pod := redisenterprisecluster.PodName(name, i)
+			got, err := servedSerial(r.podIP(pod), redisenterprisecluster.Port)
 			if err != nil || got.Cmp(serial) != 0 {
 				waiting = append(waiting, fmt.Sprintf("%s serves %v (%v)", pod, got, err))
 			}
@@ -80,13 +80,13 @@ func TestRedisEnterpriseClusterWithTLSRefusesPlainClientsAndReloadsARenewedCerti
 		t.Errorf("backupInfo %+v, want a backup stored at an offset", info)
 	}
 	t.Logf("renewed: every node served the new certificate %s after the Secret changed; %d writes acknowledged, %d lost, longest %s without an acknowledged write; backup %s",
-		toRenewed.Round(100*time.Millisecond), acked, lost, w.longestGap.Round(100*time.Millisecond), info.LastBackup)
+		toRenewed.Round(100*time.Millisecond), acked, lost, w.LongestGap().Round(100*time.Millisecond), info.LastBackup)
 }
 
 // redisRestarts returns the restart count of each node's container.
 func redisRestarts(t *testing.T, r *redisCluster) map[string]int32 {
 	t.Helper()
-	return containerRestarts(t, r.c, r.rec.Namespace, rec.Selector(r.rec.Name), rec.ContainerName)
+	return containerRestarts(t, r.c, r.rec.Namespace, redisenterprisecluster.Selector(r.rec.Name), redisenterprisecluster.ContainerName)
 }
 
 // A running RedisEnterpriseCluster without TLS gets spec.tls while a
@@ -98,7 +98,7 @@ func redisRestarts(t *testing.T, r *redisCluster) map[string]int32 {
 func TestRedisEnterpriseClusterGivenTLSWhileRunningRollsWithoutLosingAWrite(t *testing.T) {
 	c, _, r := startCell(t, "moving", false)
 	ns, name := r.rec.Namespace, r.rec.Name
-	writeTLSSecret(t, c, ns, name+"-tls", rec.ServiceHost(name, ns))
+	writeTLSSecret(t, c, ns, name+"-tls", redisenterprisecluster.ServiceHost(name, ns))
 	cfg, err := testClientTLS()
 	if err != nil {
 		t.Fatal(err)
@@ -117,12 +117,12 @@ func TestRedisEnterpriseClusterGivenTLSWhileRunningRollsWithoutLosingAWrite(t *t
 	}
 	testenv.EventuallyInNamespace(t, c, ns, 10*time.Minute, func() (bool, string) {
 		pods := &corev1.PodList{}
-		if err := c.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(rec.Selector(name))); err != nil {
+		if err := c.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(redisenterprisecluster.Selector(name))); err != nil {
 			return false, err.Error()
 		}
 		var plain []string
 		for i := range pods.Items {
-			if !rec.MountsTLS(&pods.Items[i]) || pods.Items[i].DeletionTimestamp != nil {
+			if !redisenterprisecluster.MountsTLS(&pods.Items[i]) || pods.Items[i].DeletionTimestamp != nil {
 				plain = append(plain, pods.Items[i].Name)
 			}
 		}
@@ -133,7 +133,7 @@ func TestRedisEnterpriseClusterGivenTLSWhileRunningRollsWithoutLosingAWrite(t *t
 	waitEventReasons(t, c, "RedisEnterpriseCluster", client.ObjectKeyFromObject(r.rec), "PrimaryHandedOver")
 	acked, lost := r.finish(w, "TLS turned on for a running cluster while a client writes", took)
 	for i := range int(r.rec.Spec.Nodes) {
-		pod := rec.PodName(name, i)
+		pod := redisenterprisecluster.PodName(name, i)
 		plain := redisClient(r.podIP(pod), "", r.password)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := plain.Ping(ctx).Err()
@@ -144,5 +144,5 @@ func TestRedisEnterpriseClusterGivenTLSWhileRunningRollsWithoutLosingAWrite(t *t
 		}
 	}
 	t.Logf("rolled to TLS: Running %s after spec.tls was set; %d writes acknowledged, %d lost, longest %s without an acknowledged write; last client error: %s",
-		took.Round(100*time.Millisecond), acked, lost, w.longestGap.Round(100*time.Millisecond), w.lastError())
+		took.Round(100*time.Millisecond), acked, lost, w.LongestGap().Round(100*time.Millisecond), w.LastError())
 }

@@ -35,7 +35,7 @@ func TestMemcachedSampleNodesAnswerAndScaleIn(t *testing.T) {
 	t.Parallel()
 	ctx, c, cs := context.Background(), operatorClient(t), clientset(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	startOperator(t, testenv.StartOptions{Namespaces: []string{ns}})
 	m := &cachev1alpha1.Memcached{}
 	testenv.LoadSample(t, "cache_v1alpha1_memcached.yaml", m, ns)
 	if err := c.Create(ctx, m); err != nil {
@@ -113,7 +113,7 @@ func TestWebServiceSampleRollsANewImageWhileServing(t *testing.T) {
 	t.Parallel()
 	ctx, c, cs := context.Background(), operatorClient(t), clientset(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	startOperator(t, testenv.StartOptions{Namespaces: []string{ns}})
 	web := &appv1.WebService{}
 	testenv.LoadSample(t, "app_v1_webservice.yaml", web, ns)
 	// The AppService sample has the same node port; the two tests run side
@@ -187,7 +187,7 @@ func TestMicroServiceDeploySampleSaysWhyItCannotRunAndARealOneServes(t *testing.
 	needCluster(t)
 	ctx, c, cs := context.Background(), operatorClient(t), clientset(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	startOperator(t, testenv.StartOptions{Namespaces: []string{ns}})
 	sample := &customv1.MicroServiceDeploy{}
 	testenv.LoadSample(t, "custom_v1_microservicedeploy.yaml", sample, ns)
 	if err := c.Create(ctx, sample); err != nil {
@@ -283,7 +283,7 @@ func TestAppServiceReportsACrashingContainer(t *testing.T) {
 	t.Parallel()
 	ctx, c := context.Background(), operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	startOperator(t, testenv.StartOptions{Namespaces: []string{ns}})
 	app := &appv1.AppService{}
 	testenv.LoadSample(t, "app_v1_appservice.yaml", app, ns)
 	app.Spec.Size = ptr.To[int32](1)
@@ -308,7 +308,7 @@ func TestMyWebReportsAFailingReadinessProbe(t *testing.T) {
 	t.Parallel()
 	ctx, c := context.Background(), operatorClient(t)
 	ns := testenv.NewNamespace(t, c)
-	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}})
+	startOperator(t, testenv.StartOptions{Namespaces: []string{ns}})
 	web := &operatorv1.MyWeb{}
 	testenv.LoadSample(t, "operator_v1_myweb.yaml", web, ns)
 	web.Spec.Image = cachev1alpha1.DefaultImage

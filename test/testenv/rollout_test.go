@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -57,5 +59,36 @@ func TestReplicasOwners(t *testing.T) {
 	}
 	if got := ReplicasOwners(t, &appsv1.Deployment{}); len(got) != 0 {
 		t.Errorf("owners of a Deployment without managedFields: %v, want none", got)
+	}
+}
+
+func TestOrphans(t *testing.T) {
+	controlled := func(kind string, uid types.UID) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{Kind: kind, Name: string(uid), UID: uid, Controller: ptr.To(true)}}
+	}
+	deployments := []appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "d1"}}}
+	sets := []appsv1.ReplicaSet{
+		{ObjectMeta: metav1.ObjectMeta{Name: "web-1", UID: "rs1", OwnerReferences: controlled("Deployment", "d1")}},
+		// The ReplicaSet of a Deployment of the same name, deleted and made again.
+		{ObjectMeta: metav1.ObjectMeta{Name: "web-0", UID: "rs0", OwnerReferences: controlled("Deployment", "d0")}},
+	}
+	pod := func(name string, refs []metav1.OwnerReference, deleted bool) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: refs}}
+		if deleted {
+			p.DeletionTimestamp = &metav1.Time{}
+		}
+		return p
+	}
+	pods := []corev1.Pod{
+		pod("current", controlled("ReplicaSet", "rs1"), false),
+		pod("of-a-deleted-deployment", controlled("ReplicaSet", "rs0"), false),
+		pod("of-a-deleted-replicaset", controlled("ReplicaSet", "rs9"), false),
+		pod("terminating", controlled("ReplicaSet", "rs1"), true),
+		pod("of-a-statefulset", controlled("StatefulSet", "ss1"), false),
+		pod("bare", nil, false),
+	}
+	want := []string{"of-a-deleted-deployment", "of-a-deleted-replicaset", "terminating (being deleted)"}
+	if got := Orphans(deployments, sets, pods); !slices.Equal(got, want) {
+		t.Errorf("Orphans = %v, want %v", got, want)
 	}
 }

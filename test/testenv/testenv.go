@@ -213,6 +213,29 @@ func NewNamespace(t testing.TB, c client.Client) string {
 	return ns.Name
 }
 
+// Create creates obj with c, failing the test if it cannot.
+func Create(t testing.TB, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(context.Background(), obj); err != nil {
+		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// Update re-reads obj, applies mutate and writes it, retrying on conflicts.
+func Update[T client.Object](t testing.TB, c client.Client, obj T, mutate func(T)) {
+	t.Helper()
+	Eventually(t, 10*time.Second, func() (bool, string) {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false, err.Error()
+		}
+		mutate(obj)
+		if err := c.Update(context.Background(), obj); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+}
+
 // Eventually polls cond every 100ms until it returns true, failing the test
 // with the last explanation after timeout.
 func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {

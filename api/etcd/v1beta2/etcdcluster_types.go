@@ -117,6 +117,12 @@ type EtcdMember struct {
 	// cannot rejoin, and is removed and added again as a new member.
 	// +optional
 	ClaimUID string `json:"claimUID,omitempty"`
+	// AddedAt is when the operator added the member, kept while it has
+	// not joined (it has not started, or is a learner): the join timeout
+	// counts from it, and a claim made before it held another member's
+	// data.
+	// +optional
+	AddedAt *metav1.Time `json:"addedAt,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state.

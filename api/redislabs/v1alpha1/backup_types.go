@@ -1,6 +1,10 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 const (
 	// DefaultBackupInterval is the time between two backups, in seconds,
@@ -154,4 +158,14 @@ type BackupInfo struct {
 	// LastScheduleTime is when the last backup started.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+}
+
+// Every is the time between two backups: interval, or
+// DefaultBackupInterval when it is left out.
+func (b *Backup) Every() time.Duration {
+	n := b.Interval
+	if n <= 0 {
+		n = DefaultBackupInterval
+	}
+	return time.Duration(n) * time.Second
 }

@@ -375,4 +375,22 @@ const (
 	// ReasonPrimaryBusy: the primary answers BUSY, running a script past
 	// Redis's busy threshold: the operator sends SCRIPT KILL.
 	ReasonPrimaryBusy = "PrimaryBusy"
+	// ReasonElectionHeld: a primary must be elected, but the operator
+	// cannot prove which node holds every acknowledged write (nodes that
+	// restarted without a record of how far they got, or histories that
+	// cannot be ordered): it elects none until a person chooses one with
+	// ElectAnnotation.
+	ReasonElectionHeld = "ElectionHeld"
+	// ReasonSecretMissing: a Secret holding what the running nodes share
+	// (the password Secret, or the CA Secret the operator issues their
+	// certificates from) is missing while the cluster has pods or claims:
+	// the operator makes none anew, which the nodes would refuse, until a
+	// person restores it.
+	ReasonSecretMissing = "SecretMissing"
 )
+
+// ElectAnnotation, set on a RedisEnterpriseCluster to the name of a node's
+// pod, a slash and the ID of a hold (ReasonElectionHeld; its message gives
+// both), elects that node while that hold lasts. It is not consulted
+// otherwise: a choice left over from an earlier hold elects nothing.
+const ElectAnnotation = "app.redislabs.com/elect-primary"

@@ -137,17 +137,3 @@ func Job(owner resources.Owner, generation int64, spec *etcdv1beta2.EtcdBackupSp
 	}
 	return job, nil
 }
-
-// The condition reasons of an EtcdBackup, beyond the reasons the snapshot
-// tool gives a failed backup (AccessDenied, BucketNotFound, ...) and
-// status.ReasonBackupFailed.
-const (
-	// ReasonClusterNotFound: spec.clusterName names no EtcdCluster.
-	ReasonClusterNotFound = "ClusterNotFound"
-	// ReasonBackupRunning: a backup's Job runs.
-	ReasonBackupRunning = "BackupRunning"
-	// ReasonWaiting: the backup waits for its cluster to have members.
-	ReasonWaiting = "WaitingForCluster"
-	// ReasonBackupPending: no backup has started yet.
-	ReasonBackupPending = "BackupPending"
-)

@@ -21,7 +21,6 @@
 package etcdcluster
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -321,11 +320,6 @@ func MemberOfPeerURL(cluster, namespace, url string) (string, bool) {
 	return name, true
 }
 
-// Image is the image of version: <repository>:v<version>.
-func Image(spec *etcdv1beta2.EtcdClusterSpec, version string) string {
-	return cmp.Or(spec.Repository, etcdv1beta2.DefaultRepository) + ":v" + version
-}
-
 // Replicas is the StatefulSet's replica count for the registered members:
 // one past the highest ordinal, so that every registered member has its
 // pod (a member being replaced leaves a gap below it, filled again when
@@ -472,7 +466,7 @@ func configMap(owner resources.Owner, stages Stages, labels map[string]string, m
 func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selector, labels map[string]string, m Membership) *appsv1ac.StatefulSetApplyConfiguration {
 	container := corev1ac.Container().
 		WithName(ContainerName).
-		WithImage(Image(spec, spec.Version)).
+		WithImage(spec.Image(spec.Version)).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		// A pod of no registered member finds no file and exits.
 		WithArgs("--config-file="+ConfigDir+"/$(POD_NAME).yaml").

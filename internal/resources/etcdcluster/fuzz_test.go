@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
@@ -27,17 +28,21 @@ func (b *bytesReader) next() byte {
 
 // fuzzTrusts are the CAs a member pod may have started with: the
 // Secrets' (the first, repeated so that most pods are on them), both of a
-// move, old ones replaced at once (peer, server), or none written.
+// move, old ones replaced at once (peer, server), the Secrets' before
+// they were renewed with their keys, the Secrets' written without keys,
+// or none written.
 var fuzzTrusts = []Trust{
-	{Peer: []string{"p2"}, Server: []string{"s2"}},
-	{Peer: []string{"p1", "p2"}, Server: []string{"s2"}},
-	{Peer: []string{"p1"}, Server: []string{"s2"}},
-	{Peer: []string{"p2"}, Server: []string{"s1"}},
+	{Peer: []CA{fuzzP2}, Server: []CA{fuzzS2}},
+	{Peer: []CA{{Cert: "p1", Key: "kp1"}, fuzzP2}, Server: []CA{fuzzS2}},
+	{Peer: []CA{{Cert: "p1", Key: "kp1"}}, Server: []CA{fuzzS2}},
+	{Peer: []CA{fuzzP2}, Server: []CA{{Cert: "s1", Key: "ks1"}}},
 	{},
-	{Peer: []string{"p2"}, Server: []string{"s2"}},
-	{Peer: []string{"p2"}, Server: []string{"s2"}},
-	{Peer: []string{"p2"}, Server: []string{"s2"}},
+	{Peer: []CA{{Cert: "p2-before", Key: "kp2"}}, Server: []CA{{Cert: "s2-before", Key: "ks2"}}},
+	{Peer: []CA{{Cert: "p2"}}, Server: []CA{{Cert: "s2"}}},
+	{Peer: []CA{fuzzP2}, Server: []CA{fuzzS2}},
 }
+
+var fuzzP2, fuzzS2 = CA{Cert: "p2", Key: "kp2"}, CA{Cert: "s2", Key: "ks2"}
 
 var fuzzVersions = []string{"3.3.25", "3.5.21", "3.6.15", "3.6.16", "3.7.0", "3.8.0", ""}
 
@@ -79,8 +84,22 @@ func observedFrom(data []byte) (*etcdv1beta2.EtcdClusterSpec, Observed) {
 			pod.Trust = fuzzTrusts[int(tls>>5)%len(fuzzTrusts)]
 			o.Pods[mem.Name] = pod
 		}
+		// When the member was added, and its claim made: none recorded,
+		// a minute ago, or the join timeout ago; the claim before or after.
+		times := r.next()
+		if pod, ok := o.Pods[mem.Name]; ok && pod.ClaimUID != "" {
+			pod.ClaimCreated = o.Now.Add(-time.Duration(times>>2%4) * 2 * time.Minute)
+			o.Pods[mem.Name] = pod
+		}
 		if flags&16 == 0 {
-			o.Recorded = append(o.Recorded, etcdv1beta2.EtcdMember{Name: mem.Name, ID: strconv.FormatUint(mem.ID, 16), ClaimUID: claimUID((flags >> 6) & 1)})
+			rec := etcdv1beta2.EtcdMember{Name: mem.Name, ID: strconv.FormatUint(mem.ID, 16), ClaimUID: claimUID((flags >> 6) & 1)}
+			switch times % 4 {
+			case 1:
+				rec.AddedAt = &metav1.Time{Time: o.Now.Add(-time.Minute)}
+			case 2:
+				rec.AddedAt = &metav1.Time{Time: o.Now.Add(-DefaultJoinTimeout)}
+			}
+			o.Recorded = append(o.Recorded, rec)
 		}
 	}
 	if r.next()%2 == 1 {
@@ -140,7 +159,7 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 	if d.Failure && a.Kind != None {
 		return fmt.Errorf("a failure with an action")
 	}
-	if a.Kind == RestartPod && d.Reason == ReasonRotatingCA {
+	if a.Kind == RestartPod && d.Reason == etcdv1beta2.ReasonRotatingCA {
 		return checkRetrust(o, d)
 	}
 	if !o.Reachable {
@@ -167,7 +186,7 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 	}
 	if healthy < Quorum(voters) {
 		// Lost, or out of the operator's reach while the pods serve.
-		if a.Kind != None || (d.Reason != ReasonQuorumLost && d.Reason != ReasonMembersUnreachable) {
+		if a.Kind != None || (d.Reason != etcdv1beta2.ReasonQuorumLost && d.Reason != etcdv1beta2.ReasonMembersUnreachable) {
 			return fmt.Errorf("quorum lost (%d of %d) but %s / %s", healthy, voters, a.Kind, d.Reason)
 		}
 		return nil
@@ -205,6 +224,10 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 		if m.Healthy && (!allWell || len(o.Members) <= int(spec.Size) || voters <= 2) {
 			return fmt.Errorf("removed healthy %s while not shrinking safely", m.Name)
 		}
+		// A shrink toward one would stop at two.
+		if m.Healthy && !m.Learner && spec.Size < 2 {
+			return fmt.Errorf("removed voter %s toward a size of %d", m.Name, spec.Size)
+		}
 		// A member that has not joined (never started, or a learner)
 		// holds no data the cluster needs; a voter that started does.
 		if !m.Healthy && m.Started && !m.Learner {
@@ -217,14 +240,27 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 		switch {
 		case pod.UID != a.PodUID:
 			return fmt.Errorf("restarted the pod %+v of member %+v", pod, m)
-		case d.Reason == ReasonEnablingTLS && !spec.TLSEnabled():
+		case d.Reason == etcdv1beta2.ReasonEnablingTLS && !spec.TLSEnabled():
 			return fmt.Errorf("restarted %s for TLS without spec.TLS", m.Name)
-		case d.Reason == ReasonEnablingTLS && o.Now.Sub(pod.Created) < restartGrace && (!allWell || !allReady(o)):
+		case d.Reason == etcdv1beta2.ReasonEnablingTLS && o.Now.Sub(pod.Created) < restartGrace && (!allWell || !allReady(o)):
 			// Only a server behind its stage for restartGrace is
 			// restarted while the cluster is not all well.
 			return fmt.Errorf("restarted %s for TLS while not all well", m.Name)
-		case d.Reason != ReasonEnablingTLS && (m.Started || !pod.CrashLooping):
+		case d.Reason == etcdv1beta2.ReasonEnablingTLS && (m.Healthy || pod.Ready) && !othersAllWell(o, m.Name):
+			// A member that serves may count for the quorum.
+			return fmt.Errorf("restarted %s, which serves, for TLS while another member is not well", m.Name)
+		case d.Reason != etcdv1beta2.ReasonEnablingTLS && (m.Started || !pod.CrashLooping):
 			return fmt.Errorf("restarted the pod %+v of member %+v", pod, m)
+		}
+	case ReplaceVolume:
+		// The claim of a member stranded off its node, or of a learner
+		// that never started: neither holds data the cluster needs.
+		m, pod := byName[a.Member], o.Pods[a.Member]
+		if pod.UID != a.PodUID || pod.ClaimUID == "" || pod.ClaimUID != a.ClaimUID || m.Healthy {
+			return fmt.Errorf("replaced the volume %s of %+v (pod %+v)", a.ClaimUID, m, pod)
+		}
+		if pod.Stranded == "" && (m.Started || !m.Learner || !pod.CrashLooping) {
+			return fmt.Errorf("replaced the claim of %+v, which may hold its data", m)
 		}
 	case SecurePeer:
 		m, pod := byName[a.Member], o.Pods[a.Member]
@@ -245,7 +281,7 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 		if !allWell {
 			return fmt.Errorf("an upgrade while not all well")
 		}
-		if o.Pods[a.Member].Image == a.Image || a.Image != Image(spec, spec.Version) {
+		if o.Pods[a.Member].Image == a.Image || a.Image != spec.Image(spec.Version) {
 			return fmt.Errorf("upgraded %s from %s to %s", a.Member, o.Pods[a.Member].Image, a.Image)
 		}
 		// One member restarting at a time.
@@ -259,10 +295,11 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 }
 
 // checkRetrust checks a restart for new CAs: of a pod that trusts other
-// ones. Peer CAs replaced at once: any time, the pods not ready first.
-// Server CAs replaced at once: with every pod ready. Otherwise: with
-// every member well and every pod ready, and the leader only as the last
-// member.
+// ones. Peer CAs replaced at once: only a member that is down (its pod not
+// ready, and not counted healthy). Server CAs replaced at once: only a
+// member that does not answer the operator, with every pod ready.
+// Otherwise: with every member well and every pod ready, and the leader
+// only as the last member.
 func checkRetrust(o Observed, d Decision) error {
 	pod := o.Pods[d.Action.Member]
 	if pod.UID != d.Action.PodUID || !o.distrusts(pod) {
@@ -272,17 +309,21 @@ func checkRetrust(o Observed, d Decision) error {
 	for _, p := range o.Pods {
 		ready = ready && p.Ready
 	}
+	var listed Member
+	for _, m := range o.Members {
+		if o.Reachable && m.Name == d.Action.Member {
+			listed = m
+		}
+	}
 	switch {
 	case disjoint(pod.Trust.Peer, o.Trust.Peer):
-		for name, p := range o.Pods {
-			if pod.Ready && !p.Ready && o.distrusts(p) && disjoint(p.Trust.Peer, o.Trust.Peer) {
-				return fmt.Errorf("restarted the ready pod of %s before the pod of %s, not ready", d.Action.Member, name)
-			}
+		if pod.Ready || listed.Healthy {
+			return fmt.Errorf("restarted %s for replaced peer CAs while it serves", d.Action.Member)
 		}
 		return nil
 	case disjoint(pod.Trust.Server, o.Trust.Server):
-		if !ready {
-			return fmt.Errorf("restarted %s for new server CAs while a pod is not ready", d.Action.Member)
+		if !ready || listed.Version != "" {
+			return fmt.Errorf("restarted %s for new server CAs while a pod is not ready or it answers the operator", d.Action.Member)
 		}
 		return nil
 	}
@@ -308,6 +349,17 @@ func checkRetrust(o Observed, d Decision) error {
 		return fmt.Errorf("restarted the leader %s for new CAs", d.Action.Member)
 	}
 	return nil
+}
+
+// othersAllWell reports whether every member but name is started and
+// healthy, with its pod ready.
+func othersAllWell(o Observed, name string) bool {
+	for _, m := range o.Members {
+		if m.Name != name && (!m.Started || !m.Healthy || !o.Pods[m.Name].Ready) {
+			return false
+		}
+	}
+	return true
 }
 
 // allReady reports whether every member's pod exists and is ready.

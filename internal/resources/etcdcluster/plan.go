@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,9 +33,20 @@ type Member struct {
 	// Version is the version the member's server reports; empty when it
 	// does not answer.
 	Version string
-	// Alarms are the alarms the member reports raised (NOSPACE, CORRUPT).
-	Alarms []string
+	// Alarms are the alarms the member reports raised in the cluster.
+	Alarms []Alarm
 }
+
+// Alarm is an alarm raised in the cluster.
+type Alarm struct {
+	// Name is the alarm as etcd names it (AlarmNoSpace, AlarmCorrupt).
+	Name string
+	// Member is the ID of the member it is raised for; 0 when unknown.
+	Member uint64
+}
+
+// String is the alarm's name.
+func (a Alarm) String() string { return a.Name }
 
 // Pod is what the operator read of a member's pod.
 type Pod struct {
@@ -54,6 +66,8 @@ type Pod struct {
 	Ready bool
 	// Created is when the pod was created.
 	Created time.Time
+	// ClaimCreated is when the claim of ClaimUID was created.
+	ClaimCreated time.Time
 	// Stranded, when set, says why the pod cannot be scheduled again: its
 	// volume is local to a node that is gone or cordoned.
 	Stranded string
@@ -91,10 +105,10 @@ type Observed struct {
 	// TLS.
 	Trust Trust
 	// JoinTimeout is how long a member may take to join: a member added
-	// whose pod has run this long without the member starting, or a
-	// learner whose pod has run this long without it answering, is
-	// removed (and added again later), so that it blocks no other change.
-	// DefaultJoinTimeout when zero.
+	// this long ago (status.members' addedAt, or, where none is recorded,
+	// its pod's creation) that has not started, or a learner that does not
+	// answer, is removed (and added again later), so that it blocks no
+	// other change. DefaultJoinTimeout when zero.
 	JoinTimeout time.Duration
 }
 
@@ -136,38 +150,19 @@ const (
 	// ReplaceVolume deletes the claim and the pod of a member whose volume
 	// is local to a node that is gone or cordoned: the StatefulSet makes
 	// both again, the claim on a node that takes pods, and the member,
-	// back without its data, is replaced.
+	// back without its data, is replaced. It also deletes those of a
+	// learner joining on a claim left by a removed member (see stuckJoin).
 	ReplaceVolume ActionKind = "ReplaceVolume"
 )
 
-// Reasons the planner gives, for the conditions.
+// The alarms etcd raises. While any is raised, the cluster refuses writes.
 const (
-	ReasonScaling            = "Scaling"
-	ReasonUpgrading          = "Upgrading"
-	ReasonReplacing          = "Replacing"
-	ReasonMemberUnhealthy    = "MemberUnhealthy"
-	ReasonQuorumLost         = "QuorumLost"
-	ReasonScaleInRefused     = "ScaleInRefused"
-	ReasonVersionSkew        = "VersionSkew"
-	ReasonVersionUnavailable = "VersionUnavailable"
-	// ReasonNoSpace: etcd raised its NOSPACE alarm (a member's backend
-	// reached its quota): the cluster refuses writes until it is disarmed.
-	ReasonNoSpace = "NoSpace"
-	// ReasonMembersUnreachable: members the operator cannot reach serve
-	// (their pods pass the readiness probe on /health): the operator is
-	// cut off from them; the cluster may be fine.
-	ReasonMembersUnreachable = "MembersUnreachable"
-	// ReasonEnablingTLS: a running cluster moves to the TLS spec.TLS set
-	// (see Stage).
-	ReasonEnablingTLS = "EnablingTLS"
-	// ReasonRotatingCA: the CAs in the Secrets of spec.TLS changed, and
-	// the members restart to load them (see retrust and replaced).
-	ReasonRotatingCA = "RotatingCA"
+	// AlarmNoSpace: a member's backend reached its quota.
+	AlarmNoSpace = "NOSPACE"
+	// AlarmCorrupt: etcd's corruption check found a member whose data
+	// differs from the others'.
+	AlarmCorrupt = "CORRUPT"
 )
-
-// AlarmNoSpace is the alarm etcd raises when a member's backend reaches its
-// quota.
-const AlarmNoSpace = "NOSPACE"
 
 // Action is the single next step.
 type Action struct {
@@ -212,8 +207,8 @@ func (d Decision) Done() bool { return d.Reason == "" }
 // members; restart one member for a change rolled one member at a time
 // (version, TLS, CAs); add or remove one member. Every change needs every
 // member healthy, except the removal of a member whose data is gone,
-// which needs a quorum of the others, and the restarts of a change of CA
-// made at once, which come first (see replaced).
+// which needs a quorum of the others, and the restart of a member cut off
+// by a change of CA made at once, which comes first (see replaced).
 func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decision {
 	if d, ok := replaced(o); ok {
 		return d
@@ -240,7 +235,7 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 	if healthyVoters < Quorum(voters) {
 		return noQuorum(o, members, voters, healthyVoters)
 	}
-	if d, ok := noSpace(members); ok {
+	if d, ok := alarmed(o, members); ok {
 		return d
 	}
 	// A member that has not joined and that the spec no longer asks for,
@@ -256,15 +251,14 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		if m.Started {
 			continue
 		}
-		if pod, ok := o.Pods[m.Name]; ok && pod.CrashLooping {
-			return Decision{Action: Action{Kind: RestartPod, Member: m.Name, PodUID: pod.UID}, Reason: ReasonScaling,
-				Message: fmt.Sprintf("Restarting the pod of joining member %s, which started before the member was added", m.Name)}
+		if d, ok := stuckJoin(o, m); ok {
+			return d
 		}
-		return Decision{Reason: ReasonScaling, Message: fmt.Sprintf("Member %s is joining", m.Name)}
+		return Decision{Reason: etcdv1beta2.ReasonScaling, Message: fmt.Sprintf("Member %s is joining", m.Name)}
 	}
 	for _, m := range members {
 		if m.Learner && m.Healthy {
-			return Decision{Action: Action{Kind: Promote, Member: m.Name, ID: m.ID}, Reason: ReasonScaling,
+			return Decision{Action: Action{Kind: Promote, Member: m.Name, ID: m.ID}, Reason: etcdv1beta2.ReasonScaling,
 				Message: fmt.Sprintf("Promoting learner %s once it has caught up with the leader", m.Name)}
 		}
 	}
@@ -282,7 +276,7 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 	for _, m := range members {
 		pod, ok := o.Pods[m.Name]
 		if r := recorded[m.ID]; !m.Healthy && ok && r.ClaimUID != "" && pod.ClaimUID != "" && r.ClaimUID != pod.ClaimUID {
-			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: ReasonReplacing,
+			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: etcdv1beta2.ReasonReplacing,
 				Message: fmt.Sprintf("Removing member %s: its pod runs on a new claim, without the member's data; it is added back as a new member", m.Name)}
 		}
 	}
@@ -293,7 +287,7 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 	// replaced (above). The quorum holds without it (checked above).
 	for _, m := range members {
 		if pod, ok := o.Pods[m.Name]; ok && !m.Healthy && pod.Stranded != "" && pod.ClaimUID != "" {
-			return Decision{Action: Action{Kind: ReplaceVolume, Member: m.Name, PodUID: pod.UID, ClaimUID: pod.ClaimUID}, Reason: ReasonReplacing,
+			return Decision{Action: Action{Kind: ReplaceVolume, Member: m.Name, PodUID: pod.UID, ClaimUID: pod.ClaimUID}, Reason: etcdv1beta2.ReasonReplacing,
 				Message: fmt.Sprintf("Replacing the volume of member %s: %s; the member is added back as a new member on another node", m.Name, pod.Stranded)}
 		}
 	}
@@ -304,11 +298,11 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		if out := outOfReach(o, members); len(out) == len(down) {
 			// The members that keep the quorum answer; the others serve
 			// too: the operator alone is cut off from them.
-			return Decision{Reason: ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
+			return Decision{Reason: etcdv1beta2.ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
 				"The operator cannot reach members %s, whose pods are ready (they serve); the members it reaches keep the quorum. It changes nothing until it reaches them (check the network between it and the pods)",
 				strings.Join(out, ", "))}
 		}
-		return Decision{Reason: ReasonMemberUnhealthy, Message: fmt.Sprintf("Waiting for unhealthy members: %s", strings.Join(down, ", "))}
+		return Decision{Reason: etcdv1beta2.ReasonMemberUnhealthy, Message: fmt.Sprintf("Waiting for unhealthy members: %s", strings.Join(down, ", "))}
 	}
 
 	if d, ok := rolling(spec, namespace, o, members); ok {
@@ -327,21 +321,29 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		if !supportsLearners(lowestVersion(members)) {
 			kind = AddMember
 		}
-		return Decision{Action: Action{Kind: kind, Member: name, PeerURL: url}, Reason: ReasonScaling,
+		return Decision{Action: Action{Kind: kind, Member: name, PeerURL: url}, Reason: etcdv1beta2.ReasonScaling,
 			Message: fmt.Sprintf("Adding member %s (%d of %d)", name, len(members)+1, size)}
 	case len(members) > size:
 		if voters <= 2 {
-			return Decision{Reason: ReasonScaleInRefused, Failure: true, Message: fmt.Sprintf(
+			return Decision{Reason: etcdv1beta2.ReasonScaleInRefused, Failure: true, Message: fmt.Sprintf(
 				"Not removing a member from %d: a cluster of two cannot remove one safely (the removal needs both, and losing either during it loses the cluster); set size to %d",
 				voters, voters)}
+		}
+		if size < 2 {
+			// The removals would stop at two (above): a cluster that
+			// survives no failure, as one does, with twice the members
+			// to fail. None is made.
+			return Decision{Reason: etcdv1beta2.ReasonScaleInRefused, Failure: true, Message: fmt.Sprintf(
+				"Not removing members from %d toward %d: the last removal would be from a cluster of two, which cannot remove one safely, and the cluster would stop at two members, which survive no failure; set size to 2 or more (a cluster of one is made by restoring a snapshot into a new EtcdCluster: EtcdRestore)",
+				voters, size)}
 		}
 		victim := members[len(members)-1]
 		if victim.Leader {
 			to := members[0]
-			return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonScaling,
+			return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: etcdv1beta2.ReasonScaling,
 				Message: fmt.Sprintf("Moving the leadership from %s to %s before removing %s", victim.Name, to.Name, victim.Name)}
 		}
-		return Decision{Action: Action{Kind: Remove, Member: victim.Name, ID: victim.ID}, Reason: ReasonScaling,
+		return Decision{Action: Action{Kind: Remove, Member: victim.Name, ID: victim.ID}, Reason: etcdv1beta2.ReasonScaling,
 			Message: fmt.Sprintf("Removing member %s (%d of %d)", victim.Name, len(members)-1, size)}
 	}
 	return Decision{Message: fmt.Sprintf("%d members at version %s", len(members), spec.Version)}
@@ -383,7 +385,7 @@ func noQuorum(o Observed, members []Member, voters, healthyVoters int) Decision 
 		}
 	}
 	if len(unreachable) > 0 && reachableVoters >= Quorum(voters) {
-		return Decision{Reason: ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
+		return Decision{Reason: etcdv1beta2.ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
 			"The operator cannot reach members %s, whose pods are ready (they serve): %d of %d voting members answer it. The operator changes nothing until it reaches a quorum of them (check the network between it and the pods)",
 			strings.Join(unreachable, ", "), healthyVoters, voters)}
 	}
@@ -393,30 +395,90 @@ func noQuorum(o Observed, members []Member, voters, healthyVoters int) Decision 
 	if len(leaderless) > 0 {
 		msg += "; up without a leader: " + strings.Join(leaderless, ", ")
 	}
-	return Decision{Reason: ReasonQuorumLost, Failure: true, Message: msg + ". The operator changes nothing until a quorum is back"}
+	return Decision{Reason: etcdv1beta2.ReasonQuorumLost, Failure: true, Message: msg + ". The operator changes nothing until a quorum is back"}
 }
 
-// noSpace returns the NoSpace failure when a member reports the NOSPACE
-// alarm; false when none does.
-func noSpace(members []Member) (Decision, bool) {
-	var full []string
+// alarmed returns the failure of a cluster with an alarm raised: etcd
+// refuses writes until it is disarmed, and the operator changes nothing
+// meanwhile. CORRUPT (Corrupt) comes first, then NOSPACE (NoSpace), then
+// any other (Alarm); the message names the others raised beside. false
+// when no member reports an alarm.
+func alarmed(o Observed, members []Member) (Decision, bool) {
+	type raised struct{ by, forMembers []string }
+	alarms := map[string]*raised{}
 	for _, m := range members {
-		if slices.Contains(m.Alarms, AlarmNoSpace) {
-			full = append(full, m.Name)
+		for _, a := range m.Alarms {
+			r := alarms[a.Name]
+			if r == nil {
+				r = &raised{}
+				alarms[a.Name] = r
+			}
+			if !slices.Contains(r.by, m.Name) {
+				r.by = append(r.by, m.Name)
+			}
+			if name := memberNamed(members, a.Member); name != "" && !slices.Contains(r.forMembers, name) {
+				r.forMembers = append(r.forMembers, name)
+			}
 		}
 	}
-	if len(full) > 0 {
-		return Decision{Reason: ReasonNoSpace, Failure: true, Message: fmt.Sprintf(
-			"etcd raised its NOSPACE alarm (reported by %s): a member's backend reached its quota, and the cluster refuses writes until the alarm is disarmed (compact, defragment, then etcdctl alarm disarm). The operator changes nothing meanwhile",
-			strings.Join(full, ", "))}, true
+	if len(alarms) == 0 {
+		return Decision{}, false
 	}
-	return Decision{}, false
+	names := slices.Sorted(maps.Keys(alarms))
+	name := names[0]
+	switch {
+	case alarms[AlarmCorrupt] != nil:
+		name = AlarmCorrupt
+	case alarms[AlarmNoSpace] != nil:
+		name = AlarmNoSpace
+	}
+	r := alarms[name]
+	slices.SortFunc(r.forMembers, func(a, b string) int { return compareNames(o.Cluster, a, b) })
+	by := strings.Join(r.by, ", ")
+	var d Decision
+	switch name {
+	case AlarmCorrupt:
+		suspect := "the member it is raised for (etcdctl alarm list names its ID)"
+		mend := "delete that member's claim and pod (kubectl delete pvc data-<member> --wait=false, then kubectl delete pod <member>)"
+		if len(r.forMembers) > 0 {
+			suspect = "member " + strings.Join(r.forMembers, ", ")
+			mend = fmt.Sprintf("delete that member's claim and pod (kubectl delete pvc %s --wait=false, then kubectl delete pod %s)",
+				ClaimName(r.forMembers[0]), r.forMembers[0])
+		}
+		d = Decision{Reason: etcdv1beta2.ReasonCorrupt, Message: fmt.Sprintf(
+			"etcd raised its CORRUPT alarm for %s (reported by %s): its corruption check found data that differs between members, and the cluster refuses writes until the alarm is disarmed. The operator changes nothing meanwhile. Find the member whose data differs from the others' (etcdctl endpoint hashkv --cluster; etcd suspects %s), %s, then disarm the alarm (etcdctl alarm disarm): the operator replaces that member by one that copies the others' data. Or restore a snapshot into a new cluster (EtcdRestore)",
+			suspect, by, suspect, mend)}
+	case AlarmNoSpace:
+		d = Decision{Reason: etcdv1beta2.ReasonNoSpace, Message: fmt.Sprintf(
+			"etcd raised its NOSPACE alarm (reported by %s): a member's backend reached its quota, and the cluster refuses writes until the alarm is disarmed (compact, defragment, then etcdctl alarm disarm). The operator changes nothing meanwhile",
+			by)}
+	default:
+		d = Decision{Reason: etcdv1beta2.ReasonAlarm, Message: fmt.Sprintf(
+			"etcd raised its %s alarm (reported by %s), which the cluster may refuse writes for until it is disarmed. The operator changes nothing meanwhile: read etcd's logs for its cause (etcdctl alarm list names the member), mend it, then disarm the alarm (etcdctl alarm disarm)",
+			name, by)}
+	}
+	if others := slices.DeleteFunc(names, func(n string) bool { return n == name }); len(others) > 0 {
+		d.Message += "; also raised: " + strings.Join(others, ", ")
+	}
+	d.Failure = true
+	return d, true
+}
+
+// memberNamed is the name of the member of ID id; empty when none is.
+func memberNamed(members []Member, id uint64) string {
+	for _, m := range members {
+		if id != 0 && m.ID == id {
+			return m.Name
+		}
+	}
+	return ""
 }
 
 // abandonJoin returns the removal of a member that has not joined (not
 // started, or a learner that does not answer) when the spec no longer
-// asks for it (fewer members than there are), or when its pod has run
-// for o.JoinTimeout without it joining; false when there is none.
+// asks for it (fewer members than there are), or when it was added
+// o.JoinTimeout ago (see addedAt) without joining; false when there is
+// none.
 func abandonJoin(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member) (Decision, bool) {
 	timeout := cmp.Or(o.JoinTimeout, DefaultJoinTimeout)
 	for _, m := range slices.Backward(members) {
@@ -425,15 +487,58 @@ func abandonJoin(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member
 		if m.Healthy || (m.Started && !m.Learner) {
 			continue
 		}
-		pod, ok := o.Pods[m.Name]
+		added := addedAt(o, m)
 		switch {
 		case len(members) > int(spec.Size):
-			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: ReasonScaling,
+			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: etcdv1beta2.ReasonScaling,
 				Message: fmt.Sprintf("Removing member %s, which has not joined, since size is %d", m.Name, spec.Size)}, true
-		case ok && !pod.Created.IsZero() && !o.Now.IsZero() && o.Now.Sub(pod.Created) >= timeout:
-			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: ReasonScaling,
+		case !added.IsZero() && !o.Now.IsZero() && o.Now.Sub(added) >= timeout:
+			return Decision{Action: Action{Kind: Remove, Member: m.Name, ID: m.ID}, Reason: etcdv1beta2.ReasonScaling,
 				Message: fmt.Sprintf("Removing member %s, which has not joined within %s; it is added again after the other changes", m.Name, timeout)}, true
 		}
+	}
+	return Decision{}, false
+}
+
+// addedAt is when member m was added: status.members' addedAt; where none
+// is recorded (a member added before the operator recorded it), its pod's
+// creation; zero when neither is known. Neither a restart of its pod nor a
+// new claim moves it.
+func addedAt(o Observed, m Member) time.Time {
+	id := strconv.FormatUint(m.ID, 16)
+	for _, r := range o.Recorded {
+		if r.ID == id && r.AddedAt != nil {
+			return r.AddedAt.Time
+		}
+	}
+	return o.Pods[m.Name].Created
+}
+
+// stuckJoin returns the step for a member that has not started and whose
+// pod waits out a crash loop; false when there is none. A pod created
+// before the member was added started without the member's start-up
+// file (it replaces a member whose data was lost, or is left from a
+// member removed below the highest ordinal, whose pod the StatefulSet
+// keeps): a new pod joins at once, on the same claim. A learner's pod
+// created since, on a claim made before the member was added, exits on
+// what that claim holds: the data of a member etcd removed, which etcd
+// turns away at every start. A learner holds no data the cluster needs:
+// its claim and pod are deleted, and the StatefulSet makes both again, the
+// claim empty. Any other such pod is left to the join timeout.
+func stuckJoin(o Observed, m Member) (Decision, bool) {
+	pod, ok := o.Pods[m.Name]
+	if !ok || !pod.CrashLooping {
+		return Decision{}, false
+	}
+	added := addedAt(o, m)
+	switch {
+	case !pod.Created.After(added):
+		return Decision{Action: Action{Kind: RestartPod, Member: m.Name, PodUID: pod.UID}, Reason: etcdv1beta2.ReasonScaling,
+			Message: fmt.Sprintf("Restarting the pod of joining member %s, which started before the member was added", m.Name)}, true
+	case m.Learner && !m.Healthy && pod.ClaimUID != "" && !pod.ClaimCreated.IsZero() && pod.ClaimCreated.Before(added):
+		return Decision{Action: Action{Kind: ReplaceVolume, Member: m.Name, PodUID: pod.UID, ClaimUID: pod.ClaimUID}, Reason: etcdv1beta2.ReasonScaling,
+			Message: fmt.Sprintf("Replacing the claim %s of joining member %s: it was made before the member was added (a removed member's data), and the member's pod exits on it; the member starts on a new, empty claim",
+				ClaimName(m.Name), m.Name)}, true
 	}
 	return Decision{}, false
 }
@@ -464,7 +569,7 @@ func leftover(o Observed, members []Member, name string) (Decision, bool) {
 	if !pod && !claim {
 		return Decision{}, false
 	}
-	return Decision{Reason: ReasonScaling, Message: fmt.Sprintf(
+	return Decision{Reason: etcdv1beta2.ReasonScaling, Message: fmt.Sprintf(
 		"Waiting for the StatefulSet to delete the pod and claim %s of a member removed before adding %s again: it would start from the removed member's data",
 		ClaimName(name), name)}, true
 }
@@ -477,9 +582,9 @@ func unreachable(o Observed) Decision {
 	switch {
 	case len(o.Recorded) == 0 && len(o.Pods) == 0 && len(o.Claims) == 0:
 		name := MemberName(o.Cluster, 0)
-		return Decision{Action: Action{Kind: Seed, Member: name}, Reason: ReasonScaling, Message: fmt.Sprintf("Starting seed member %s", name)}
+		return Decision{Action: Action{Kind: Seed, Member: name}, Reason: etcdv1beta2.ReasonScaling, Message: fmt.Sprintf("Starting seed member %s", name)}
 	case len(o.Recorded) == 1 && o.Recorded[0].ID == "":
-		return Decision{Reason: ReasonScaling, Message: fmt.Sprintf("Waiting for seed member %s to start", o.Recorded[0].Name)}
+		return Decision{Reason: etcdv1beta2.ReasonScaling, Message: fmt.Sprintf("Waiting for seed member %s to start", o.Recorded[0].Name)}
 	}
 	var ready []string
 	for name, p := range o.Pods {
@@ -489,7 +594,7 @@ func unreachable(o Observed) Decision {
 	}
 	if len(ready) > 0 {
 		slices.SortFunc(ready, func(a, b string) int { return compareNames(o.Cluster, a, b) })
-		return Decision{Reason: ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
+		return Decision{Reason: etcdv1beta2.ReasonMembersUnreachable, Failure: true, Message: fmt.Sprintf(
 			"No member answers the operator, but the pods of %s are ready (their members serve): the operator is cut off from them. It changes nothing until it reaches them (check the network between it and the pods)",
 			strings.Join(ready, ", "))}
 	}
@@ -510,7 +615,7 @@ func unreachable(o Observed) Decision {
 		}
 	}
 	slices.SortFunc(names, func(a, b string) int { return compareNames(o.Cluster, a, b) })
-	return Decision{Reason: ReasonQuorumLost, Failure: true, Message: fmt.Sprintf(
+	return Decision{Reason: etcdv1beta2.ReasonQuorumLost, Failure: true, Message: fmt.Sprintf(
 		"No member answers; down: %s. The operator changes nothing until a quorum is back", strings.Join(names, ", "))}
 }
 
@@ -536,7 +641,7 @@ func rolling(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed, me
 // version moves one minor at a time at most, and never down.
 func upgrade(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member) (Decision, bool) {
 	pods := o.Pods
-	target := Image(spec, spec.Version)
+	target := spec.Image(spec.Version)
 	var stale []Member
 	for _, m := range members {
 		if pod, ok := pods[m.Name]; ok && pod.Image != target {
@@ -552,7 +657,7 @@ func upgrade(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member) (D
 		// the next member waits for it, or two would be out of the
 		// client Service and the budget at once.
 		if m.Version != spec.Version || (len(stale) > 0 && !pod.Ready) {
-			return Decision{Reason: ReasonUpgrading, Message: fmt.Sprintf("Member %s is restarting at version %s", m.Name, spec.Version)}, true
+			return Decision{Reason: etcdv1beta2.ReasonUpgrading, Message: fmt.Sprintf("Member %s is restarting at version %s", m.Name, spec.Version)}, true
 		}
 	}
 	if len(stale) == 0 {
@@ -560,17 +665,17 @@ func upgrade(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member) (D
 	}
 	lowest := lowestVersion(members)
 	if msg := skew(lowest, spec.Version); msg != "" {
-		return Decision{Reason: ReasonVersionSkew, Failure: true, Message: msg}, true
+		return Decision{Reason: etcdv1beta2.ReasonVersionSkew, Failure: true, Message: msg}, true
 	}
 	if name, ok := restarting(o, members); ok {
-		return Decision{Reason: ReasonUpgrading, Message: fmt.Sprintf("Waiting for the pod of member %s to be ready before upgrading the next member to %s", name, spec.Version)}, true
+		return Decision{Reason: etcdv1beta2.ReasonUpgrading, Message: fmt.Sprintf("Waiting for the pod of member %s to be ready before upgrading the next member to %s", name, spec.Version)}, true
 	}
 	m, to := nextToRestart(members, stale, func(m Member) bool { return pods[m.Name].Image == target })
 	if to != nil {
-		return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonUpgrading,
+		return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: etcdv1beta2.ReasonUpgrading,
 			Message: fmt.Sprintf("Moving the leadership from %s to %s before upgrading %s", m.Name, to.Name, m.Name)}, true
 	}
-	return Decision{Action: Action{Kind: Upgrade, Member: m.Name, ID: m.ID, Image: target}, Reason: ReasonUpgrading,
+	return Decision{Action: Action{Kind: Upgrade, Member: m.Name, ID: m.ID, Image: target}, Reason: etcdv1beta2.ReasonUpgrading,
 		Message: fmt.Sprintf("Upgrading member %s to %s (%d of %d members left)", m.Name, spec.Version, len(stale), len(members))}, true
 }
 
@@ -620,8 +725,8 @@ func successor(members []Member, done func(Member) bool) Member {
 // skew says why the members cannot move from version from to version to;
 // empty when they can: same version, a later patch, or the next minor.
 func skew(from, to string) string {
-	f, okf := ParseVersion(from)
-	t, okt := ParseVersion(to)
+	f, okf := etcdv1beta2.ParseVersion(from)
+	t, okt := etcdv1beta2.ParseVersion(to)
 	switch {
 	case !okf || !okt:
 		return fmt.Sprintf("Cannot compare the members' version %q with spec.version %q", from, to)
@@ -647,57 +752,21 @@ func skew(from, to string) string {
 // snapshot from an older member (etcd issue 20793).
 const MinPatchBefore36 = 20
 
-// Version is an etcd version.
-type Version struct{ Major, Minor, Patch int }
-
-// ParseVersion parses MAJOR.MINOR.PATCH.
-func ParseVersion(s string) (Version, bool) {
-	parts := strings.Split(s, ".")
-	if len(parts) != 3 {
-		return Version{}, false
-	}
-	var v [3]int
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 || p == "" || (len(p) > 1 && p[0] == '0') {
-			return Version{}, false
-		}
-		v[i] = n
-	}
-	return Version{v[0], v[1], v[2]}, true
-}
-
-func (v Version) less(w Version) bool {
-	if v.Major != w.Major {
-		return v.Major < w.Major
-	}
-	if v.Minor != w.Minor {
-		return v.Minor < w.Minor
-	}
-	return v.Patch < w.Patch
-}
-
 // lowestVersion is the lowest version the members report; empty when
 // none reports one.
 func lowestVersion(members []Member) string {
-	lowest, found := Version{}, ""
+	versions := make([]string, 0, len(members))
 	for _, m := range members {
-		if v, ok := ParseVersion(m.Version); ok && (found == "" || v.less(lowest)) {
-			lowest, found = v, m.Version
-		}
+		versions = append(versions, m.Version)
 	}
-	return found
+	return etcdv1beta2.LowestVersion(versions)
 }
-
-// LowestVersion is the lowest version the members report; empty when none
-// reports one.
-func LowestVersion(members []Member) string { return lowestVersion(members) }
 
 // supportsLearners reports whether version adds learners (3.4 and later);
 // an unknown version is taken to.
 func supportsLearners(version string) bool {
-	v, ok := ParseVersion(version)
-	return !ok || !v.less(Version{3, 4, 0})
+	v, ok := etcdv1beta2.ParseVersion(version)
+	return !ok || !v.Less(etcdv1beta2.Version{Major: 3, Minor: 4})
 }
 
 // freeName is the name of the lowest ordinal no member has.

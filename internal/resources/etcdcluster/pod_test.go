@@ -47,9 +47,9 @@ func TestPodOf(t *testing.T) {
 		{"started on the CAs its annotation names, with the certificates", func() *corev1.Pod {
 			p := pod()
 			p.Labels = map[string]string{TLSLabel: "true"}
-			p.Annotations = map[string]string{TrustAnnotation: "peer=p1,p2;server=s1"}
+			p.Annotations = map[string]string{TrustAnnotation: "peer=p1:kp1,p2:kp2;server=s1:ks1"}
 			return p
-		}(), Pod{Image: image, ClaimUID: "c", TLS: true, Trust: Trust{Peer: []string{"p1", "p2"}, Server: []string{"s1"}}}},
+		}(), Pod{Image: image, ClaimUID: "c", TLS: true, Trust: Trust{Peer: []CA{{Cert: "p1", Key: "kp1"}, {Cert: "p2", Key: "kp2"}}, Server: []CA{{Cert: "s1", Key: "ks1"}}}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, PodOf(tt.pod, "c")); diff != "" {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 )
 
@@ -12,6 +14,9 @@ import (
 // started and healthy on it. Otherwise the uid recorded stays: a pod on
 // another claim that cannot start is a pod without the member's data (see
 // Next). A member healthy on another claim has its data there (restored).
+// A member that has not joined (not started, or a learner) keeps the
+// addedAt recorded, or gets o.Now: when the operator added it, or first
+// saw it not joined.
 func Record(o Observed, members []Member) []etcdv1beta2.EtcdMember {
 	recorded := map[string]etcdv1beta2.EtcdMember{}
 	for _, r := range o.Recorded {
@@ -24,6 +29,12 @@ func Record(o Observed, members []Member) []etcdv1beta2.EtcdMember {
 			ClaimUID: recorded[id].ClaimUID}
 		if pod, ok := o.Pods[m.Name]; ok && pod.ClaimUID != "" && m.Started && m.Healthy {
 			e.ClaimUID = pod.ClaimUID
+		}
+		if !m.Started || m.Learner {
+			e.AddedAt = recorded[id].AddedAt
+			if e.AddedAt == nil && !o.Now.IsZero() {
+				e.AddedAt = &metav1.Time{Time: o.Now}
+			}
 		}
 		out = append(out, e)
 	}

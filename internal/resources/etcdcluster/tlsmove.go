@@ -174,11 +174,15 @@ const restartGrace = time.Minute
 // staleServer returns the restart of a member whose server started before
 // its stage moved, once its pod has run for restartGrace: a member whose
 // peer URL is https while its server listens in http (its pod was not
-// deleted after the URL moved), whom no peer reaches; or one whose pod
+// deleted after the URL moved), whom no peer dials; or one whose pod
 // mounts the certificates while its server runs Plain (it started before
-// its file moved), which does not serve the probe of its pod. Either
-// holds no quorum (the planner checked the others do); false when there
-// is none.
+// its file moved), which does not serve the probe of its pod. A member
+// that is down (not counted healthy, its pod not ready) holds no quorum
+// (the planner checked the others keep one) and is restarted at once. One
+// that still serves may count for the quorum (a member whose peers cannot
+// dial it still reaches them, and its answers reach the leader): it is
+// restarted as any member is, only with every other member healthy and
+// every other pod ready. false when there is none.
 func staleServer(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member) (Decision, bool) {
 	if !spec.TLSEnabled() {
 		return Decision{}, false
@@ -188,12 +192,30 @@ func staleServer(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member
 		if !ok || !m.Started || o.Now.IsZero() || pod.Created.IsZero() || o.Now.Sub(pod.Created) < restartGrace {
 			continue
 		}
-		if (m.PeerTLS && m.Serving != Secure) || (pod.TLS && m.Serving == Plain) {
-			return Decision{Action: Action{Kind: RestartPod, Member: m.Name, PodUID: pod.UID}, Reason: ReasonEnablingTLS,
-				Message: fmt.Sprintf("Restarting member %s: its server runs at %s, behind its stage", m.Name, m.Serving)}, true
+		if behind := (m.PeerTLS && m.Serving != Secure) || (pod.TLS && m.Serving == Plain); !behind {
+			continue
 		}
+		if (m.Healthy || pod.Ready) && !othersWell(o, members, m.Name) {
+			continue
+		}
+		return Decision{Action: Action{Kind: RestartPod, Member: m.Name, PodUID: pod.UID}, Reason: etcdv1beta2.ReasonEnablingTLS,
+			Message: fmt.Sprintf("Restarting member %s: its server runs at %s, behind its stage", m.Name, m.Serving)}, true
 	}
 	return Decision{}, false
+}
+
+// othersWell reports whether every member but the one named except is
+// started and healthy, and its pod ready.
+func othersWell(o Observed, members []Member, except string) bool {
+	for _, m := range members {
+		if m.Name == except {
+			continue
+		}
+		if pod, ok := o.Pods[m.Name]; !ok || !pod.Ready || !m.Healthy || !m.Started {
+			return false
+		}
+	}
+	return true
 }
 
 // secure returns the next step of a running cluster that spec.TLS moves
@@ -221,7 +243,7 @@ func secure(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed, mem
 		return Decision{}, false
 	}
 	if name, ok := restarting(o, members); ok {
-		return Decision{Reason: ReasonEnablingTLS, Message: fmt.Sprintf("Member %s is restarting on the way to TLS", name)}, true
+		return Decision{Reason: etcdv1beta2.ReasonEnablingTLS, Message: fmt.Sprintf("Member %s is restarting on the way to TLS", name)}, true
 	}
 	next, kind, moved := toDual, RestartPod, func(m Member) bool { return o.Pods[m.Name].TLS && m.Serving != Plain }
 	what := "with its certificates mounted (clients in http and https, peers in http)"
@@ -231,14 +253,14 @@ func secure(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed, mem
 	}
 	m, to := nextToRestart(members, next, moved)
 	if to != nil {
-		return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: ReasonEnablingTLS,
+		return Decision{Action: Action{Kind: MoveLeader, Member: to.Name, ID: to.ID}, Reason: etcdv1beta2.ReasonEnablingTLS,
 			Message: fmt.Sprintf("Moving the leadership from %s to %s before moving %s to TLS", m.Name, to.Name, m.Name)}, true
 	}
 	a := Action{Kind: kind, Member: m.Name, ID: m.ID, PodUID: o.Pods[m.Name].UID}
 	if kind == SecurePeer {
 		a.PeerURL = PeerURL(HTTPS, o.Cluster, namespace, m.Name)
 	}
-	return Decision{Action: a, Reason: ReasonEnablingTLS,
+	return Decision{Action: a, Reason: etcdv1beta2.ReasonEnablingTLS,
 		Message: fmt.Sprintf("Restarting member %s %s, %d of %d members left", m.Name, what, len(next), len(members))}, true
 }
 

@@ -38,6 +38,7 @@ func longNotReady(p map[string]Pod, member string, now time.Time) map[string]Pod
 
 func TestARunningClusterMovesToTLSOneMemberAtATime(t *testing.T) {
 	leader := func(mem Member) Member { return with(mem, func(x *Member) { x.Leader = true }) }
+	down := func(mem Member) Member { return with(mem, func(x *Member) { x.Healthy, x.Version = false, "" }) }
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name    string
@@ -52,7 +53,7 @@ func TestARunningClusterMovesToTLSOneMemberAtATime(t *testing.T) {
 			members: []Member{leader(m(0, 1)), m(1, 2), m(2, 3)}, pods: pods(img3616, m(0, 1), m(1, 2), m(2, 3))},
 		{name: "a follower's pod restarts first, with the certificates mounted", spec: tlsSpec(),
 			members: []Member{leader(m(0, 1)), m(1, 2), m(2, 3)}, pods: pods(img3616, m(0, 1), m(1, 2), m(2, 3)),
-			want: Action{Kind: RestartPod, Member: "example-1", ID: 2, PodUID: "uid-example-1"}, reason: ReasonEnablingTLS, message: "3 of 3 members left"},
+			want: Action{Kind: RestartPod, Member: "example-1", ID: 2, PodUID: "uid-example-1"}, reason: etcdv1beta2.ReasonEnablingTLS, message: "3 of 3 members left"},
 		{name: "the next member waits for the pod restarted before it to be ready", spec: tlsSpec(),
 			members: []Member{leader(m(0, 1)), at(Dual, m(1, 2)), m(2, 3)},
 			pods: func() map[string]Pod {
@@ -60,7 +61,7 @@ func TestARunningClusterMovesToTLSOneMemberAtATime(t *testing.T) {
 				p["example-1"] = Pod{UID: "new", Image: img3616, TLS: true}
 				return p
 			}(),
-			reason: ReasonEnablingTLS, message: "example-1 is restarting"},
+			reason: etcdv1beta2.ReasonEnablingTLS, message: "example-1 is restarting"},
 		{name: "the leader hands its leadership to a member at Dual before its pod restarts", spec: tlsSpec(),
 			members: []Member{leader(m(0, 1)), at(Dual, m(1, 2)), at(Dual, m(2, 3))},
 			pods: func() map[string]Pod {
@@ -68,26 +69,26 @@ func TestARunningClusterMovesToTLSOneMemberAtATime(t *testing.T) {
 				p["example-0"] = pods(img3616, m(0, 1))["example-0"]
 				return p
 			}(),
-			want: Action{Kind: MoveLeader, Member: "example-2", ID: 3}, reason: ReasonEnablingTLS},
+			want: Action{Kind: MoveLeader, Member: "example-2", ID: 3}, reason: etcdv1beta2.ReasonEnablingTLS},
 		{name: "every member at Dual: a follower's peer URL moves to https", spec: tlsSpec(),
 			members: []Member{leader(at(Dual, m(0, 1))), at(Dual, m(1, 2)), at(Dual, m(2, 3))}, pods: tlsPods(m(0, 1), m(1, 2), m(2, 3)),
 			want:   Action{Kind: SecurePeer, Member: "example-1", ID: 2, PodUID: "uid-example-1", PeerURL: "https://example-1.example.ns.svc:2380"},
-			reason: ReasonEnablingTLS, message: "3 of 3 members left"},
+			reason: etcdv1beta2.ReasonEnablingTLS, message: "3 of 3 members left"},
 		{name: "the leader moves last", spec: tlsSpec(),
 			members: []Member{leader(at(Dual, m(0, 1))), at(Secure, m(1, 2)), at(Secure, m(2, 3))}, pods: tlsPods(m(0, 1), m(1, 2), m(2, 3)),
-			want: Action{Kind: MoveLeader, Member: "example-2", ID: 3}, reason: ReasonEnablingTLS},
+			want: Action{Kind: MoveLeader, Member: "example-2", ID: 3}, reason: etcdv1beta2.ReasonEnablingTLS},
 		{name: "a cluster of one moves its only member", spec: func() *etcdv1beta2.EtcdClusterSpec { s := tlsSpec(); s.Size = 1; return s }(),
 			members: []Member{leader(at(Dual, m(0, 1)))}, pods: tlsPods(m(0, 1)),
-			want: Action{Kind: SecurePeer, Member: "example-0", ID: 1, PodUID: "uid-example-0", PeerURL: "https://example-0.example.ns.svc:2380"}, reason: ReasonEnablingTLS},
+			want: Action{Kind: SecurePeer, Member: "example-0", ID: 1, PodUID: "uid-example-0", PeerURL: "https://example-0.example.ns.svc:2380"}, reason: etcdv1beta2.ReasonEnablingTLS},
 		{name: "every member at Secure: the cluster is at its spec", spec: tlsSpec(),
 			members: []Member{leader(at(Secure, m(0, 1))), at(Secure, m(1, 2)), at(Secure, m(2, 3))}, pods: tlsPods(m(0, 1), m(1, 2), m(2, 3))},
 		{name: "no member is added before the move ends", spec: func() *etcdv1beta2.EtcdClusterSpec { s := tlsSpec(); s.Size = 5; return s }(),
 			members: []Member{leader(at(Dual, m(0, 1))), at(Dual, m(1, 2)), at(Dual, m(2, 3))}, pods: tlsPods(m(0, 1), m(1, 2), m(2, 3)),
-			want: Action{Kind: SecurePeer, Member: "example-1", ID: 2, PodUID: "uid-example-1", PeerURL: "https://example-1.example.ns.svc:2380"}, reason: ReasonEnablingTLS},
+			want: Action{Kind: SecurePeer, Member: "example-1", ID: 2, PodUID: "uid-example-1", PeerURL: "https://example-1.example.ns.svc:2380"}, reason: etcdv1beta2.ReasonEnablingTLS},
 		{name: "a member whose URL moved but whose pod was not restarted is restarted, though no peer reaches it", spec: tlsSpec(),
 			members: []Member{leader(at(Dual, m(0, 1))), with(at(Dual, m(1, 2)), func(x *Member) { x.PeerTLS, x.Healthy = true, false }), at(Dual, m(2, 3))},
 			pods:    longNotReady(tlsPods(m(0, 1), m(1, 2), m(2, 3)), "example-1", now),
-			want:    Action{Kind: RestartPod, Member: "example-1", PodUID: "uid-example-1"}, reason: ReasonEnablingTLS},
+			want:    Action{Kind: RestartPod, Member: "example-1", PodUID: "uid-example-1"}, reason: etcdv1beta2.ReasonEnablingTLS},
 		{name: "a member just restarted with its URL moved is given time to say so", spec: tlsSpec(),
 			members: []Member{leader(at(Dual, m(0, 1))), with(at(Dual, m(1, 2)), func(x *Member) { x.PeerTLS, x.Healthy = true, false }), at(Dual, m(2, 3))},
 			pods: func() map[string]Pod {
@@ -95,11 +96,31 @@ func TestARunningClusterMovesToTLSOneMemberAtATime(t *testing.T) {
 				p["example-1"] = Pod{UID: "new", Image: img3616, TLS: true, Created: now.Add(-5 * time.Second)}
 				return p
 			}(),
-			reason: ReasonMemberUnhealthy},
+			reason: etcdv1beta2.ReasonMemberUnhealthy},
+		{name: "a member whose URL moved but that serves is not restarted beside a member down", spec: tlsSpec(),
+			members: []Member{leader(at(Dual, m(0, 1))), with(at(Dual, m(1, 2)), func(x *Member) { x.PeerTLS = true }), down(at(Dual, m(2, 3)))},
+			pods: func() map[string]Pod {
+				p := longNotReady(tlsPods(m(0, 1), m(1, 2), m(2, 3)), "example-2", now)
+				pod := p["example-1"]
+				pod.Created = now.Add(-2 * restartGrace)
+				p["example-1"] = pod
+				return p
+			}(),
+			reason: etcdv1beta2.ReasonMemberUnhealthy, message: "example-2"},
+		{name: "a member whose URL moved but that serves is restarted once every other member is well", spec: tlsSpec(),
+			members: []Member{leader(at(Dual, m(0, 1))), with(at(Dual, m(1, 2)), func(x *Member) { x.PeerTLS = true }), at(Dual, m(2, 3))},
+			pods: func() map[string]Pod {
+				p := tlsPods(m(0, 1), m(1, 2), m(2, 3))
+				pod := p["example-1"]
+				pod.Created = now.Add(-2 * restartGrace)
+				p["example-1"] = pod
+				return p
+			}(),
+			want: Action{Kind: RestartPod, Member: "example-1", PodUID: "uid-example-1"}, reason: etcdv1beta2.ReasonEnablingTLS},
 		{name: "a pod with the certificates whose server started Plain is restarted", spec: tlsSpec(),
 			members: []Member{leader(at(Dual, m(0, 1))), with(m(1, 2), func(x *Member) { x.Healthy = false }), at(Dual, m(2, 3))},
 			pods:    longNotReady(tlsPods(m(0, 1), m(1, 2), m(2, 3)), "example-1", now),
-			want:    Action{Kind: RestartPod, Member: "example-1", PodUID: "uid-example-1"}, reason: ReasonEnablingTLS},
+			want:    Action{Kind: RestartPod, Member: "example-1", PodUID: "uid-example-1"}, reason: etcdv1beta2.ReasonEnablingTLS},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,15 +57,6 @@ func Scheduled(annotations map[string]string, created time.Time) time.Time {
 	return created
 }
 
-// Interval is the time between two backups.
-func Interval(b *redisv1alpha1.Backup) time.Duration {
-	n := b.Interval
-	if n <= 0 {
-		n = redisv1alpha1.DefaultBackupInterval
-	}
-	return time.Duration(n) * time.Second
-}
-
 // Location is where the tool finds or puts backups: its arguments, and
 // the environment, volumes and mounts that give it the credentials or
 // the claim.
@@ -194,15 +185,18 @@ type RestoreInput struct {
 	// DataVolume and DataDir are the node's data volume and where Redis
 	// reads it.
 	DataVolume, DataDir string
+	// ConfigMap is the cluster's ConfigMap, whose key RestoredKey says the
+	// cluster was restored already.
+	ConfigMap string
 }
 
 // RestoreContainer is the init container of every node of a cluster of
 // spec.restore, and the volumes it adds: in the pod in.Pod, on an empty
 // data folder, the tool lays the backup out as the base of Redis's
-// append-only file, which Redis then loads; anywhere else, and on a
-// folder with data, it does nothing. It stays in the template for the
-// cluster's life (spec.restore cannot change): taking it out would roll
-// every node.
+// append-only file, which Redis then loads; anywhere else, on a folder
+// with data, and once the cluster has had a primary (RestoredEnv), it does
+// nothing. It stays in the template for the cluster's life (spec.restore
+// cannot change): taking it out would roll every node.
 func RestoreContainer(r *redisv1alpha1.RestoreSource, in RestoreInput) (*corev1ac.ContainerApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
 	// The source was validated at admission; one with no storage
 	// restores nothing and the tool says so.
@@ -214,11 +208,31 @@ func RestoreContainer(r *redisv1alpha1.RestoreSource, in RestoreInput) (*corev1a
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand(Tool).
 		WithArgs(args...).
-		WithEnv(append([]*corev1ac.EnvVarApplyConfiguration{corev1ac.EnvVar().WithName(PodNameEnv).WithValueFrom(corev1ac.EnvVarSource().
-			WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name")))}, loc.Env...)...).
+		WithEnv(append([]*corev1ac.EnvVarApplyConfiguration{
+			corev1ac.EnvVar().WithName(PodNameEnv).WithValueFrom(corev1ac.EnvVarSource().
+				WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name"))),
+			corev1ac.EnvVar().WithName(RestoredEnv).WithValueFrom(corev1ac.EnvVarSource().
+				WithConfigMapKeyRef(corev1ac.ConfigMapKeySelector().WithName(in.ConfigMap).WithKey(RestoredKey).WithOptional(true))),
+		}, loc.Env...)...).
 		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
 		WithVolumeMounts(append([]*corev1ac.VolumeMountApplyConfiguration{
 			corev1ac.VolumeMount().WithName(in.DataVolume).WithMountPath(in.DataDir)}, loc.Mounts...)...).
 		WithSecurityContext(resources.ToolSecurity())
 	return c, loc.Volumes
+}
+
+// LineageContainer is the init container of every node that reports, as
+// its termination message, how far the data in the node's folder got
+// before Redis starts (Lineage): after a restart, Redis itself no longer
+// says. It runs after a restore, on what the restore laid out.
+func LineageContainer(image, dataVolume, dataDir string) *corev1ac.ContainerApplyConfiguration {
+	return corev1ac.Container().
+		WithName(LineageContainerName).
+		WithImage(image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand(Tool).
+		WithArgs("lineage", "--data-dir="+dataDir).
+		WithTerminationMessagePolicy(corev1.TerminationMessageReadFile).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(dataVolume).WithMountPath(dataDir).WithReadOnly(true)).
+		WithSecurityContext(resources.ToolSecurity())
 }

@@ -3,6 +3,7 @@ package redisenterprisecluster
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -54,11 +55,11 @@ type Node struct {
 	// replica acknowledged its stream within the last few seconds: the
 	// primary counts it for WAIT and min-replicas-to-write.
 	Acked bool
-	// Offset is the node's replication offset.
+	// Offset is the node's replication offset, as it answers now.
 	Offset int64
-	// Keys is the number of keys the node holds: the tie-break between
-	// nodes whose offsets say nothing (every node restarted).
-	Keys int64
+	// Position is how far the node got in the history of writes: what an
+	// election compares.
+	Position Position
 	// Stranded, when set, says why the node's pod cannot be scheduled
 	// again: its volume is local to a node that is gone or cordoned.
 	Stranded string
@@ -124,9 +125,10 @@ const (
 	// DeletePod deletes Target's pod, for the StatefulSet to recreate it
 	// from the current template.
 	DeletePod Action = "DeletePod"
-	// Handover pauses writes on Primary, waits for Target to reach its
-	// offset, promotes Target, makes Primary its replica and records
-	// Target.
+	// Handover has Primary fail over to Target (FAILOVER TO: writes
+	// paused until Target reaches its offset, then Primary its replica
+	// and Target the primary, or no change when Target does not catch up
+	// in time) and records Target.
 	Handover Action = "Handover"
 	// KillScript sends SCRIPT KILL to Target, a busy primary.
 	KillScript Action = "KillScript"
@@ -150,9 +152,10 @@ type Decision struct {
 	Repoint []string
 	// Labels are the role labels to set, by pod (for Label).
 	Labels map[string]string
-	// Reason explains the step, or why there is none.
-	Reason string
-	// Cause names, while a failover is held back, why (a condition reason).
+	// Message explains the step, or why there is none.
+	Message string
+	// Cause is the condition reason behind the step (PrimaryBusy for a
+	// KillScript) or behind the wait (why a failover is held back).
 	Cause string
 	// Waiting is set when no step can be taken until something changes.
 	Waiting bool
@@ -183,6 +186,10 @@ type Observation struct {
 	// SafetyOnly holds back every step but a failover and a fence (a
 	// repoint): a child of the cluster could not be applied.
 	SafetyOnly bool
+	// Chosen is the node a person chose to elect (ElectAnnotation) where
+	// the operator cannot prove which node holds every acknowledged write;
+	// it is not consulted otherwise.
+	Chosen string
 }
 
 // Plan returns the one next step for the observed cluster in.
@@ -230,7 +237,7 @@ func plan(in Observation) Decision {
 		return !n.Answered || n.Pod == PodMissing || n.Pod == PodTerminating
 	})
 	if recorded == "" {
-		return elect(answering, nodes)
+		return elect(in, answering)
 	}
 	i := slices.IndexFunc(nodes, func(n Node) bool { return n.Name == recorded })
 	var primary Node
@@ -259,11 +266,29 @@ func plan(in Observation) Decision {
 			astray = append(astray, n.Name)
 		}
 	}
+	// Another primary that is not behind the recorded one (a handover
+	// stopped between its promotion and its demotion, writes taken on both
+	// since) holds writes the recorded one lacks: fencing it would discard
+	// them. Neither is chosen but by a person.
+	if diverged := divergedPrimaries(answering, primary); len(diverged) > 0 {
+		contenders := append([]Node{primary}, diverged...)
+		n, ok := chosen(contenders, in.Chosen)
+		if !ok {
+			return held(d, fmt.Sprintf("%s, like the recorded primary %s (%s), claim to be primaries, and their histories are not behind it: %s",
+				names(diverged), recorded, primary.Position, positions(diverged)), contenders)
+		}
+		if n.Name != recorded {
+			d.Action, d.Target, d.Primary, d.Fence = Failover, n.Name, n.Name, recorded
+			d.Repoint = others(answering, n.Name)
+			d.Message = fmt.Sprintf("fenced %s and made %s, chosen by %s, the primary", recorded, n.Name, redisv1alpha1.ElectAnnotation)
+			return d
+		}
+	}
 	if len(stale)+len(astray) > 0 {
 		d.Action, d.Repoint = Repoint, append(stale, astray...)
-		d.Reason = fmt.Sprintf("pointed %v at the primary %s", d.Repoint, recorded)
+		d.Message = fmt.Sprintf("pointed %v at the primary %s", d.Repoint, recorded)
 		if len(stale) > 0 {
-			d.Reason = fmt.Sprintf("fenced %v, claiming to be primaries, and pointed %v at the primary %s", stale, d.Repoint, recorded)
+			d.Message = fmt.Sprintf("fenced %v, claiming to be primaries, and pointed %v at the primary %s", stale, d.Repoint, recorded)
 		}
 		return d
 	}
@@ -271,11 +296,11 @@ func plan(in Observation) Decision {
 	// never is: the failover above comes first, from a replica in sync.
 	if n, ok := strandedReplica(nodes, recorded); ok {
 		d.Action, d.Target = ReplaceVolume, n.Name
-		d.Reason = fmt.Sprintf("gave the replica %s a new volume, as %s", n.Name, n.Stranded)
+		d.Message = fmt.Sprintf("gave the replica %s a new volume, as %s", n.Name, n.Stranded)
 		return d
 	}
 	if labels := wrongLabels(nodes, recorded); len(labels) > 0 {
-		d.Action, d.Labels, d.Reason = Label, labels, "labelled the pods with their roles"
+		d.Action, d.Labels, d.Message = Label, labels, "labelled the pods with their roles"
 		return d
 	}
 	if len(nodes) < in.Want {
@@ -291,7 +316,7 @@ func plan(in Observation) Decision {
 	// certificate its pod does not mount).
 	if n, ok := downOnOldTemplate(nodes, recorded); ok {
 		d.Action, d.Target, d.State = DeletePod, n.Name, redisv1alpha1.StateRunningRollingUpdate
-		d.Reason = fmt.Sprintf("replaced the replica %s, down on an old template, with the new template", n.Name)
+		d.Message = fmt.Sprintf("replaced the replica %s, down on an old template, with the new template", n.Name)
 		return d
 	}
 	// A replica whose pod is ready and that answers, but is not in sync,
@@ -313,12 +338,12 @@ func plan(in Observation) Decision {
 	}
 	if !rolling {
 		d.State = redisv1alpha1.StateRunning
-		d.Reason = cmp.Or(d.Reason, fmt.Sprintf("%s is the primary of %d synced replicas", recorded, len(nodes)-1))
+		d.Message = cmp.Or(d.Message, fmt.Sprintf("%s is the primary of %d synced replicas", recorded, len(nodes)-1))
 		return d
 	}
 	for _, n := range nodes {
 		if n.Name != recorded && !n.Current {
-			d.Action, d.Target, d.Reason = DeletePod, n.Name, fmt.Sprintf("replaced the replica %s with the new template", n.Name)
+			d.Action, d.Target, d.Message = DeletePod, n.Name, fmt.Sprintf("replaced the replica %s with the new template", n.Name)
 			return d
 		}
 	}
@@ -330,7 +355,7 @@ func plan(in Observation) Decision {
 	}
 	d.Action, d.Target, d.Primary = Handover, target.Name, target.Name
 	d.Repoint = others(answering, recorded, target.Name)
-	d.Reason = fmt.Sprintf("handed the primary over from %s to %s, to replace %s", recorded, target.Name, recorded)
+	d.Message = fmt.Sprintf("handed the primary over from %s to %s, to replace %s", recorded, target.Name, recorded)
 	return d
 }
 
@@ -350,10 +375,10 @@ func notInSync(d Decision, primary Node, nodes, answering []Node, unsynced, behi
 	switch {
 	case len(behind) > 0 && len(unsynced) == len(nodes)-1:
 		d.Cause = redisv1alpha1.ReasonNoReplicaInSync
-		d.Reason = fmt.Sprintf("no replica is in sync with the primary %s (%v behind): a write that waits for a replica is not acknowledged", primary.Name, behind)
+		d.Message = fmt.Sprintf("no replica is in sync with the primary %s (%v behind): a write that waits for a replica is not acknowledged", primary.Name, behind)
 	case len(behind) > 0:
 		d.Cause = redisv1alpha1.ReasonReplicaBehind
-		d.Reason = fmt.Sprintf("%v not in sync with the primary %s, which takes writes through the others", behind, primary.Name)
+		d.Message = fmt.Sprintf("%v not in sync with the primary %s, which takes writes through the others", behind, primary.Name)
 	}
 	return d
 }
@@ -371,7 +396,7 @@ func handover(d Decision, want, i int, primary Node, nodes, answering []Node) (D
 		stay := nodes[:want]
 		target, _ = best(stay)
 		d.Repoint = others(stay, target.Name)
-		d.Reason = fmt.Sprintf("handed the primary over from %s to %s: %s is beyond the %d nodes wanted", primary.Name, target.Name, primary.Name, want)
+		d.Message = fmt.Sprintf("handed the primary over from %s to %s: %s is beyond the %d nodes wanted", primary.Name, target.Name, primary.Name, want)
 	case primary.Cordoned:
 		return handoverFromCordoned(d, primary, nodes, answering)
 	default:
@@ -393,12 +418,12 @@ func handoverFromCordoned(d Decision, primary Node, nodes, answering []Node) (De
 		return n.Name == primary.Name || n.Cordoned || n.Pod != PodReady || !n.Answered || n.Primary || n.Follows != primary.Name || !InSync(n)
 	}))
 	if !ok {
-		d.Reason = fmt.Sprintf("the node of the primary %s is cordoned, and no replica in sync with it is on a node that is not: the primary stays, its disruption budget holding its eviction", primary.Name)
+		d.Message = fmt.Sprintf("the node of the primary %s is cordoned, and no replica in sync with it is on a node that is not: the primary stays, its disruption budget holding its eviction", primary.Name)
 		return d, false
 	}
 	d.Action, d.Target, d.Primary = Handover, target.Name, target.Name
 	d.Repoint = others(answering, primary.Name, target.Name)
-	d.Reason = fmt.Sprintf("handed the primary over from %s to %s: the node of %s is cordoned", primary.Name, target.Name, primary.Name)
+	d.Message = fmt.Sprintf("handed the primary over from %s to %s: the node of %s is cordoned", primary.Name, target.Name, primary.Name)
 	return d, true
 }
 
@@ -460,25 +485,37 @@ func healthyPrimary(n Node) bool {
 // elect chooses the first primary: the node furthest along of those that
 // already are primaries (the operator may have lost its record), else,
 // once every node answers, the node furthest along.
-func elect(answering, nodes []Node) Decision {
+func elect(in Observation, answering []Node) Decision {
+	nodes := in.Nodes
 	d := Decision{State: redisv1alpha1.StateBootstrappingFirstPod}
 	primaries := slices.DeleteFunc(slices.Clone(answering), func(n Node) bool { return !n.Primary })
 	if len(primaries) == 0 && len(answering) < len(nodes) {
 		return waiting(d, fmt.Sprintf("waiting for every node to answer (%d of %d do)", len(answering), len(nodes)))
 	}
-	candidates := answering
+	candidates, all := answering, len(nodes)
 	if len(primaries) > 0 {
-		candidates = primaries
+		// Clients write to these: one is recorded as it is; of two or more
+		// (the record lost mid-failover), one must hold the other's history.
+		candidates, all = primaries, len(primaries)
 	}
-	n, ok := best(candidates)
-	if !ok {
+	if len(candidates) == 0 {
 		return waiting(d, "waiting for a node to answer")
+	}
+	n, why := candidates[0], ""
+	if len(candidates) > 1 || !n.Primary {
+		n, why = furthest(candidates, all, "")
+	}
+	if why != "" {
+		var ok bool
+		if n, ok = chosen(candidates, in.Chosen); !ok {
+			return held(d, why, candidates)
+		}
 	}
 	d.Target, d.Primary = n.Name, n.Name
 	if n.Primary {
-		d.Action, d.Reason = Record, fmt.Sprintf("recorded %s as the primary", n.Name)
+		d.Action, d.Message = Record, fmt.Sprintf("recorded %s as the primary", n.Name)
 	} else {
-		d.Action, d.Reason = Promote, fmt.Sprintf("promoted %s, the node furthest along (offset %d, %d keys), to primary", n.Name, n.Offset, n.Keys)
+		d.Action, d.Message = Promote, fmt.Sprintf("promoted %s, the node furthest along (%s), to primary", n.Name, n.Position)
 		d.Repoint = others(answering, n.Name, "")
 	}
 	return d
@@ -493,7 +530,7 @@ func failover(in Observation, primary Node) Decision {
 		// script can be killed, as Sentinel does, and the primary is back
 		// without a failover.
 		d.Action, d.Target, d.Cause = KillScript, primary.Name, redisv1alpha1.ReasonPrimaryBusy
-		d.Reason = fmt.Sprintf("the primary %s answers BUSY, running a script past the busy threshold: sent SCRIPT KILL (a script that wrote cannot be killed, and a failover follows %s after the primary went silent)",
+		d.Message = fmt.Sprintf("the primary %s answers BUSY, running a script past the busy threshold: sent SCRIPT KILL (a script that wrote cannot be killed, and a failover follows %s after the primary went silent)",
 			primary.Name, in.FailoverAfter)
 		return d
 	}
@@ -519,20 +556,30 @@ func failover(in Observation, primary Node) Decision {
 			return d
 		}
 	}
+	// The candidates are every node that answers, the failed primary too
+	// when it answers as a replica (it restarted, or was fenced): what it
+	// holds counts as much as any other's.
 	var candidates, silent []Node
 	for _, n := range in.Nodes {
 		switch {
-		case n.Name == primary.Name:
-		case n.Answered && n.Pod != PodMissing && n.Pod != PodTerminating:
+		case n.Answered && n.Pod != PodMissing && n.Pod != PodTerminating && (n.Name != primary.Name || demoted):
 			candidates = append(candidates, n)
+		case n.Name == primary.Name:
 		default:
 			silent = append(silent, n)
 		}
 	}
-	if len(silent) > 0 {
+	// Every acknowledged write is on two nodes at least: one node away (the
+	// failed primary, or, when it answers, another) leaves a copy on a
+	// node that answers; two do not.
+	away := len(silent)
+	if !demoted {
+		away++
+	}
+	if len(silent) > 0 && (away > 1 || len(candidates) == 0) {
 		if len(candidates) == 0 {
 			d.Failure, d.Waiting, d.State = true, true, redisv1alpha1.StateError
-			d.Reason = fmt.Sprintf("the primary %s is %s and no other node answers", primary.Name, describe(primary))
+			d.Message = fmt.Sprintf("the primary %s is %s and no other node answers", primary.Name, describe(primary))
 			return d
 		}
 		d = waiting(d, fmt.Sprintf("the primary %s is %s; a failover waits for %s to answer: it may hold acknowledged writes the others lack",
@@ -540,20 +587,80 @@ func failover(in Observation, primary Node) Decision {
 		d.Cause = redisv1alpha1.ReasonNodeSilent
 		return d
 	}
-	n, ok := best(candidates)
-	if !ok {
+	if len(candidates) == 0 {
 		d.Failure, d.Waiting, d.State = true, true, redisv1alpha1.StateError
-		d.Reason = fmt.Sprintf("the primary %s is %s and the cluster has no other node", primary.Name, describe(primary))
+		d.Message = fmt.Sprintf("the primary %s is %s and the cluster has no other node", primary.Name, describe(primary))
 		return d
 	}
-	d.Action, d.Target, d.Primary, d.Fence = Failover, n.Name, n.Name, primary.Name
-	d.Repoint = others(candidates, n.Name, "")
+	n, why := furthest(candidates, len(in.Nodes), primary.Name)
+	if why != "" {
+		var ok bool
+		if n, ok = chosen(candidates, in.Chosen); !ok {
+			return held(d, why, candidates)
+		}
+	}
+	d.Target, d.Primary = n.Name, n.Name
+	d.Repoint = others(candidates, n.Name, primary.Name)
+	if n.Name == primary.Name {
+		// It restarted holding the most: it is the primary again.
+		d.Action = Promote
+		d.Message = fmt.Sprintf("promoted %s again, the node furthest along (%s), after it restarted", n.Name, n.Position)
+		return d
+	}
+	d.Action, d.Fence = Failover, primary.Name
 	if primary.Answered && primary.Pod != PodMissing && primary.Pod != PodTerminating {
 		// Fenced, and pointed at the new primary with the others.
 		d.Repoint = append(d.Repoint, primary.Name)
 	}
-	d.Reason = fmt.Sprintf("fenced %s (%s) and promoted %s (offset %d, %d keys) to primary", primary.Name, describe(primary), n.Name, n.Offset, n.Keys)
+	d.Message = fmt.Sprintf("fenced %s (%s) and promoted %s (%s) to primary", primary.Name, describe(primary), n.Name, n.Position)
 	return d
+}
+
+// chosen returns the candidate a person chose (ElectAnnotation: its name,
+// a slash and the hold's ID), if it is one and the choice was made for
+// this hold: one made for an earlier hold is not consulted.
+func chosen(candidates []Node, choice string) (Node, bool) {
+	name, id, _ := strings.Cut(choice, "/")
+	i := slices.IndexFunc(candidates, func(n Node) bool { return n.Name == name })
+	if i < 0 || id != holdID(candidates) {
+		return Node{}, false
+	}
+	return candidates[i], true
+}
+
+// holdID names a hold by its candidates and their positions: it changes
+// when any of them does.
+func holdID(candidates []Node) string {
+	h := fnv.New32a()
+	for _, n := range candidates {
+		fmt.Fprintf(h, "%s=%s;", n.Name, n.Position)
+	}
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// held is d waiting with the reason ElectionHeld: the operator cannot
+// prove which node holds every acknowledged write, and does not guess.
+func held(d Decision, why string, candidates []Node) Decision {
+	d = waiting(d, fmt.Sprintf("no primary is elected: the operator cannot prove which node holds every acknowledged write: %s. "+
+		"To elect one of %s, set the annotation %s to its name followed by /%s (e.g. %s/%s)",
+		why, names(candidates), redisv1alpha1.ElectAnnotation, holdID(candidates), candidates[0].Name, holdID(candidates)))
+	d.Cause = redisv1alpha1.ReasonElectionHeld
+	return d
+}
+
+// divergedPrimaries returns the nodes but primary that claim to be
+// primaries, whose histories are not behind primary's, and that a replica
+// follows: those may have acknowledged writes primary lacks. One that no
+// replica follows acknowledged nothing (a write waits for a replica).
+func divergedPrimaries(nodes []Node, primary Node) []Node {
+	var out []Node
+	for _, n := range nodes {
+		followed := slices.ContainsFunc(nodes, func(m Node) bool { return m.Follows == n.Name })
+		if c, ok := n.Position.Compare(primary.Position); n.Name != primary.Name && n.Primary && followed && (!ok || c > 0) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // others returns the names of nodes but the named ones.
@@ -593,15 +700,15 @@ func describe(n Node) string {
 	return "healthy"
 }
 
-// best returns the node furthest along: the highest offset, then the most
-// keys, then a node that already is a primary, then the lowest ordinal
-// (the first).
+// best returns, of replicas that answer in the primary's history, the one
+// furthest along: the highest offset, then a node that already is a
+// primary, then the lowest ordinal (the first).
 func best(nodes []Node) (Node, bool) {
 	if len(nodes) == 0 {
 		return Node{}, false
 	}
 	return slices.MaxFunc(nodes, func(a, b Node) int {
-		return cmp.Or(cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Keys, b.Keys), cmpBool(a.Primary, b.Primary))
+		return cmp.Or(cmp.Compare(a.Offset, b.Offset), cmpBool(a.Primary, b.Primary))
 	}), true
 }
 
@@ -636,6 +743,6 @@ func wrongLabels(nodes []Node, recorded string) map[string]string {
 }
 
 func waiting(d Decision, reason string) Decision {
-	d.Action, d.Target, d.Waiting, d.Reason = None, "", true, reason
+	d.Action, d.Target, d.Waiting, d.Message = None, "", true, reason
 	return d
 }

@@ -14,12 +14,38 @@ import (
 // Nodes of the table: a healthy primary, a synced replica of it, and
 // variations.
 func primaryNode(name string, offset int64) Node {
-	return Node{Name: name, Pod: PodReady, Current: true, RoleLabel: redisv1alpha1.RolePrimary, Answered: true, Primary: true, Offset: offset}
+	return Node{Name: name, Pod: PodReady, Current: true, RoleLabel: redisv1alpha1.RolePrimary, Answered: true, Primary: true, Offset: offset, Position: live(offset)}
 }
 
 func replicaNode(name, of string, offset int64) Node {
-	return Node{Name: name, Pod: PodReady, Current: true, RoleLabel: redisv1alpha1.RoleReplica, Answered: true, Follows: of, LinkUp: true, Streaming: true, Acked: true, Offset: offset}
+	return Node{Name: name, Pod: PodReady, Current: true, RoleLabel: redisv1alpha1.RoleReplica, Answered: true, Follows: of, LinkUp: true, Streaming: true, Acked: true, Offset: offset,
+		Position: live(offset)}
 }
+
+// live is a position in the table's one history, as a node answers it.
+func live(offset int64) Position {
+	return Position{Known: true, ReplID: "h1", Offset: offset, SecondOffset: -1, Source: "live"}
+}
+
+// restarted is n after Redis restarted from its append-only file: a
+// replica of no node at offset 0, whose data folder said pos.
+func restarted(n Node, pos Position) Node {
+	return with(n, func(n *Node) {
+		n.Primary, n.Follows, n.LinkUp, n.Streaming, n.Acked, n.Offset = false, "", false, false, false, 0
+		n.RoleLabel = redisv1alpha1.RoleReplica
+		n.Position = pos
+	})
+}
+
+// onDisk is a position read from a data folder; unknown is none.
+func onDisk(replID string, offset int64) Position {
+	return Position{Known: true, ReplID: replID, Offset: offset, SecondOffset: -1, Source: "disk"}
+}
+
+var (
+	unknown = Position{Source: "writes reached the append-only file after the last RDB"}
+	noData  = Position{Known: true, Empty: true, Source: "disk"}
+)
 
 // orphanNode is a replica whose link to its primary is down.
 func orphanNode(name, of string, offset int64) Node {
@@ -45,6 +71,7 @@ func TestPlan(t *testing.T) {
 		downFor    time.Duration
 		unsettled  bool
 		safetyOnly bool
+		chosen     string
 		want       Decision
 	}{
 		{
@@ -63,10 +90,158 @@ func TestPlan(t *testing.T) {
 			want:  Decision{Action: Promote, Target: p1, Primary: p1, Repoint: []string{p0, p2}, State: redisv1alpha1.StateBootstrappingFirstPod},
 		},
 		{
-			name: "should promote the node with the most keys when no offset tells (every node restarted)",
-			nodes: []Node{with(orphanNode(p0, "", 0), func(n *Node) { n.Keys = 5 }), with(orphanNode(p1, "", 0), func(n *Node) { n.Keys = 9 }),
-				with(orphanNode(p2, "", 0), func(n *Node) { n.Keys = 7 })},
+			name: "should promote, of nodes that all restarted, the one furthest along by what each persisted, not the one with the most keys",
+			nodes: []Node{restarted(replicaNode(p0, "", 0), onDisk("h1", 900)), restarted(replicaNode(p1, "", 0), onDisk("h1", 37000)),
+				restarted(replicaNode(p2, "", 0), onDisk("h1", 20000))},
 			want: Decision{Action: Promote, Target: p1, Primary: p1, Repoint: []string{p0, p2}, State: redisv1alpha1.StateBootstrappingFirstPod},
+		},
+		{
+			name:  "should promote the first node of a new cluster, where no node holds data",
+			nodes: []Node{restarted(replicaNode(p0, "", 0), noData), restarted(replicaNode(p1, "", 0), noData), restarted(replicaNode(p2, "", 0), noData)},
+			want:  Decision{Action: Promote, Target: p0, Primary: p0, Repoint: []string{p1, p2}, State: redisv1alpha1.StateBootstrappingFirstPod},
+		},
+		{
+			name: "should promote the node a backup was restored to over the empty ones",
+			nodes: []Node{restarted(replicaNode(p0, "", 0), onDisk("backup", 99)), restarted(replicaNode(p1, "", 0), noData),
+				restarted(replicaNode(p2, "", 0), noData)},
+			want: Decision{Action: Promote, Target: p0, Primary: p0, Repoint: []string{p1, p2}, State: redisv1alpha1.StateBootstrappingFirstPod},
+		},
+		{
+			name: "should hold the election, naming why, while two nodes' positions are unknown",
+			nodes: []Node{restarted(replicaNode(p0, "", 0), unknown), restarted(replicaNode(p1, "", 0), onDisk("h1", 500)),
+				restarted(replicaNode(p2, "", 0), unknown)},
+			want: Decision{Waiting: true, Cause: redisv1alpha1.ReasonElectionHeld, State: redisv1alpha1.StateBootstrappingFirstPod},
+		},
+		{
+			name: "should elect the node a person chose while the election is held",
+			nodes: []Node{restarted(replicaNode(p0, "", 0), unknown), restarted(replicaNode(p1, "", 0), onDisk("h1", 500)),
+				restarted(replicaNode(p2, "", 0), unknown)},
+			chosen: p2 + "/" + holdID([]Node{restarted(replicaNode(p0, "", 0), unknown), restarted(replicaNode(p1, "", 0), onDisk("h1", 500)),
+				restarted(replicaNode(p2, "", 0), unknown)}),
+			want: Decision{Action: Promote, Target: p2, Primary: p2, Repoint: []string{p0, p1}, State: redisv1alpha1.StateBootstrappingFirstPod},
+		},
+		{
+			name: "should not elect by a choice made for another hold",
+			nodes: []Node{restarted(replicaNode(p0, "", 0), unknown), restarted(replicaNode(p1, "", 0), onDisk("h1", 500)),
+				restarted(replicaNode(p2, "", 0), unknown)},
+			chosen: p2 + "/0badc0de",
+			want:   Decision{Waiting: true, Cause: redisv1alpha1.ReasonElectionHeld, State: redisv1alpha1.StateBootstrappingFirstPod},
+		},
+		{
+			name: "should hold the election while two histories cannot be ordered",
+			nodes: []Node{restarted(replicaNode(p0, "", 0), onDisk("h1", 500)), restarted(replicaNode(p1, "", 0), onDisk("h2", 700)),
+				restarted(replicaNode(p2, "", 0), onDisk("h1", 400))},
+			want: Decision{Waiting: true, Cause: redisv1alpha1.ReasonElectionHeld, State: redisv1alpha1.StateBootstrappingFirstPod},
+		},
+		{
+			name:     "should promote the recorded primary again when every node restarted and it got furthest, though another holds more keys",
+			recorded: p0,
+			nodes: []Node{restarted(primaryNode(p0, 0), onDisk("h1", 37013)), restarted(replicaNode(p1, p0, 0), onDisk("h1", 37013)),
+				restarted(replicaNode(p2, p0, 0), onDisk("h1", 12000))},
+			want: Decision{Action: Promote, Target: p0, Primary: p0, Repoint: []string{p1, p2}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should fail over to a replica that kept its history rather than promote again the restarted primary at the same position",
+			recorded: p0,
+			nodes:    []Node{restarted(primaryNode(p0, 0), onDisk("h1", 700)), orphanNode(p1, "", 700), orphanNode(p2, "", 700)},
+			want:     Decision{Action: Failover, Target: p1, Primary: p1, Fence: p0, Repoint: []string{p2, p0}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should fail over to the node furthest along when the restarted primary persisted less (it was killed)",
+			recorded: p0,
+			nodes: []Node{restarted(primaryNode(p0, 0), onDisk("h1", 100)), replicaNode(p1, "", 300),
+				with(replicaNode(p2, "", 200), func(n *Node) { n.LinkUp, n.Streaming = false, false })},
+			want: Decision{Action: Failover, Target: p1, Primary: p1, Fence: p0, Repoint: []string{p2, p0}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should fail over with one node's position unknown when the others hold every acknowledged write between them",
+			recorded: p0,
+			nodes:    []Node{restarted(primaryNode(p0, 0), unknown), replicaNode(p1, "", 300), replicaNode(p2, "", 250)},
+			want:     Decision{Action: Failover, Target: p1, Primary: p1, Fence: p0, Repoint: []string{p2, p0}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should hold a failover when the primary is gone and a replica's position is unknown",
+			recorded: p0,
+			nodes:    []Node{{Name: p0, Pod: PodMissing}, restarted(replicaNode(p1, "", 0), unknown), replicaNode(p2, "", 250)},
+			downFor:  window,
+			want:     Decision{Primary: p0, Waiting: true, Cause: redisv1alpha1.ReasonElectionHeld, State: redisv1alpha1.StateInitializing},
+		},
+		// The operator stopped inside a step: what the nodes say decides,
+		// never the claim alone.
+		{
+			name:     "should keep the old primary when a failover's claim was written but nothing promoted (the claimed node as far along)",
+			recorded: p1,
+			nodes:    []Node{primaryNode(p0, 500), replicaNode(p1, p0, 500), replicaNode(p2, p0, 480)},
+			want:     Decision{Action: Failover, Target: p0, Primary: p0, Fence: p1, Repoint: []string{p2, p1}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should fence the old primary when a handover promoted the new one but stopped before the demotion, the old one paused since",
+			recorded: p1,
+			nodes: []Node{primaryNode(p0, 500),
+				with(primaryNode(p1, 0), func(n *Node) {
+					n.Offset, n.Position = 520, Position{Known: true, ReplID: "h2", Offset: 520, ReplID2: "h1", SecondOffset: 501, Source: "live"}
+				}),
+				replicaNode(p2, p0, 500)},
+			want: Decision{Action: Repoint, Primary: p1, Repoint: []string{p0, p2}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should hold when a handover stopped before the demotion and the old primary took writes after the new one's promotion",
+			recorded: p1,
+			nodes: []Node{primaryNode(p0, 530),
+				with(primaryNode(p1, 0), func(n *Node) {
+					n.Offset, n.Position = 520, Position{Known: true, ReplID: "h2", Offset: 520, ReplID2: "h1", SecondOffset: 501, Source: "live"}
+				}),
+				replicaNode(p2, p0, 530)},
+			want: Decision{Primary: p1, Waiting: true, Cause: redisv1alpha1.ReasonElectionHeld, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should fence a replica made a primary by hand, though its history is not behind, when no replica follows it",
+			recorded: p0,
+			nodes: []Node{primaryNode(p0, 2900), replicaNode(p1, p0, 2900),
+				with(primaryNode(p2, 0), func(n *Node) {
+					n.RoleLabel, n.Offset = redisv1alpha1.RoleReplica, 190
+					n.Position = Position{Known: true, ReplID: "h2", Offset: 190, ReplID2: "h1", SecondOffset: 186, Source: "live"}
+				})},
+			want: Decision{Action: Repoint, Primary: p0, Repoint: []string{p2}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should make the diverged old primary the primary when a person chose it",
+			recorded: p1,
+			nodes: []Node{primaryNode(p0, 530),
+				with(primaryNode(p1, 0), func(n *Node) {
+					n.Offset, n.Position = 520, Position{Known: true, ReplID: "h2", Offset: 520, ReplID2: "h1", SecondOffset: 501, Source: "live"}
+				}),
+				replicaNode(p2, p0, 530)},
+			chosen: p0 + "/" + holdID([]Node{
+				with(primaryNode(p1, 0), func(n *Node) {
+					n.Offset, n.Position = 520, Position{Known: true, ReplID: "h2", Offset: 520, ReplID2: "h1", SecondOffset: 501, Source: "live"}
+				}),
+				primaryNode(p0, 530)}),
+			want: Decision{Action: Failover, Target: p0, Primary: p0, Fence: p1, Repoint: []string{p1, p2}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should finish a failover whose claim was written before the operator was killed, the old primary dead: not wait for it",
+			recorded: p2,
+			nodes:    []Node{silent(primaryNode(p0, 100)), replicaNode(p1, p0, 90), with(replicaNode(p2, p0, 95), func(n *Node) { n.LinkUp, n.Streaming, n.Acked = false, false, false })},
+			want:     Decision{Action: Promote, Target: p2, Primary: p2, Repoint: []string{p1}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should promote the node a failover fenced the old primary for, when it stopped before the promotion",
+			recorded: p1,
+			nodes: []Node{with(replicaNode(p0, p1, 500), func(n *Node) { n.LinkUp, n.Streaming, n.Acked = false, false, false }),
+				with(replicaNode(p1, p0, 500), func(n *Node) { n.LinkUp, n.Streaming, n.Acked = false, false, false }), replicaNode(p2, p0, 490)},
+			want: Decision{Action: Promote, Target: p1, Primary: p1, Repoint: []string{p0, p2}, State: redisv1alpha1.StateInitializing},
+		},
+		{
+			name:     "should order a replica of the old history behind the node that continued it",
+			recorded: p0,
+			nodes: []Node{{Name: p0, Pod: PodMissing},
+				with(primaryNode(p1, 0), func(n *Node) {
+					n.Position = Position{Known: true, ReplID: "h2", Offset: 310, ReplID2: "h1", SecondOffset: 301, Source: "live"}
+				}),
+				orphanNode(p2, "", 300)},
+			downFor: window,
+			want:    Decision{Action: Failover, Target: p1, Primary: p1, Fence: p0, Repoint: []string{p2}, State: redisv1alpha1.StateInitializing},
 		},
 		{
 			name:     "should report Running with one primary and synced replicas",
@@ -411,11 +586,11 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Plan(Observation{Want: 3, Recorded: tt.recorded, Nodes: tt.nodes, PrimaryDownFor: tt.downFor, FailoverAfter: window,
-				Settled: !tt.unsettled, SafetyOnly: tt.safetyOnly})
-			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Decision{}, "Reason"), cmpopts.EquateEmpty()); diff != "" {
+				Settled: !tt.unsettled, SafetyOnly: tt.safetyOnly, Chosen: tt.chosen})
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Decision{}, "Message"), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Plan (-want +got):\n%s", diff)
 			}
-			if got.Reason == "" {
+			if got.Message == "" {
 				t.Error("no reason given")
 			}
 		})
@@ -434,6 +609,20 @@ func TestPlan(t *testing.T) {
 // recorded; a pod is replaced only while every node is healthy; with
 // SafetyOnly, nothing but a failover or a fence is taken; SCRIPT KILL
 // goes only to a busy recorded primary, within the window.
+// fuzzPosition is one of the positions a node may be at: unknown, no
+// data, in the first history, or in a second one that continued the first.
+func fuzzPosition(o, k byte) Position {
+	switch k % 4 {
+	case 0:
+		return Position{Source: "fuzzed"}
+	case 1:
+		return Position{Known: true, Empty: true}
+	case 2:
+		return Position{Known: true, ReplID: "h1", Offset: int64(o), SecondOffset: -1}
+	}
+	return Position{Known: true, ReplID: "h2", Offset: int64(o), ReplID2: "h1", SecondOffset: int64(o)/2 + 1}
+}
+
 func FuzzPlan(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte{255, 3, 0, 9, 200, 17, 5, 5, 5, 1, 0, 128, 64, 32, 16, 8, 4, 2, 1})
@@ -470,7 +659,7 @@ func FuzzPlan(f *testing.F) {
 				Acked:     b&32 != 0 && k%2 == 0,
 				RoleLabel: []string{"", redisv1alpha1.RolePrimary, redisv1alpha1.RoleReplica}[c%3],
 				Offset:    int64(o),
-				Keys:      int64(k),
+				Position:  fuzzPosition(o, k),
 				Cordoned:  flags&(4<<i) != 0,
 				TLS:       k&2 != 0,
 				Link:      []Link{LinkUnknown, LinkPlain, LinkTLS, LinkUnknown}[(k>>2)%4],
@@ -487,7 +676,7 @@ func FuzzPlan(f *testing.F) {
 		for _, n := range nodes {
 			byName[n.Name] = n
 		}
-		if d.Reason == "" {
+		if d.Message == "" {
 			t.Fatalf("%+v: no reason", d)
 		}
 		if recorded != "" && d.Primary == "" {
@@ -530,13 +719,30 @@ func FuzzPlan(f *testing.F) {
 				if drain {
 					continue
 				}
-				if n.Name != recorded && n.Answered && n.Pod != PodMissing && n.Pod != PodTerminating && (d.Action != Handover || n.Current) &&
-					n.Offset > byName[d.Target].Offset {
-					t.Fatalf("%s to %s (offset %d), but %s is further along (offset %d)", d.Action, d.Target, byName[d.Target].Offset, n.Name, n.Offset)
+				if d.Action == Handover {
+					if n.Name != recorded && n.Answered && n.Pod != PodMissing && n.Pod != PodTerminating && n.Current && n.Offset > byName[d.Target].Offset {
+						t.Fatalf("%s to %s (offset %d), but %s is further along (offset %d)", d.Action, d.Target, byName[d.Target].Offset, n.Name, n.Offset)
+					}
+					continue
+				}
+				// An election goes by positions, never by a guess.
+				if c, ok := n.Position.Compare(byName[d.Target].Position); answers(n.Name) && (!ok || c > 0) && (!n.Primary || byName[d.Target].Primary) {
+					t.Fatalf("%s to %s (%s), but %s is at %s", d.Action, d.Target, byName[d.Target].Position, n.Name, n.Position)
 				}
 			}
-			if d.Target == recorded {
+			if d.Action != Promote && d.Target == recorded {
 				t.Fatalf("%s to the recorded primary %s", d.Action, recorded)
+			}
+			if d.Action != Handover && len(nodes) > 1 {
+				away := 0
+				for _, n := range nodes {
+					if !answers(n.Name) || !n.Position.Known {
+						away++
+					}
+				}
+				if away > 1 {
+					t.Fatalf("%s to %s while %d nodes' positions are not known: %+v", d.Action, d.Target, away, nodes)
+				}
 			}
 		}
 		if d.Action == Failover {

@@ -192,6 +192,10 @@ type Input struct {
 	// SnapshotImage is the image of the snapshot tool, which restores the
 	// first node of a cluster of spec.restore.
 	SnapshotImage string
+	// TLSTrust is, with spec.tls, the PEM bundle of the CAs the nodes load
+	// at a reload (see Trust), kept in the ConfigMap under TrustKey; empty
+	// without a cluster (a preview).
+	TLSTrust []byte
 }
 
 // DefaultSnapshotImage is the image of the snapshot tool when
@@ -327,6 +331,14 @@ tls-auth-clients optional
 # a primary that restarts in place reloads every write it acknowledged.
 appendonly yes
 appendfsync always
+# The one RDB a node writes is on SIGTERM, after its last write: its
+# replication ID and offset say, after the restart, how far the node got
+# (reloading the append-only file restores neither). No periodic saves,
+# and full syncs stream their RDB over the socket, so that no other RDB
+# is mistaken for it.
+save ""
+shutdown-on-sigterm save
+repl-diskless-sync yes
 # A primary takes writes only while a replica follows it within 10 s: a
 # primary left alone (cut off, or restarted empty) refuses writes rather
 # than diverge from the replica the operator may promote.
@@ -394,6 +406,14 @@ func FollowsNoPrimary(host string) bool { return host == noPrimaryHost }
 func configMap(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, in Input, conf string, labels map[string]string) *corev1ac.ConfigMapApplyConfiguration {
 	data := Roles(owner.Name, Members(owner.Name, spec, in.Primary), in.Primary)
 	data[ConfigFile] = conf
+	if spec.Restore != nil && in.Primary != "" {
+		// Restored, and promoted: a node that starts empty later syncs
+		// from the primary, never from the old backup.
+		data[redisbackup.RestoredKey] = "true"
+	}
+	if spec.TLS != nil && len(in.TLSTrust) > 0 {
+		data[TrustKey(in.TLSTrust)] = string(in.TLSTrust)
+	}
 	return corev1ac.ConfigMap(ConfigMapName(owner.Name), owner.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(owner.Reference()).
@@ -467,9 +487,10 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 	}
 	if spec.Restore != nil {
 		restore, volumes := redisbackup.RestoreContainer(spec.Restore, redisbackup.RestoreInput{
-			Image: snapshotImage, Pod: PodName(owner.Name, 0), DataVolume: dataVolume, DataDir: dataDir})
+			Image: snapshotImage, Pod: PodName(owner.Name, 0), DataVolume: dataVolume, DataDir: dataDir, ConfigMap: ConfigMapName(owner.Name)})
 		podSpec.WithInitContainers(restore).WithVolumes(volumes...)
 	}
+	podSpec.WithInitContainers(redisbackup.LineageContainer(snapshotImage, dataVolume, dataDir))
 	// One node per Kubernetes node as far as the nodes allow
 	// (spec.spread): a node lost takes the primary or a replica, not both.
 	resources.SpreadMembers(podSpec, spec.Spread, selector)

@@ -12,6 +12,7 @@ import (
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/resources"
+	"github.com/app-operator/app-operator/internal/resources/redisbackup"
 )
 
 func TestQuantity(t *testing.T) {
@@ -160,7 +161,8 @@ func TestBudgetsSelectEachPodOnceAndHoldThePrimary(t *testing.T) {
 
 // A cluster of spec.restore has the restoring init container, from the
 // snapshot tool's image, in every node's template (the tool restores only
-// in the first node); any other cluster has none.
+// in the first node); every cluster has the lineage container after it,
+// which reads how far the data folder got before Redis starts.
 func TestRestoreAddsTheInitContainerToEveryNodeTemplate(t *testing.T) {
 	owner := resources.Owner{GVK: redisv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster"), Name: "r", Namespace: "ns", UID: "u"}
 	restore := &redisv1alpha1.RestoreSource{Backup: "old", BackupStorage: redisv1alpha1.BackupStorage{
@@ -170,15 +172,15 @@ func TestRestoreAddsTheInitContainerToEveryNodeTemplate(t *testing.T) {
 		restore *redisv1alpha1.RestoreSource
 		want    []string
 	}{
-		{"no restore", nil, nil},
-		{"a restore", restore, []string{"op:2 restore --only-pod=r-0 --data-dir=/data --from=/backup/old"}},
+		{"no restore", nil, []string{"op:2 lineage --data-dir=/data"}},
+		{"a restore", restore, []string{"op:2 restore --only-pod=r-0 --data-dir=/data --from=/backup/old", "op:2 lineage --data-dir=/data"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := Build(owner, &redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, Restore: tt.restore}, Input{SnapshotImage: "op:2"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string //nolint:prealloc // nil when there is none, as want
+			got := make([]string, 0, len(c.StatefulSet.Spec.Template.Spec.InitContainers))
 			for _, ic := range c.StatefulSet.Spec.Template.Spec.InitContainers {
 				line := *ic.Image
 				for _, a := range ic.Args {
@@ -190,5 +192,36 @@ func TestRestoreAddsTheInitContainerToEveryNodeTemplate(t *testing.T) {
 				t.Errorf("init containers (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A cluster of spec.restore says in its ConfigMap, once it has a primary,
+// that it was restored, and its restore container reads that key: a node
+// that starts empty later does not load the old backup again.
+func TestARestoredClusterSaysSoOnceItHasAPrimary(t *testing.T) {
+	owner := resources.Owner{GVK: redisv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster"), Name: "r", Namespace: "ns", UID: "u"}
+	spec := &redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, Restore: &redisv1alpha1.RestoreSource{Backup: "old", BackupStorage: redisv1alpha1.BackupStorage{
+		PersistentVolumeClaim: &redisv1alpha1.ClaimStorage{ClaimName: "backups"}}}}
+	for _, tt := range []struct {
+		primary string
+		want    bool
+	}{{"", false}, {"r-1", true}} {
+		c, err := Build(owner, spec, Input{SnapshotImage: "op:2", Primary: tt.primary})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, got := c.ConfigMap.Data[redisbackup.RestoredKey]; got != tt.want {
+			t.Errorf("primary %q: restored key present %v, want %v", tt.primary, got, tt.want)
+		}
+		restore := c.StatefulSet.Spec.Template.Spec.InitContainers[0]
+		reads := false
+		for _, e := range restore.Env {
+			if ref := e.ValueFrom; *e.Name == redisbackup.RestoredEnv && ref != nil && ref.ConfigMapKeyRef != nil {
+				reads = *ref.ConfigMapKeyRef.Name == ConfigMapName("r") && *ref.ConfigMapKeyRef.Key == redisbackup.RestoredKey
+			}
+		}
+		if !reads {
+			t.Errorf("the restore container does not read %s from the ConfigMap", redisbackup.RestoredKey)
+		}
 	}
 }

@@ -1,0 +1,18 @@
+package v1beta2
+
+// The reasons of the events of an EtcdCluster's steps, and of an
+// EtcdRestore's.
+const (
+	EventClusterSeeded   = "ClusterSeeded"
+	EventLearnerAdded    = "LearnerAdded"
+	EventMemberAdded     = "MemberAdded"
+	EventLearnerPromoted = "LearnerPromoted"
+	EventMemberRemoved   = "MemberRemoved"
+	EventLeaderMoved     = "LeaderMoved"
+	EventPeerURLUpdated  = "PeerURLUpdated"
+	EventRestoreStarted  = "RestoreStarted"
+)
+
+// RestoredByAnnotation on an EtcdCluster names the EtcdRestore that
+// created it.
+const RestoredByAnnotation = "etcd.database.coreos.com/restored-by"

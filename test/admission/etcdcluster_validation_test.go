@@ -1,0 +1,179 @@
+package admission
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// TestEtcdClusterAdmission checks that the sample applies unchanged, that
+// bad sizes, versions, repositories and names are refused with the field
+// named, and that a version change may only go to a later patch or the
+// next minor (a CEL transition rule).
+func TestEtcdClusterAdmission(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, k8s)
+	sample := func(t *testing.T) *etcdv1beta2.EtcdCluster {
+		e := &etcdv1beta2.EtcdCluster{}
+		testenv.LoadSample(t, testenv.EtcdSample, e, ns)
+		return e
+	}
+
+	t.Run("the sample applies unchanged, with the default repository", func(t *testing.T) {
+		e := sample(t)
+		if e.Spec.Size != 3 || e.Spec.Version != "3.2.13" {
+			t.Fatalf("sample %+v, want size 3 and version 3.2.13", e.Spec)
+		}
+		if err := k8s.Create(ctx, e, client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		if e.Spec.Repository != etcdv1beta2.DefaultRepository {
+			t.Errorf("repository %q, want the default %q", e.Spec.Repository, etcdv1beta2.DefaultRepository)
+		}
+	})
+
+	creates := []struct {
+		name   string
+		mutate func(*etcdv1beta2.EtcdCluster)
+		// wantErr is a fragment of the message; empty means accepted.
+		wantErr string
+	}{
+		{"size 1", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 1 }, ""},
+		{"size 9", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 9 }, ""},
+		{"an even size", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 4 }, ""},
+		{"size 0", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 0 }, "spec.size"},
+		{"size 10", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 10 }, "spec.size"},
+		{"a negative size", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = -3 }, "spec.size"},
+		{"a version with a v", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Version = "v3.6.16" }, "spec.version"},
+		{"a version of two parts", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Version = "3.6" }, "spec.version"},
+		{"a version with a suffix", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Version = "3.6.0-rc.1" }, "spec.version"},
+		{"a version with a leading zero", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Version = "3.06.1" }, "spec.version"},
+		{"a repository with a space", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Repository = "quay.io/coreos etcd" }, "spec.repository"},
+		{"a repository with a tag", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Repository = "quay.io/coreos/etcd:v3" }, ""},
+		{"a name of 41 characters", func(e *etcdv1beta2.EtcdCluster) { e.Name = strings.Repeat("e", 41) }, "metadata.name"},
+		{"a name with a dot", func(e *etcdv1beta2.EtcdCluster) { e.Name = "my.etcd" }, "metadata.name"},
+	}
+	for _, tt := range creates {
+		t.Run(tt.name, func(t *testing.T) {
+			e := sample(t)
+			tt.mutate(e)
+			testenv.ExpectAdmission(t, k8s.Create(ctx, e, client.DryRunAll), tt.wantErr)
+		})
+	}
+	t.Run("a missing version", func(t *testing.T) {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": etcdv1beta2.GroupVersion.String(), "kind": "EtcdCluster",
+			"metadata": map[string]any{"name": "no-version", "namespace": ns},
+			"spec":     map[string]any{"size": int64(3)},
+		}}
+		testenv.ExpectAdmission(t, k8s.Create(ctx, u, client.DryRunAll), "spec.version")
+	})
+	t.Run("a size as a string", func(t *testing.T) {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": etcdv1beta2.GroupVersion.String(), "kind": "EtcdCluster",
+			"metadata": map[string]any{"name": "string-size", "namespace": ns},
+			"spec":     map[string]any{"size": "3", "version": "3.6.16"},
+		}}
+		testenv.ExpectAdmission(t, k8s.Create(ctx, u, client.DryRunAll), "spec.size")
+	})
+
+	// Version changes, from a stored 3.6.15.
+	live := sample(t)
+	live.Name = "upgrades"
+	live.Spec.Version = "3.6.15"
+	testenv.Create(t, k8s, live)
+	updates := []struct {
+		to      string
+		wantErr string
+	}{
+		{"3.6.15", ""},
+		{"3.6.16", ""},
+		{"3.6.99", ""},
+		{"3.7.0", ""},
+		{"3.7.5", ""},
+		{"3.6.14", "spec.version may only move"},
+		{"3.5.21", "spec.version may only move"},
+		{"3.8.0", "spec.version may only move"},
+		{"4.0.0", "spec.version may only move"},
+		{"2.6.15", "spec.version may only move"},
+	}
+	for _, tt := range updates {
+		t.Run("version 3.6.15 to "+tt.to, func(t *testing.T) {
+			e := live.DeepCopy()
+			e.Spec.Version = tt.to
+			testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), tt.wantErr)
+		})
+	}
+
+	// From 3.5: to 3.6 only from 3.5.20 on (etcd issue 19557).
+	for _, tt := range []struct{ from, to, wantErr string }{
+		{"3.5.19", "3.6.0", "only from 3.5.20 or later"},
+		{"3.5.0", "3.6.16", "only from 3.5.20 or later"},
+		{"3.5.19", "3.5.21", ""},
+		{"3.5.20", "3.6.0", ""},
+		{"3.5.21", "3.6.16", ""},
+	} {
+		t.Run("version "+tt.from+" to "+tt.to, func(t *testing.T) {
+			e := sample(t)
+			e.Name = "from-" + strings.ReplaceAll(tt.from, ".", "-") + "-to-" + strings.ReplaceAll(tt.to, ".", "-")
+			e.Spec.Version = tt.from
+			testenv.Create(t, k8s, e)
+			e.Spec.Version = tt.to
+			testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), tt.wantErr)
+		})
+	}
+
+	// In the middle of an upgrade (spec 3.7.0, the members' lowest version
+	// still 3.6.16): the spec may go on to a later patch of its target, not
+	// to a further minor the members cannot reach.
+	mid := sample(t)
+	mid.Name = "mid-upgrade"
+	mid.Spec.Version = "3.6.16"
+	testenv.Create(t, k8s, mid)
+	mid.Spec.Version = "3.7.0"
+	if err := k8s.Update(ctx, mid); err != nil {
+		t.Fatal(err)
+	}
+	mid.Status.CurrentVersion = "3.6.16"
+	if err := k8s.Status().Update(ctx, mid); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ to, wantErr string }{
+		{"3.7.1", ""},
+		{"3.8.0", "reachable in one step from the version the members run"},
+	} {
+		t.Run("version 3.7.0 to "+tt.to+" while the members run 3.6.16", func(t *testing.T) {
+			e := mid.DeepCopy()
+			e.Spec.Version = tt.to
+			testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), tt.wantErr)
+		})
+	}
+	t.Run("version 3.7.0 to 3.8.0 once the members run 3.7.0", func(t *testing.T) {
+		e := mid.DeepCopy()
+		e.Status.CurrentVersion = "3.7.0"
+		if err := k8s.Status().Update(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		e.Spec.Version = "3.8.0"
+		testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "")
+	})
+
+	t.Run("kubectl scale to 10 is refused", func(t *testing.T) {
+		scale := &autoscalingv1.Scale{}
+		if err := k8s.SubResource("scale").Get(ctx, live, scale); err != nil {
+			t.Fatal(err)
+		}
+		if scale.Spec.Replicas != 3 {
+			t.Errorf("scale subresource says %d replicas, want the spec's 3", scale.Spec.Replicas)
+		}
+		scale.Spec.Replicas = 10
+		testenv.ExpectAdmission(t, k8s.SubResource("scale").Update(ctx, live, client.WithSubResourceBody(scale)), "spec.size")
+	})
+}

@@ -1,0 +1,117 @@
+package admission
+
+import (
+	"context"
+	"maps"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/test/testenv"
+)
+
+// s3Backup is a valid spec.backup to S3.
+var s3Backup = map[string]any{"interval": int64(3600), "s3": map[string]any{
+	"awsSecretName": "s3-creds", "bucketName": "backups", "subdir": "redis", "endpoint": "http://s3.example:8333", "forcePathStyle": true}}
+
+// with returns a copy of m with key set to value.
+func with(m map[string]any, key string, value any) map[string]any {
+	out := maps.Clone(m)
+	out[key] = value
+	return out
+}
+
+// TestRedisEnterpriseClusterAdmission checks that the sample applies as
+// written and that bad input is refused with a message naming the field.
+func TestRedisEnterpriseClusterAdmission(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	set := func(value any, path ...string) func(*unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) {
+			if err := unstructured.SetNestedField(u.Object, value, path...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setBackup := func(backup map[string]any) func(*unstructured.Unstructured) { return set(backup, "spec", "backup") }
+	tests := []struct {
+		name   string
+		mutate func(*unstructured.Unstructured)
+		// wantErr is a fragment of the message; empty means accepted.
+		wantErr string
+	}{
+		{"should accept the sample as written", func(*unstructured.Unstructured) {}, ""},
+		{"should accept persistence enabled as a bool", set(true, "spec", "persistentSpec", "enabled"), ""},
+		{"should accept persistence disabled as the string 'false'", set("false", "spec", "persistentSpec", "enabled"), ""},
+		{"should accept five nodes", set(int64(5), "spec", "nodes"), ""},
+		{"should accept a quantity without a space", set("4Gi", "spec", "redisEnterpriseNodeResources", "limits", "memory"), ""},
+		{"should accept an integer quantity", set(int64(1), "spec", "redisEnterpriseNodeResources", "limits", "cpu"), ""},
+		{"should reject an even number of nodes", set(int64(4), "spec", "nodes"), "spec.nodes"},
+		{"should reject one node", set(int64(1), "spec", "nodes"), "spec.nodes"},
+		{"should reject more nodes than the most", set(int64(11), "spec", "nodes"), "spec.nodes"},
+		{"should reject persistence enabled as 'yes'", set("yes", "spec", "persistentSpec", "enabled"), "spec.persistentSpec.enabled"},
+		{"should reject a negative memory limit", set("-4Gi", "spec", "redisEnterpriseNodeResources", "limits", "memory"), "spec.redisEnterpriseNodeResources.limits.memory"},
+		{"should reject a negative cpu request", set("-400m", "spec", "redisEnterpriseNodeResources", "requests", "cpu"), "spec.redisEnterpriseNodeResources.requests.cpu"},
+		{"should reject a negative integer memory request", set(int64(-1), "spec", "redisEnterpriseNodeResources", "requests", "memory"), "spec.redisEnterpriseNodeResources.requests[memory]"},
+		{"should reject a memory limit that is no quantity", set("4 GB of RAM", "spec", "redisEnterpriseNodeResources", "limits", "memory"), "spec.redisEnterpriseNodeResources.limits.memory"},
+		{"should reject an unknown ui Service type", set("ExternalName", "spec", "uiServiceType"), "spec.uiServiceType"},
+		{"should reject a username with a space", set("admin acme", "spec", "username"), "spec.username"},
+		{"should reject an unknown pull policy", set("Sometimes", "spec", "redisEnterpriseImageSpec", "imagePullPolicy"), "spec.redisEnterpriseImageSpec.imagePullPolicy"},
+		{"should reject a tag with a space", set("5.4 0", "spec", "redisEnterpriseImageSpec", "versionTag"), "spec.redisEnterpriseImageSpec.versionTag"},
+		{"should reject a storage class that is no name", set("GP 2", "spec", "persistentSpec", "storageClassName"), "spec.persistentSpec.storageClassName"},
+		{"should reject a zero volume size", set("0", "spec", "persistentSpec", "volumeSize"), "spec.persistentSpec.volumeSize"},
+		{"should accept a backup to S3", setBackup(s3Backup), ""},
+		{"should accept a backup to a claim", setBackup(map[string]any{"persistentVolumeClaim": map[string]any{"claimName": "backups", "subdir": "redis/prod"}}), ""},
+		{"should accept a restore from S3", set(map[string]any{"backup": "prod", "s3": s3Backup["s3"]}, "spec", "restore"), ""},
+		{"should reject a backup interval of zero", setBackup(with(s3Backup, "interval", int64(0))), "spec.backup.interval"},
+		{"should reject a backup interval under a minute", setBackup(with(s3Backup, "interval", int64(30))), "spec.backup.interval"},
+		{"should reject a bucket name S3 refuses", setBackup(map[string]any{"s3": map[string]any{"awsSecretName": "s3", "bucketName": "My_Bucket"}}), "spec.backup.s3.bucketName"},
+		{"should reject a backup with no storage", setBackup(map[string]any{"interval": int64(3600)}), "exactly one of spec.backup.s3 and spec.backup.persistentVolumeClaim"},
+		{"should reject a backup to S3 and a claim", setBackup(with(s3Backup, "persistentVolumeClaim", map[string]any{"claimName": "backups"})),
+			"exactly one of spec.backup.s3 and spec.backup.persistentVolumeClaim"},
+		{"should reject an S3 backup without its Secret", setBackup(map[string]any{"s3": map[string]any{"bucketName": "backups"}}), "spec.backup.s3.awsSecretName"},
+		{"should reject a subdir that leaves the claim", setBackup(map[string]any{"persistentVolumeClaim": map[string]any{"claimName": "b", "subdir": "a/../.."}}), "subdir"},
+		{"should reject an endpoint that is no URL", setBackup(with(s3Backup, "s3", map[string]any{"awsSecretName": "s3", "bucketName": "backups", "endpoint": "minio:9000"})), "spec.backup.s3.endpoint"},
+		{"should reject a restore without a backup name", set(map[string]any{"s3": s3Backup["s3"]}, "spec", "restore"), "spec.restore.backup"},
+		{"should reject a name too long for its pods", func(u *unstructured.Unstructured) {
+			u.SetName("redis-enterprise-with-a-name-much-too-long-for-its-pods")
+		}, "metadata.name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := testenv.RedisSampleObject(t, ns)
+			tt.mutate(u)
+			testenv.ExpectAdmission(t, k8s.Create(context.Background(), u, client.DryRunAll), tt.wantErr)
+		})
+	}
+}
+
+// spec.restore is set only when the cluster is created, and never changes.
+func TestRedisEnterpriseClusterRestoreIsSetOnlyAtCreation(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, k8s)
+	plain := testenv.RedisSampleObject(t, ns)
+	if err := k8s.Create(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	restore := map[string]any{"backup": "prod", "s3": s3Backup["s3"]}
+	if err := unstructured.SetNestedField(plain.Object, restore, "spec", "restore"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.ExpectAdmission(t, k8s.Update(ctx, plain), "spec.restore can only be set when the RedisEnterpriseCluster is created")
+
+	restored := testenv.RedisSampleObject(t, ns)
+	restored.SetName("restored")
+	if err := unstructured.SetNestedField(restored.Object, restore, "spec", "restore"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(restored.Object, "other", "spec", "restore", "backup"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.ExpectAdmission(t, k8s.Update(ctx, restored), "spec.restore cannot change")
+	unstructured.RemoveNestedField(restored.Object, "spec", "restore")
+	testenv.ExpectAdmission(t, k8s.Update(ctx, restored), "spec.restore can only be set when the RedisEnterpriseCluster is created")
+}
