@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The EtcdCluster sample asks for etcd 3.2.13, which cannot be built with
-// today's Go: the local cluster has no image of it (docs/real-pods.md). With
-// real pods the demo applies the sample at demoEtcdVersion, a version whose
-// image the cluster has (hack/nodeimages/etcd.go), and says so.
+// The EtcdCluster sample asks for etcd 3.2.13, below the first version the
+// operator manages (docs/kinds.md). With real pods the demo applies the
+// sample at demoEtcdVersion, a version whose image the cluster has
+// (hack/nodeimages/etcd.go), and says so.
 const (
 	etcdSamplePath  = "config/samples/etcd/etcd_v1beta2_etcdcluster.yaml"
 	demoEtcdVersion = "3.6.16"

@@ -19,6 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/app-operator/app-operator/api/conditions"
 	"github.com/app-operator/app-operator/api/podsecurity"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/resources"
@@ -81,6 +82,14 @@ func Render(out io.Writer, in io.Reader, opts controller.Options) error {
 			m.SetNamespace(metav1.NamespaceDefault)
 		}
 		children, err := controller.Build(obj, opts)
+		if f, ok := errors.AsType[*conditions.Failure](err); ok {
+			// The operator would apply nothing and say why in the
+			// status: so does the preview, and goes on to the next.
+			if err := refused(out, obj, f, &first); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -88,6 +97,21 @@ func Render(out io.Writer, in io.Reader, opts controller.Options) error {
 			return err
 		}
 	}
+}
+
+// refused writes, as a YAML comment, that nothing is applied for obj and
+// the condition the operator would set.
+func refused(out io.Writer, obj runtime.Object, f *conditions.Failure, first *bool) error {
+	m, _ := obj.(metav1.Object)
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if !*first {
+		if _, err := io.WriteString(out, "---\n"); err != nil {
+			return err
+		}
+	}
+	*first = false
+	_, err := fmt.Fprintf(out, "# %s %s/%s: nothing is applied; the status says Ready=False %s: %s\n", kind, m.GetNamespace(), m.GetName(), f.Reason, f.Message)
+	return err
 }
 
 func write(out io.Writer, children []runtime.ApplyConfiguration, first *bool) error {

@@ -6,9 +6,12 @@ import (
 	"testing"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -162,6 +165,27 @@ func TestEtcdClusterAdmission(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.Spec.Version = "3.8.0"
+		testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "")
+	})
+
+	// The seed's sample (3.2.13), which the operator refused: nothing runs,
+	// so any version may follow; without the refusal, the skip is refused.
+	refused := sample(t)
+	refused.Name = "refused"
+	testenv.Create(t, k8s, refused)
+	t.Run("version 3.2.13 to 3.6.16 before the operator refused it", func(t *testing.T) {
+		e := refused.DeepCopy()
+		e.Spec.Version = "3.6.16"
+		testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "spec.version may only move")
+	})
+	t.Run("version 3.2.13 to 3.6.16 once the operator refused it", func(t *testing.T) {
+		e := refused.DeepCopy()
+		meta.SetStatusCondition(&e.Status.Conditions, metav1.Condition{Type: conditions.Ready, Status: metav1.ConditionFalse,
+			Reason: etcdv1beta2.ReasonVersionUnsupported, Message: "refused"})
+		if err := k8s.Status().Update(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		e.Spec.Version = "3.6.16"
 		testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), "")
 	})
 

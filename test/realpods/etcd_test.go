@@ -15,7 +15,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -310,8 +312,8 @@ func setEtcdSpec(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster, f fu
 	})
 }
 
-// The seed's EtcdCluster sample. Unchanged (etcd 3.2.13, which the node's
-// registry cannot have), it says which version cannot be pulled. With the
+// The seed's EtcdCluster sample. Unchanged (etcd 3.2.13, below the first
+// version the operator manages), it says so. With the
 // node's 3.6.16 it reaches Ready with 3 healthy members and one leader,
 // and a key written through the client Service reads back. It then grows
 // to 5 and shrinks back to 3 with one membership change at a time and a
@@ -335,8 +337,11 @@ func TestEtcdClusterSampleRunsScalesHealsAndSaysQuorumLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	cond := waitCondition(t, c, sample, func() []metav1.Condition { return sample.Status.Conditions },
-		conditions.Ready, metav1.ConditionFalse, etcdv1beta2.ReasonVersionUnavailable, 3*time.Minute)
+		conditions.Ready, metav1.ConditionFalse, etcdv1beta2.ReasonVersionUnsupported, 3*time.Minute)
 	t.Logf("the sample unchanged: Ready=False %s: %s", cond.Reason, cond.Message)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(sample), &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the sample's StatefulSet: %v, want none created", err)
+	}
 	if err := c.Delete(ctx, sample); err != nil {
 		t.Fatal(err)
 	}

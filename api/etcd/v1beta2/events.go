@@ -5,7 +5,6 @@ package v1beta2
 const (
 	EventClusterSeeded   = "ClusterSeeded"
 	EventLearnerAdded    = "LearnerAdded"
-	EventMemberAdded     = "MemberAdded"
 	EventLearnerPromoted = "LearnerPromoted"
 	EventMemberRemoved   = "MemberRemoved"
 	EventLeaderMoved     = "LeaderMoved"

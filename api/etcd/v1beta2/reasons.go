@@ -10,6 +10,9 @@ const (
 	ReasonScaleInRefused     = "ScaleInRefused"
 	ReasonVersionSkew        = "VersionSkew"
 	ReasonVersionUnavailable = "VersionUnavailable"
+	// ReasonVersionUnsupported: spec.version is below MinimumVersion; the
+	// operator creates nothing for it.
+	ReasonVersionUnsupported = "VersionUnsupported"
 	// ReasonNoSpace: etcd raised its NOSPACE alarm (a member's backend
 	// reached its quota): the cluster refuses writes until it is disarmed.
 	ReasonNoSpace = "NoSpace"

@@ -26,6 +26,16 @@ func ParseVersion(s string) (Version, bool) {
 	return Version{v[0], v[1], v[2]}, true
 }
 
+// MinimumVersion is the first etcd version the operator manages: it speaks
+// etcd's API through the gateway at /v3, which 3.2 serves only at /v3alpha
+// and 3.3 at /v3beta, and adds members as learners, which came with 3.4.
+var MinimumVersion = Version{Major: 3, Minor: 4, Patch: 0}
+
+// String is v as MAJOR.MINOR.PATCH.
+func (v Version) String() string {
+	return strconv.Itoa(v.Major) + "." + strconv.Itoa(v.Minor) + "." + strconv.Itoa(v.Patch)
+}
+
 // Less reports whether v is before w.
 func (v Version) Less(w Version) bool {
 	if v.Major != w.Major {

@@ -104,6 +104,9 @@ func ClusterKind(opts Options) engine.Kind[*etcdv1beta2.EtcdCluster] {
 			return seen, err
 		},
 		Build: func(o *etcdv1beta2.EtcdCluster, pass *etcdPass) ([]runtime.ApplyConfiguration, error) {
+			if f := etcdcluster.Unsupported(&o.Spec); f != nil {
+				return nil, f
+			}
 			if f := pass.Prepared.tlsFailure; f != nil {
 				return nil, f
 			}
@@ -463,8 +466,8 @@ func changeMembership(ctx context.Context, dial etcd.Dialer, obs etcdcluster.Obs
 	defer cancel()
 	members := obs.Members
 	switch a.Kind {
-	case etcdcluster.AddLearner, etcdcluster.AddMember:
-		added, err := cli.AddMember(ctx, a.PeerURL, a.Kind == etcdcluster.AddLearner)
+	case etcdcluster.AddLearner:
+		added, err := cli.AddMember(ctx, a.PeerURL, true)
 		if errors.Is(err, etcd.ErrNotReady) {
 			return nil, "Waiting for the members to settle: etcd adds a member only once every voting member has been connected for 5 s", nil
 		}

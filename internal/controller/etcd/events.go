@@ -19,8 +19,6 @@ func etcdStepEvent(k etcdcluster.ActionKind) *engine.StepEvent {
 		reason = etcdv1beta2.EventClusterSeeded
 	case etcdcluster.AddLearner:
 		reason = etcdv1beta2.EventLearnerAdded
-	case etcdcluster.AddMember:
-		reason = etcdv1beta2.EventMemberAdded
 	case etcdcluster.Promote:
 		reason = etcdv1beta2.EventLearnerPromoted
 	case etcdcluster.Remove:

@@ -194,17 +194,12 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 	switch a.Kind {
 	case Seed:
 		return fmt.Errorf("a seed on a cluster that answers")
-	case AddLearner, AddMember:
+	case AddLearner:
 		if !allWell || len(o.Members) >= int(spec.Size) {
 			return fmt.Errorf("an add with members not all well or at size")
 		}
 		if _, used := byName[a.Member]; used {
 			return fmt.Errorf("added %s, a name in use", a.Member)
-		}
-		// A voting add to a single member cannot keep a quorum without
-		// the new member: it is how a cluster of one grows before 3.4.
-		if a.Kind == AddMember && voters > 1 && healthy < Quorum(voters+1) {
-			return fmt.Errorf("a voting add leaves no quorum")
 		}
 	case Promote:
 		if m := byName[a.Member]; !m.Learner || !m.Healthy || !m.Started {

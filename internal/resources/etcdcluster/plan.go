@@ -125,10 +125,8 @@ const (
 	// Seed records the seed member, whose pod then bootstraps a cluster
 	// of one.
 	Seed ActionKind = "Seed"
-	// AddLearner adds a member as a learner (etcd 3.4 and later).
+	// AddLearner adds a member as a learner.
 	AddLearner ActionKind = "AddLearner"
-	// AddMember adds a voting member (before etcd 3.4).
-	AddMember ActionKind = "AddMember"
 	// Promote promotes a learner; etcd refuses until it has caught up.
 	Promote ActionKind = "Promote"
 	// Remove removes a member through etcd's API; its pod goes after.
@@ -317,11 +315,7 @@ func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 			return d
 		}
 		url := PeerURL(addScheme(spec, o, members), o.Cluster, namespace, name)
-		kind := AddLearner
-		if !supportsLearners(lowestVersion(members)) {
-			kind = AddMember
-		}
-		return Decision{Action: Action{Kind: kind, Member: name, PeerURL: url}, Reason: etcdv1beta2.ReasonScaling,
+		return Decision{Action: Action{Kind: AddLearner, Member: name, PeerURL: url}, Reason: etcdv1beta2.ReasonScaling,
 			Message: fmt.Sprintf("Adding member %s (%d of %d)", name, len(members)+1, size)}
 	case len(members) > size:
 		if voters <= 2 {
@@ -760,13 +754,6 @@ func lowestVersion(members []Member) string {
 		versions = append(versions, m.Version)
 	}
 	return etcdv1beta2.LowestVersion(versions)
-}
-
-// supportsLearners reports whether version adds learners (3.4 and later);
-// an unknown version is taken to.
-func supportsLearners(version string) bool {
-	v, ok := etcdv1beta2.ParseVersion(version)
-	return !ok || !v.Less(etcdv1beta2.Version{Major: 3, Minor: 4})
 }
 
 // freeName is the name of the lowest ordinal no member has.
