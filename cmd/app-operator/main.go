@@ -34,6 +34,7 @@ import (
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 )
 
 // DefaultWorkers is the default of --max-concurrent-reconciles.
@@ -97,7 +98,7 @@ func main() {
 	flag.StringVar(&msd.AuthURLAnnotation, "microservice-auth-url-annotation", microservicedeploy.DefaultAuthURLAnnotation,
 		"Ingress annotation that carries the external authentication endpoint (the Ingress controller's).")
 	flag.DurationVar(&redisFailoverAfter, "redis-failover-after", controller.DefaultRedisFailoverAfter,
-		"How long a RedisEnterpriseCluster's primary must be down, with no replica still streaming from it, before a replica replaces it.")
+		"How long a RedisEnterpriseCluster's primary must be down, with no replica still streaming from it, before a replica replaces it; at least 12s (Redis's min-replicas-max-lag, 10s, and 2s more).")
 	flag.DurationVar(&etcdJoinTimeout, "etcd-join-timeout", etcdcluster.DefaultJoinTimeout,
 		"How long an EtcdCluster's new member may take to join (start, or as a learner catch up and answer) before it is removed and added again.")
 	flag.DurationVar(&permCheckTimeout, "permission-check-timeout", 45*time.Second,
@@ -145,6 +146,11 @@ func main() {
 		}
 	}
 
+	if redisFailoverAfter < controller.MinRedisFailoverAfter {
+		log.Error(fmt.Errorf("got %s", redisFailoverAfter), "--redis-failover-after must be at least "+controller.MinRedisFailoverAfter.String()+
+			": a primary cut off from its replicas takes writes for up to min-replicas-max-lag ("+redisenterprisecluster.MinReplicasMaxLag.String()+"), and a replica promoted sooner would lose them")
+		os.Exit(2)
+	}
 	if workers < 1 {
 		log.Error(fmt.Errorf("got %d", workers), "--max-concurrent-reconciles must be at least 1")
 		os.Exit(2)

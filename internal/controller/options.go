@@ -61,6 +61,10 @@ type Options struct {
 // redis.DefaultFailoverAfter).
 const DefaultRedisFailoverAfter = redis.DefaultFailoverAfter
 
+// MinRedisFailoverAfter is the shortest failover window a user may set (see
+// redis.MinFailoverAfter).
+const MinRedisFailoverAfter = redis.MinFailoverAfter
+
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
 	e := o.engine().WithDefaults()

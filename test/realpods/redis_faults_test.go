@@ -31,9 +31,10 @@ import (
 // acknowledged op applied, any of the unknown ones), and a status that
 // says Running must mean a primary that takes writes.
 
-// cellFailoverAfter is the failover window of the cells' operators: short,
-// so that a cell shows the window is what holds a failover back, not time.
-const cellFailoverAfter = 5 * time.Second
+// cellFailoverAfter is the failover window of the cells' operators: the
+// shortest the flag takes, so that a cell shows the window is what holds a
+// failover back, not time.
+const cellFailoverAfter = controller.MinRedisFailoverAfter
 
 // cellWritePause spaces a cell's writes, so three cells writing at once
 // leave the machine's two cores to the nodes and the operators.
@@ -349,7 +350,7 @@ func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
 		if got != primary {
 			t.Errorf("a 2 s freeze, within the %s window, moved the primary from %s to %s", cellFailoverAfter, primary, got)
 		}
-		r.finish(w, "the primary frozen for 2 s (window 5 s)", time.Since(thawed))
+		r.finish(w, "the primary frozen for 2 s (window "+cellFailoverAfter.String()+")", time.Since(thawed))
 	})
 
 	t.Run("frozen for longer than the window", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/app-operator/app-operator/internal/redisnode"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 )
 
 // Options configure the RedisEnterpriseCluster controller. The zero value
@@ -38,3 +39,11 @@ type Options struct {
 // usual down-after-milliseconds: long enough that a pause (a slow disk, a
 // long command, a busy node) is not taken for a failure.
 const DefaultFailoverAfter = 30 * time.Second
+
+// MinFailoverAfter is the shortest failover window the operator's flag
+// takes: a primary cut off from its replicas (and from the operator, not
+// from its clients) refuses writes once its replicas' acknowledgements are
+// redisenterprisecluster.MinReplicasMaxLag old, counted in whole seconds
+// and sent once a second. A shorter window would promote a replica while
+// the old primary still takes writes that are then lost.
+const MinFailoverAfter = redisenterprisecluster.MinReplicasMaxLag + 2*time.Second

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -297,6 +298,10 @@ func Resources(r *redisv1alpha1.NodeResources) (corev1.ResourceRequirements, err
 	return out, nil
 }
 
+// MinReplicasMaxLag is redis.conf's min-replicas-max-lag: how long a
+// primary takes writes after its last replica last acknowledged.
+const MinReplicasMaxLag = 10 * time.Second
+
 // maxmemoryShare is the share of the container's memory limit Redis may
 // fill with data (maxmemory): the rest is for replication buffers, the
 // fork of a background save and the allocator.
@@ -343,7 +348,7 @@ repl-diskless-sync yes
 # primary left alone (cut off, or restarted empty) refuses writes rather
 # than diverge from the replica the operator may promote.
 min-replicas-to-write 1
-min-replicas-max-lag 10
+min-replicas-max-lag ` + strconv.Itoa(int(MinReplicasMaxLag/time.Second)) + `
 # The primary pings its replicas every second: a replica that heard
 # nothing for a few seconds tells the operator its primary is gone.
 repl-ping-replica-period 1
