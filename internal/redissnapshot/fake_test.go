@@ -2,6 +2,7 @@ package redissnapshot
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -22,8 +23,12 @@ type fakeNode struct {
 	role    string
 	linkUp  bool
 	syncing bool
-	offset  int
-	rdb     []byte
+	// lastIO is a replica's master_last_io_seconds_ago; replID the
+	// node's master_replid, defaultReplID when empty.
+	lastIO int
+	replID string
+	offset int
+	rdb    []byte
 	// announce, when above 0, is the length announced on SYNC in place of
 	// that of rdb.
 	announce int
@@ -98,8 +103,9 @@ func (n *fakeNode) info(section string) string {
 	if strings.EqualFold(section, "server") {
 		return "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n"
 	}
+	replID := cmp.Or(n.replID, defaultReplID)
 	if n.role == "master" {
-		return fmt.Sprintf("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:%d\r\n", n.offset)
+		return fmt.Sprintf("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_replid:%s\r\nmaster_repl_offset:%d\r\n", replID, n.offset)
 	}
 	link, syncing := "down", 0
 	if n.linkUp {
@@ -108,8 +114,12 @@ func (n *fakeNode) info(section string) string {
 	if n.syncing {
 		syncing = 1
 	}
-	return fmt.Sprintf("# Replication\r\nrole:slave\r\nmaster_host:x\r\nmaster_link_status:%s\r\nmaster_sync_in_progress:%d\r\nslave_repl_offset:%d\r\n", link, syncing, n.offset)
+	return fmt.Sprintf("# Replication\r\nrole:slave\r\nmaster_host:x\r\nmaster_link_status:%s\r\nmaster_last_io_seconds_ago:%d\r\nmaster_sync_in_progress:%d\r\nslave_repl_offset:%d\r\nmaster_replid:%s\r\n", link, n.lastIO, syncing, n.offset, replID)
 }
+
+// defaultReplID is the replication ID of a fake node that sets none: every
+// such node holds one history.
+const defaultReplID = "5d6c0e8d5b3f3f5a1e9c1b0a7f6e5d4c3b2a1908"
 
 // readCommand reads one RESP array of bulk strings.
 func readCommand(r *bufio.Reader) ([]string, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,11 +40,21 @@ type SaveOptions struct {
 	Now func() time.Time
 }
 
+// syncedWithin is how recently a replica must have heard from its primary,
+// which pings it every second, to count as in sync: its link stays up for
+// repl-timeout (60 s) after the primary went silent. The operator counts a
+// replica as streaming by the same bound.
+const syncedWithin = 3
+
 // nodeStatus is one node's answer to INFO replication and INFO server.
 type nodeStatus struct {
-	addr    string
-	role    string
-	inSync  bool // a replica whose link to the primary is up and not syncing
+	addr string
+	role string
+	// inSync: a replica whose link to the primary is up, not syncing,
+	// and heard from it within syncedWithin seconds.
+	inSync bool
+	// replID is the replication ID of the history the node holds.
+	replID  string
 	offset  int64
 	version string
 }
@@ -167,6 +178,19 @@ func pickNode(ctx context.Context, opts SaveOptions) (nodeStatus, error) {
 			primaries = append(primaries, st)
 		}
 	}
+	// Two primaries hold two histories, and which one clients wrote to
+	// last cannot be told from here; with one, a replica counts only
+	// while it holds that primary's history.
+	if len(primaries) > 1 {
+		names := make([]string, 0, len(primaries))
+		for _, p := range primaries {
+			names = append(names, p.addr)
+		}
+		return nodeStatus{}, &snapshotstore.Error{Reason: conditions.ReasonNoNodeInSync, Err: fmt.Errorf("%s all answer as primary: which holds the data clients wrote last cannot be told", strings.Join(names, ", "))}
+	}
+	if len(primaries) == 1 {
+		replicas = slices.DeleteFunc(replicas, func(r nodeStatus) bool { return r.replID != primaries[0].replID })
+	}
 	for _, candidates := range [][]nodeStatus{replicas, primaries} {
 		if len(candidates) > 0 {
 			sort.SliceStable(candidates, func(i, j int) bool { return candidates[i].offset > candidates[j].offset })
@@ -197,14 +221,15 @@ func statusOf(ctx context.Context, addr string, creds Credentials) (nodeStatus, 
 	if err != nil {
 		return nodeStatus{}, err
 	}
-	st := nodeStatus{addr: addr, version: server["redis_version"]}
+	st := nodeStatus{addr: addr, version: server["redis_version"], replID: repl["master_replid"]}
 	switch repl["role"] {
 	case "master":
 		st.role = rolePrimary
 		st.offset, _ = strconv.ParseInt(repl["master_repl_offset"], 10, 64)
 	case "slave":
 		st.role = roleReplica
-		st.inSync = repl["master_link_status"] == "up" && repl["master_sync_in_progress"] == "0"
+		lastIO, err := strconv.Atoi(repl["master_last_io_seconds_ago"])
+		st.inSync = repl["master_link_status"] == "up" && repl["master_sync_in_progress"] == "0" && err == nil && lastIO >= 0 && lastIO <= syncedWithin
 		st.offset, _ = strconv.ParseInt(repl["slave_repl_offset"], 10, 64)
 	}
 	return st, nil

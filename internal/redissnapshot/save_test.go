@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,5 +147,33 @@ func TestSaveFailures(t *testing.T) {
 				t.Errorf("a failed save left %v", entries)
 			}
 		})
+	}
+}
+
+// TestSaveTakesOnlyAReplicaThatHoldsThePrimarysHistoryNow: a replica whose
+// link still says up though it has not heard from its primary for 10 s
+// (its link stays up for repl-timeout), and one further along another
+// history (a replication ID that is not the primary's), are passed over,
+// though either is further along than the replica chosen; with two
+// primaries, no node is taken.
+func TestSaveTakesOnlyAReplicaThatHoldsThePrimarysHistoryNow(t *testing.T) {
+	primary := &fakeNode{role: "master", offset: 300, rdb: testRDB(300, 2)}
+	current := &fakeNode{role: "slave", linkUp: true, lastIO: 1, offset: 280, rdb: testRDB(280, 2)}
+	silent := &fakeNode{role: "slave", linkUp: true, lastIO: 10, offset: 299, rdb: testRDB(299, 2)}
+	other := &fakeNode{role: "slave", linkUp: true, offset: 400, replID: strings.Repeat("cd", 20), rdb: testRDB(400, 2)}
+	addrs := []string{primary.start(t), silent.start(t), other.start(t), current.start(t)}
+	res, err := Save(testContext(t), SaveOptions{Addrs: addrs, To: t.TempDir() + "/"})
+	if err != nil || res.Role != "replica" || res.Offset != 280 {
+		t.Fatalf("save: %+v, %v; want the replica at offset 280", res, err)
+	}
+	if silent.syncs.Load()+other.syncs.Load()+primary.syncs.Load() != 0 {
+		t.Errorf("SYNC sent to a node passed over")
+	}
+
+	second := &fakeNode{role: "master", offset: 500, replID: strings.Repeat("cd", 20), rdb: testRDB(500, 2)}
+	_, err = Save(testContext(t), SaveOptions{Addrs: append(addrs, second.start(t)), To: t.TempDir() + "/"})
+	var serr *snapshotstore.Error
+	if !errors.As(err, &serr) || serr.Reason != conditions.ReasonNoNodeInSync || !strings.Contains(err.Error(), "all answer as primary") {
+		t.Errorf("save with two primaries: %v, want %s naming both", err, conditions.ReasonNoNodeInSync)
 	}
 }
