@@ -38,7 +38,7 @@ func TestRedisPasswordSecretDeletedWhileTheClusterHasPodsIsReportedAndNoneIsMade
 	f.mustPass()
 	c := meta.FindStatusCondition(f.obj.Status.Conditions, conditions.Ready)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != redisv1alpha1.ReasonSecretMissing ||
-		!strings.Contains(c.Message, "Secret r,") || !strings.Contains(c.Message, "printenv REDIS_PASSWORD") {
+		!strings.Contains(c.Message, "Secret r,") || !strings.Contains(c.Message, "printenv REDISCLI_AUTH") {
 		t.Fatalf("Ready %+v, want False, %s, naming the Secret and how to make it again", c, redisv1alpha1.ReasonSecretMissing)
 	}
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(secret), &corev1.Secret{}); !apierrors.IsNotFound(err) {

@@ -2,6 +2,7 @@ package redissnapshot
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
@@ -19,6 +20,7 @@ const usage = `Usage:
   redis-snapshot save --addrs=HOST:PORT,... --to=s3://BUCKET/PATH|DIR/PATH [flags]
   redis-snapshot restore --from=s3://BUCKET/PATH|PATH --data-dir=DIR [--only-pod=NAME] [flags]
   redis-snapshot lineage --data-dir=DIR
+  redis-snapshot auth --to=FILE --user=NAME
 
 The nodes' password and user come from REDIS_PASSWORD and REDIS_USERNAME,
 the S3 keys from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
@@ -29,7 +31,7 @@ Run "redis-snapshot save -h" or "redis-snapshot restore -h" for the flags.
 // name), printing the result JSON to stdout and messages to stderr, and
 // returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	return snapshotstore.Main(args, stdout, stderr, usage, map[string]snapshotstore.Command{"save": runSave, "restore": runRestore, "lineage": runLineage})
+	return snapshotstore.Main(args, stdout, stderr, usage, map[string]snapshotstore.Command{"save": runSave, "restore": runRestore, "lineage": runLineage, "auth": runAuth})
 }
 
 func runSave(args []string, stdout, stderr io.Writer) int {
@@ -100,6 +102,30 @@ func runLineage(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	return reporter(stdout, stderr, c).Report(ReadLineage(dir), nil)
+}
+
+// runAuth writes the node's password, from REDIS_PASSWORD, as redis.conf
+// settings to the file a node includes.
+func runAuth(args []string, stdout, stderr io.Writer) int {
+	var (
+		c        snapshotstore.Flags
+		to, user string
+	)
+	fs := c.FlagSet("redis-snapshot auth", stderr)
+	fs.StringVar(&to, "to", "", "the file to write (on a volume of the pod's memory)")
+	fs.StringVar(&user, "user", "", "the named user the password is set for, beside the default user")
+	if code, ok := snapshotstore.Parse(fs, args); !ok {
+		return code
+	}
+	if to == "" || user == "" {
+		fmt.Fprintln(stderr, "redis-snapshot auth: --to and --user are required")
+		return 2
+	}
+	if err := WriteAuth(to, user, os.Getenv(redisbackup.PasswordEnv)); err != nil {
+		fmt.Fprintln(stderr, "redis-snapshot auth:", err)
+		return 1
+	}
+	return 0
 }
 
 // reporter reports the tool's results to stdout and c's result file.

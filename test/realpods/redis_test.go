@@ -1,10 +1,13 @@
 package realpods
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -281,6 +284,25 @@ func TestRedisEnterpriseClusterSample(t *testing.T) {
 			return ok, fmt.Sprintf("gauges %v; want 3 nodes, 3 healthy, a primary, and a small lag for each replica", got)
 		})
 		waitEventReasons(t, c, "RedisEnterpriseCluster", key, redisv1alpha1.EventPrimaryElected)
+	})
+
+	t.Run("the password is on no command line of the node", func(t *testing.T) {
+		// The real node's processes are this machine's: what ps shows.
+		servers := 0
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			cmdline, err := os.ReadFile(p)
+			if err != nil || !bytes.Contains(cmdline, []byte("redis-server")) {
+				continue
+			}
+			servers++
+			if bytes.Contains(cmdline, []byte(r.password)) {
+				t.Errorf("%s holds the password: %q", p, bytes.ReplaceAll(cmdline, []byte(r.password), []byte("<password>")))
+			}
+		}
+		if servers < 3 {
+			t.Errorf("%d redis-server processes found, want the 3 nodes' at least", servers)
+		}
 	})
 
 	t.Run("volumes of the gp2 class", func(t *testing.T) {

@@ -83,7 +83,7 @@ func passwordMissing(o *redisv1alpha1.RedisEnterpriseCluster) func(pods []string
 		password := "PASSWORD"
 		where := "the password the clients use"
 		if len(pods) > 0 {
-			password = fmt.Sprintf(`"$(kubectl exec -n %s %s -c %s -- printenv %s)"`, o.Namespace, pods[0], redisenterprisecluster.ContainerName, redisenterprisecluster.EnvPassword)
+			password = fmt.Sprintf(`"$(kubectl exec -n %s %s -c %s -- printenv %s)"`, o.Namespace, pods[0], redisenterprisecluster.ContainerName, redisenterprisecluster.EnvCLIAuth)
 			where = "a node that started with it has it in its environment"
 		}
 		return fmt.Sprintf("Secret %s, which holds the password the nodes run with, is missing while the cluster has pods or claims: "+

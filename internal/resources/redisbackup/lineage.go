@@ -5,6 +5,13 @@ import (
 	"strings"
 )
 
+// AuthContainerName is the init container of every node that writes its
+// password to AuthFile, which Redis includes.
+const (
+	AuthContainerName = "auth"
+	AuthFile          = "auth.conf"
+)
+
 // LineageContainerName is the init container of every node that reports,
 // before Redis starts, how far the node's data got (Lineage).
 const LineageContainerName = "lineage"

@@ -221,6 +221,22 @@ func RestoreContainer(r *redisv1alpha1.RestoreSource, in RestoreInput) (*corev1a
 	return c, loc.Volumes
 }
 
+// AuthContainer is the init container of every node that writes the
+// node's password, from the Secret password refers to, as redis.conf
+// settings to AuthFile in dir, on volume (of the pod's memory), which
+// redis-server includes: the password is then on no command line.
+func AuthContainer(image, volume, dir, username string, password *corev1ac.EnvVarSourceApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
+	return corev1ac.Container().
+		WithName(AuthContainerName).
+		WithImage(image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand(Tool).
+		WithArgs("auth", "--to="+dir+"/"+AuthFile, "--user="+username).
+		WithEnv(corev1ac.EnvVar().WithName(PasswordEnv).WithValueFrom(password)).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(volume).WithMountPath(dir)).
+		WithSecurityContext(resources.ToolSecurity())
+}
+
 // LineageContainer is the init container of every node that reports, as
 // its termination message, how far the data in the node's folder got
 // before Redis starts (Lineage): after a restart, Redis itself no longer

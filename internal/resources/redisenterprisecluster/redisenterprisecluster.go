@@ -60,16 +60,20 @@ const (
 	dataDir   = "/data"
 	// userID is the redis user and group of the image.
 	userID = 999
-	// EnvPassword and EnvPodName are the container's environment variables
-	// that its arguments use ($(VAR) expansion: the image needs no shell).
-	EnvPassword = "REDIS_PASSWORD"
-	EnvPodName  = "POD_NAME"
-	// envCLIAuth is the password redis-cli reads, for a shell in the pod.
-	envCLIAuth = "REDISCLI_AUTH"
-	// dataVolume, configVolume and tlsVolume name the pod's volumes.
+	// EnvPodName is the container's environment variable its arguments
+	// use ($(VAR) expansion: the image needs no shell).
+	EnvPodName = "POD_NAME"
+	// EnvCLIAuth is the password redis-cli reads, for a shell in the pod.
+	EnvCLIAuth = "REDISCLI_AUTH"
+	// dataVolume, configVolume, tlsVolume and authVolume name the pod's
+	// volumes.
 	dataVolume   = "data"
 	configVolume = "config"
 	tlsVolume    = "tls"
+	authVolume   = "auth"
+	// authDir is where the auth init container writes the password's
+	// settings, on a volume of the pod's memory, for Redis to include.
+	authDir = "/etc/redis-auth"
 	// TLSDir is where, with spec.tls, its Secret is mounted.
 	TLSDir = "/etc/redis-tls"
 	// noPrimaryHost and noPrimaryPort are where a node that boots with no
@@ -426,16 +430,15 @@ func configMap(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseCluster
 }
 
 // Args are redis-server's arguments: the configuration, the node's role
-// file, the password (of the default user, of the named user, and for the
-// link to the primary), all expanded by the kubelet from the environment.
-func Args(username string) []string {
-	pw := "$(" + EnvPassword + ")"
+// file (its name expanded by the kubelet from the environment) and the
+// password's settings the auth init container wrote (of the default user,
+// of the named user, and for the link to the primary): no password on the
+// command line.
+func Args() []string {
 	return []string{
 		configDir + "/" + ConfigFile,
 		"--include", configDir + "/$(" + EnvPodName + ").conf",
-		"--requirepass", pw,
-		"--masterauth", pw,
-		"--user", username, "on", ">" + pw, "~*", "&*", "+@all",
+		"--include", authDir + "/" + redisbackup.AuthFile,
 	}
 }
 
@@ -452,11 +455,10 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 		WithImage(image).
 		WithImagePullPolicy(pullPolicy).
 		// The image's entrypoint is redis-server.
-		WithArgs(Args(Username(spec))...).
+		WithArgs(Args()...).
 		WithEnv(
 			corev1ac.EnvVar().WithName(EnvPodName).WithValueFrom(corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name"))),
-			corev1ac.EnvVar().WithName(EnvPassword).WithValueFrom(passwordRef),
-			corev1ac.EnvVar().WithName(envCLIAuth).WithValueFrom(passwordRef),
+			corev1ac.EnvVar().WithName(EnvCLIAuth).WithValueFrom(passwordRef),
 		).
 		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(Port).WithProtocol(corev1.ProtocolTCP)).
 		WithReadinessProbe(probe()).
@@ -464,6 +466,7 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(dataVolume).WithMountPath(dataDir),
 			corev1ac.VolumeMount().WithName(configVolume).WithMountPath(configDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(authVolume).WithMountPath(authDir).WithReadOnly(true),
 		).
 		WithVolumeMounts(tlsMounts(spec)...).
 		WithSecurityContext(corev1ac.SecurityContext().
@@ -486,7 +489,9 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 			WithFSGroup(userID).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(corev1ac.Volume().WithName(configVolume).
-			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))))
+			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(owner.Name))),
+			corev1ac.Volume().WithName(authVolume).
+				WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithMedium(corev1.StorageMediumMemory).WithSizeLimit(resource.MustParse("1Mi"))))
 	if spec.TLS != nil {
 		podSpec.WithVolumes(resources.TLSVolume(tlsVolume, TLSSecretName(owner.Name, spec.TLS)))
 	}
@@ -495,7 +500,9 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 			Image: snapshotImage, Pod: PodName(owner.Name, 0), DataVolume: dataVolume, DataDir: dataDir, ConfigMap: ConfigMapName(owner.Name)})
 		podSpec.WithInitContainers(restore).WithVolumes(volumes...)
 	}
-	podSpec.WithInitContainers(redisbackup.LineageContainer(snapshotImage, dataVolume, dataDir))
+	podSpec.WithInitContainers(
+		redisbackup.AuthContainer(snapshotImage, authVolume, authDir, Username(spec), passwordRef),
+		redisbackup.LineageContainer(snapshotImage, dataVolume, dataDir))
 	// One node per Kubernetes node as far as the nodes allow
 	// (spec.spread): a node lost takes the primary or a replica, not both.
 	resources.SpreadMembers(podSpec, spec.Spread, selector)

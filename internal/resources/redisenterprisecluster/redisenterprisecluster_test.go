@@ -2,9 +2,12 @@ package redisenterprisecluster
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -161,9 +164,11 @@ func TestBudgetsSelectEachPodOnceAndHoldThePrimary(t *testing.T) {
 
 // A cluster of spec.restore has the restoring init container, from the
 // snapshot tool's image, in every node's template (the tool restores only
-// in the first node); every cluster has the lineage container after it,
+// in the first node); every cluster has, after it, the container that
+// writes the password's settings Redis includes and the lineage container,
 // which reads how far the data folder got before Redis starts.
 func TestRestoreAddsTheInitContainerToEveryNodeTemplate(t *testing.T) {
+	const auth = "op:2 auth --to=/etc/redis-auth/auth.conf --user=demo@redislabs.com"
 	owner := resources.Owner{GVK: redisv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster"), Name: "r", Namespace: "ns", UID: "u"}
 	restore := &redisv1alpha1.RestoreSource{Backup: "old", BackupStorage: redisv1alpha1.BackupStorage{
 		PersistentVolumeClaim: &redisv1alpha1.ClaimStorage{ClaimName: "backups"}}}
@@ -172,8 +177,8 @@ func TestRestoreAddsTheInitContainerToEveryNodeTemplate(t *testing.T) {
 		restore *redisv1alpha1.RestoreSource
 		want    []string
 	}{
-		{"no restore", nil, []string{"op:2 lineage --data-dir=/data"}},
-		{"a restore", restore, []string{"op:2 restore --only-pod=r-0 --data-dir=/data --from=/backup/old", "op:2 lineage --data-dir=/data"}},
+		{"no restore", nil, []string{auth, "op:2 lineage --data-dir=/data"}},
+		{"a restore", restore, []string{"op:2 restore --only-pod=r-0 --data-dir=/data --from=/backup/old", auth, "op:2 lineage --data-dir=/data"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := Build(owner, &redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, Restore: tt.restore}, Input{SnapshotImage: "op:2"})
@@ -223,5 +228,42 @@ func TestARestoredClusterSaysSoOnceItHasAPrimary(t *testing.T) {
 		if !reads {
 			t.Errorf("the restore container does not read %s from the ConfigMap", redisbackup.RestoredKey)
 		}
+	}
+}
+
+// No password reaches redis-server's command line or its environment but
+// REDISCLI_AUTH, for a shell in the pod: the auth init container has it,
+// from the Secret, and writes what Redis includes, on a volume of the
+// pod's memory.
+func TestThePasswordIsOnNoCommandLine(t *testing.T) {
+	owner := resources.Owner{GVK: redisv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster"), Name: "r", Namespace: "ns", UID: "u"}
+	c, err := Build(owner, &redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3}, Input{SnapshotImage: "op:2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := c.StatefulSet.Spec.Template.Spec
+	for _, ct := range append(slices.Clone(pod.Containers), pod.InitContainers...) {
+		for _, a := range append(slices.Clone(ct.Command), ct.Args...) {
+			if strings.Contains(strings.ToLower(a), "pass") || strings.Contains(a, "$(REDIS") {
+				t.Errorf("container %s has argument %q", *ct.Name, a)
+			}
+		}
+		for _, e := range ct.Env {
+			if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+				continue
+			}
+			if want := map[string]string{"redis": "REDISCLI_AUTH", "auth": "REDIS_PASSWORD"}[*ct.Name]; *e.Name != want {
+				t.Errorf("container %s has the Secret's %s as %s", *ct.Name, *e.ValueFrom.SecretKeyRef.Key, *e.Name)
+			}
+		}
+	}
+	var medium corev1.StorageMedium
+	for _, v := range pod.Volumes {
+		if *v.Name == "auth" && v.EmptyDir != nil {
+			medium = *v.EmptyDir.Medium
+		}
+	}
+	if medium != corev1.StorageMediumMemory {
+		t.Errorf("the auth volume's medium is %q, want Memory", medium)
 	}
 }
