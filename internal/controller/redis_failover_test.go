@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -453,9 +454,44 @@ func TestRedisRollingUpdateHandsThePrimaryOverBeforeItsPodGoes(t *testing.T) {
 			t.Errorf("r-0 in status.nodes: %+v, want a healthy replica of r-1", n)
 		}
 	}
-	if !f.podGoing(0) {
-		t.Errorf("r-0's pod, on the old template, not deleted after the handover (calls %v)", f.redis.Calls)
+	// The pod is evicted, as a drain's are: while its budget allows no
+	// disruption (no disruption controller runs here to count the ready
+	// pods), it stays, and the cluster says what it waits for.
+	if f.podGoing(0) {
+		t.Fatal("r-0's pod was deleted while its PodDisruptionBudget allowed no disruption")
 	}
+	if !f.saysSomewhere("PodDisruptionBudget allows no disruption now") {
+		t.Errorf("conditions %+v, want one saying the budget allows no disruption", f.obj.Status.Conditions)
+	}
+	f.allowDisruptions()
+	f.mustPass()
+	if !f.podGoing(0) {
+		t.Errorf("r-0's pod, on the old template, not evicted after the handover (calls %v)", f.redis.Calls)
+	}
+}
+
+// allowDisruptions says, as the disruption controller would of every pod
+// ready, that each PodDisruptionBudget of the cluster allows one
+// disruption.
+func (f *redisFixture) allowDisruptions() {
+	f.t.Helper()
+	pdbs := &policyv1.PodDisruptionBudgetList{}
+	if err := k8s.List(context.Background(), pdbs, client.InNamespace(f.obj.Namespace)); err != nil {
+		f.t.Fatal(err)
+	}
+	for _, pdb := range pdbs.Items {
+		want := int32(pdb.Spec.MinAvailable.IntValue())
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 1,
+			CurrentHealthy: want + 1, DesiredHealthy: want, ExpectedPods: want + 1}
+		if err := k8s.Status().Update(context.Background(), &pdb); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// saysSomewhere reports whether a condition's message holds text.
+func (f *redisFixture) saysSomewhere(text string) bool {
+	return slices.ContainsFunc(f.obj.Status.Conditions, func(c metav1.Condition) bool { return strings.Contains(c.Message, text) })
 }
 
 // rollAllButThePrimary says, as no StatefulSet controller runs here, that
@@ -687,6 +723,7 @@ func TestRedisHandoverToANodeThatServesTLS(t *testing.T) {
 		// The old primary, following r-1 by its IP but unable to reach it,
 		// is not pointed at it again: its pod is made again, with TLS.
 		f.redis.Nodes[nodeAddr(1)].Info.ReplicaLag = map[string]time.Duration{podIP(2): 0}
+		f.allowDisruptions()
 		f.mustPass()
 		if got := f.redis.CallsMatching("follow " + nodeAddr(0)); len(got) > 0 || !f.podGoing(0) {
 			t.Errorf("calls %v, r-0's pod going %v; want r-0 left alone and its pod made again", f.redis.Calls, f.podGoing(0))

@@ -425,14 +425,14 @@ func (e *etcdOps) change(ctx context.Context, o *etcdv1beta2.EtcdCluster, obs et
 	case etcdcluster.Upgrade:
 		return nil, "", e.setImage(ctx, o.Namespace, a.Member, a.Image)
 	case etcdcluster.RestartPod:
-		return nil, "", stateful.DeletePodOfUID(ctx, e.client, o.Namespace, a.Member, a.PodUID)
+		return evicted(stateful.EvictPodOfUID(ctx, e.client, o.Namespace, a.Member, types.UID(a.PodUID)))
 	case etcdcluster.SecurePeer:
 		// The member's start-up file is at Secure already (applied by
 		// this pass); its pod restarts from it once its URL has moved.
 		if _, waiting, err := changeMembership(ctx, e.dial, obs, urls, a); err != nil || waiting != "" {
 			return nil, waiting, err
 		}
-		return nil, "", stateful.DeletePodOfUID(ctx, e.client, o.Namespace, a.Member, a.PodUID)
+		return evicted(stateful.EvictPodOfUID(ctx, e.client, o.Namespace, a.Member, types.UID(a.PodUID)))
 	case etcdcluster.ReplaceVolume:
 		return nil, "", stateful.DeleteStranded(ctx, e.client, o.Namespace, etcdcluster.ClaimName(a.Member), a.ClaimUID, a.Member, a.PodUID)
 	}
@@ -518,4 +518,14 @@ func (e *etcdOps) setImage(ctx context.Context, namespace, pod, image string) er
 		return fmt.Errorf("set the image of pod %s: %w", pod, err)
 	}
 	return nil
+}
+
+// evicted is change's answer to the removal of a member's pod: the
+// refusal of its eviction by its budget is a wait (the step is tried
+// again); other errors stay errors.
+func evicted(err error) ([]etcdv1beta2.EtcdMember, string, error) {
+	if errors.Is(err, stateful.ErrDisruptionRefused) {
+		return nil, "Waiting to restart the member's pod: " + stateful.ErrDisruptionRefused.Error(), nil
+	}
+	return nil, "", err
 }

@@ -510,6 +510,10 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 					err = errors.Join(err, fmt.Errorf("restore the recorded primary %s: %w", previous, undo))
 				}
 			}
+			if errors.Is(err, stateful.ErrDisruptionRefused) {
+				stepped := &redisStepped{primary: o.Status.Primary, state: d.State, nodes: nodeStatuses(nodes, o.Status.Primary)}
+				return stepped, engine.Step{Waiting: fmt.Sprintf("Waiting to replace the pod of %s: %v", d.Target, stateful.ErrDisruptionRefused), RequeueAfter: redisWaitInterval}, nil
+			}
 			return nil, engine.Step{}, err
 		}
 	}
@@ -764,7 +768,7 @@ func (ops *redisOps) change(ctx context.Context, o *redisv1alpha1.RedisEnterpris
 		return false, nil
 	case redisenterprisecluster.DeletePod:
 		pod := node(d.Target).pod
-		return false, client.IgnoreNotFound(ops.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
+		return false, stateful.EvictPodOfUID(ctx, ops.client, pod.Namespace, pod.Name, pod.UID)
 	case redisenterprisecluster.ReplaceVolume:
 		n := node(d.Target)
 		return false, stateful.DeleteStranded(ctx, ops.client, o.Namespace, n.stranded.Name, string(n.stranded.UID), n.pod.Name, string(n.pod.UID))

@@ -61,17 +61,7 @@ func DeleteStranded(ctx context.Context, c client.Client, namespace, claimName, 
 	if err := c.Delete(ctx, claim, client.Preconditions{UID: &cuid}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete claim %s: %w", claimName, err)
 	}
-	return DeletePodOfUID(ctx, c, namespace, podName, podUID)
-}
-
-// DeletePodOfUID deletes the pod name, if it is still the pod of uid.
-func DeletePodOfUID(ctx context.Context, c client.Client, namespace, name, uid string) error {
-	podUID := types.UID(uid)
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	if err := c.Delete(ctx, p, client.Preconditions{UID: &podUID}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete pod %s: %w", name, err)
-	}
-	return nil
+	return EvictPodOfUID(ctx, c, namespace, podName, types.UID(podUID))
 }
 
 // strandedOn returns the node the volume of claim is pinned to when that
