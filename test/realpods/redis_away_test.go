@@ -3,16 +3,20 @@ package realpods
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/internal/resources/redisbackup"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -114,8 +118,11 @@ func TestRedisFaultEveryPodRestartsWhileTheOperatorIsAway(t *testing.T) {
 // increments, then every pod deleted at once while the cut still holds:
 // the stale replica holds keys the others deleted, and values many writes
 // old. Each node persisted how far it got when it stopped; the operator
-// elects a node that got furthest, never the stale one, and every key
-// ends at a value its acknowledged history allows.
+// elects a node that got furthest, and every key ends at a value its
+// acknowledged history allows. The stale replica is elected only once it
+// has caught up: its new pod, no longer cut off, may sync in full from the
+// old primary while that one, terminating, waits for its replicas
+// (Redis's shutdown-timeout); then its live position is the furthest.
 func TestRedisFaultEveryPodRestartsAfterAReplicaMissedDeletes(t *testing.T) {
 	c, _, r := startCell(t, "stale", true)
 	ns, primary := r.rec.Namespace, r.rec.Status.Primary
@@ -140,18 +147,33 @@ func TestRedisFaultEveryPodRestartsAfterAReplicaMissedDeletes(t *testing.T) {
 	}
 	deleted := time.Now()
 	r.deletePodsAndWait(names...)
-	r.logLineage(names...)
+	lineage := r.logLineage(names...)
 	got := r.waitRunning(3 * time.Minute)
 	if got == stale {
-		t.Errorf("the replica %s, cut off before every pod restarted, was elected", stale)
+		// Elected from a position at least as far as what every other
+		// node's data held when its pod started.
+		note := r.eventNote("promoted " + stale + " (")
+		m := regexp.MustCompile(`promoted \S+ \(offset (\d+) of (\w+) \((\w+)\)\)`).FindStringSubmatch(note)
+		if m == nil || m[3] != redisenterprisecluster.SourceLive {
+			t.Errorf("the replica %s, cut off before every pod restarted, was elected (%q), not from a live position", stale, note)
+		} else {
+			offset, _ := strconv.ParseInt(m[1], 10, 64)
+			for name, l := range lineage {
+				if name != stale && l.Known && strings.HasPrefix(l.ReplicationID, m[2]) && l.Offset > offset {
+					t.Errorf("the replica %s was elected at offset %d, behind %s's %d (%q)", stale, offset, name, l.Offset, note)
+				}
+			}
+			t.Logf("the replica %s caught up before it was elected: %s", stale, note)
+		}
 	}
 	acked, lost := r.finish(w, "persistence on, a replica cut off for 25 s, then every pod deleted", time.Since(deleted))
 	t.Logf("%s cut off from %s for 25 s, then every pod deleted: %s elected; %d operations acknowledged (WAIT 1), %d keys lost", stale, primary, got, acked, lost)
 }
 
-// logLineage logs what each named pod's lineage container read of its
-// data folder when the pod started.
-func (r *redisCluster) logLineage(names ...string) {
+// logLineage logs, and returns, what each named pod's lineage container
+// read of its data folder when the pod started.
+func (r *redisCluster) logLineage(names ...string) map[string]redisbackup.Lineage {
+	read := map[string]redisbackup.Lineage{}
 	for _, name := range names {
 		pod := &corev1.Pod{}
 		if err := r.c.Get(context.Background(), client.ObjectKey{Namespace: r.rec.Namespace, Name: name}, pod); err != nil {
@@ -161,7 +183,29 @@ func (r *redisCluster) logLineage(names ...string) {
 		for _, s := range pod.Status.InitContainerStatuses {
 			if s.Name == redisbackup.LineageContainerName && s.State.Terminated != nil {
 				r.t.Logf("pod %s started from: %s", name, strings.TrimSpace(s.State.Terminated.Message))
+				if l, err := redisbackup.ParseLineage(s.State.Terminated.Message); err == nil {
+					read[name] = l
+				}
 			}
 		}
 	}
+	return read
+}
+
+// eventNote is the note of the newest event about the cluster whose note
+// holds text; empty when there is none.
+func (r *redisCluster) eventNote(text string) string {
+	events := &eventsv1.EventList{}
+	if err := r.c.List(context.Background(), events, client.InNamespace(r.rec.Namespace)); err != nil {
+		r.t.Fatal(err)
+	}
+	var note string
+	var at time.Time
+	for _, e := range events.Items {
+		when := e.CreationTimestamp.Time
+		if e.Regarding.Name == r.rec.Name && strings.Contains(e.Note, text) && !when.Before(at) {
+			note, at = e.Note, when
+		}
+	}
+	return note
 }
