@@ -262,20 +262,11 @@ func redisPodChanges() predicate.Predicate {
 				return true
 			}
 			return oldPod.DeletionTimestamp.IsZero() != newPod.DeletionTimestamp.IsZero() ||
-				podReady(oldPod) != podReady(newPod) || oldPod.Status.PodIP != newPod.Status.PodIP ||
+				stateful.PodReady(oldPod) != stateful.PodReady(newPod) || oldPod.Status.PodIP != newPod.Status.PodIP ||
 				oldPod.Labels[redisenterprisecluster.RoleLabel] != newPod.Labels[redisenterprisecluster.RoleLabel]
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // prepare makes the cluster's Secret (see secret) and, with spec.tls,
@@ -614,7 +605,7 @@ func (ops *redisOps) observeNodes(ctx context.Context, o *redisv1alpha1.RedisEnt
 			// Still asked: a terminating primary that answers is still
 			// handing its last writes to its replicas.
 			n.plan.Pod = redisenterprisecluster.PodTerminating
-		case podReady(pod):
+		case stateful.PodReady(pod):
 			n.plan.Pod = redisenterprisecluster.PodReady
 		default:
 			n.plan.Pod = redisenterprisecluster.PodNotReady

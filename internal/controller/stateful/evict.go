@@ -38,7 +38,7 @@ func EvictPodOfUID(ctx context.Context, c client.Client, namespace, name string,
 		return nil
 	}
 	var err error
-	if ready(pod) {
+	if PodReady(pod) {
 		err = c.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
 			ObjectMeta:    metav1.ObjectMeta{Namespace: namespace, Name: name},
 			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
@@ -55,8 +55,8 @@ func EvictPodOfUID(ctx context.Context, c client.Client, namespace, name string,
 	return fmt.Errorf("remove pod %s: %w", name, err)
 }
 
-// ready reports whether pod passes its readiness probe.
-func ready(pod *corev1.Pod) bool {
+// PodReady reports whether pod passes its readiness probe.
+func PodReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
