@@ -185,6 +185,18 @@ func waitLearnerServing(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluste
 	}
 }
 
+// waitPodExists waits until the named pod exists.
+func waitPodExists(t *testing.T, c client.Client, ns, name string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.Pod{}) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s was not made within 3 min", name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitJoiningPodRunning waits, while e grows from three members to four,
 // until the fourth member's pod runs its etcd container, and returns it.
 func waitJoiningPodRunning(t *testing.T, c client.Client, e *etcdv1beta2.EtcdCluster) *corev1.Pod {
@@ -266,22 +278,36 @@ func checkAllVoting(t *testing.T, e *etcdv1beta2.EtcdCluster, size int) {
 }
 
 // Grown from three members to four, the new member's pod deleted while
-// the member is still a learner (its etcd container running, the member
-// not promoted): the cluster keeps its quorum, the learner joins (back on
-// its claim, or added again if it had none), and the cluster ends with
-// four members, every one started and voting, with every acknowledged
-// write, a linearizable history and the same HashKV on every member.
+// the member is still a learner (its etcd running, the member not
+// promoted), with the operator away: the operator is stopped once the
+// learner's pod exists (it has added the member and scaled the
+// StatefulSet; the pod has yet to start and catch up, so no pass can have
+// promoted it), the learner is seen serving as a learner, its pod is
+// deleted, and the operator starts again. The cluster keeps its quorum,
+// the learner joins (back on its claim, or added again if it had none),
+// and the cluster ends with four members, every one started and voting,
+// with every acknowledged write, a linearizable history and the same
+// HashKV on every member.
 func TestEtcdFaultLearnerPodDeletedWhileJoiningStillJoins(t *testing.T) {
-	cell := startEtcdCell(t, "learner", etcdVersion)
-	c, e := cell.c, cell.e
+	needCluster(t)
+	t.Parallel()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	opts := testenv.StartOptions{Namespaces: []string{ns}}
+	op := startOperator(t, opts)
+	e := createEtcdSample(t, c, ns, "learner", etcdVersion)
+	cell := watchEtcdCell(t, c, e)
 	members := watchEtcd(t, c, e)
 	setEtcdSpec(t, c, e, func(s *etcdv1beta2.EtcdClusterSpec) { s.Size = 4 })
+	waitPodExists(t, c, ns, etcdcluster.MemberName(e.Name, 3))
+	op.Stop()
 	learner, pod := waitLearnerServing(t, c, e)
 	start := time.Now()
 	if err := c.Delete(context.Background(), pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("pod %s deleted while member %x was a learner", pod.Name, learner)
+	t.Logf("pod %s deleted while member %x was a learner, the operator away", pod.Name, learner)
+	startOperator(t, opts)
 	waitEtcdReady(t, c, e, 4, etcdVersion, 6*time.Minute)
 	toReady := time.Since(start)
 	members.Stop()
@@ -291,7 +317,7 @@ func TestEtcdFaultLearnerPodDeletedWhileJoiningStillJoins(t *testing.T) {
 	if members.inFlight > 1 {
 		t.Errorf("%d membership changes were in flight at once, want at most one", members.inFlight)
 	}
-	cell.finish(t, "a learner's pod deleted while it joins (3 -> 4)", toReady)
+	cell.finish(t, "a learner's pod deleted while it joins, the operator away (3 -> 4)", toReady)
 }
 
 // Grown from three members to four, the new member's pod frozen
