@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/tls"
 	"time"
 
 	"github.com/app-operator/app-operator/internal/controller/etcd"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/app-operator/app-operator/internal/engine"
+	"github.com/app-operator/app-operator/internal/redisnode"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
 	"github.com/app-operator/app-operator/internal/resources/microservicedeploy"
@@ -55,6 +57,10 @@ type Options struct {
 	// the restore of an EtcdCluster's first member run;
 	// backup.DefaultSnapshotImage when empty.
 	SnapshotImage string
+	// RedisNodes is how the RedisEnterpriseCluster controller reaches the
+	// Redis nodes (see redis.Options.Nodes); redisnode.Client when nil.
+	// Tests put a fault point here.
+	RedisNodes func(password string, tls *tls.Config, plain map[string]bool) redisnode.Nodes
 }
 
 // DefaultRedisFailoverAfter is the failover window of a Redis primary (see
@@ -90,5 +96,5 @@ func (o Options) etcd() etcd.Options {
 
 // redis returns the options of the RedisEnterpriseCluster controller.
 func (o Options) redis() redis.Options {
-	return redis.Options{Clock: o.Clock, FailoverAfter: o.RedisFailoverAfter, SnapshotImage: o.SnapshotImage, Metrics: o.Metrics}
+	return redis.Options{Clock: o.Clock, FailoverAfter: o.RedisFailoverAfter, SnapshotImage: o.SnapshotImage, Metrics: o.Metrics, Nodes: o.RedisNodes}
 }

@@ -4,12 +4,14 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,12 +134,21 @@ type Operator struct {
 	// cache's lists and watches left out).
 	Reads *Reads
 	// Cache is the manager's cache, to look at what the operator holds.
-	Cache cache.Cache
-	stop  func()
+	Cache  cache.Cache
+	stop   func()
+	killed *atomic.Bool
 }
 
 // Stop stops the manager and waits for it to exit.
 func (o *Operator) Stop() { o.stop() }
+
+// Kill stops the operator as SIGKILL would, without waiting: from the call
+// on, none of its requests reaches the API server, so nothing it would
+// write to finish or undo a step lands. Stop then waits for it to exit.
+func (o *Operator) Kill() { o.killed.Store(true) }
+
+// errKilled is what a killed operator's requests fail with.
+var errKilled = errors.New("the operator was killed")
 
 // StartOptions configure StartOperator.
 type StartOptions struct {
@@ -164,6 +175,16 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator 
 	skipNameValidation := true
 	logs := &testWriter{}
 	t.Cleanup(func() { logs.printIfFailed(t) })
+	killed := &atomic.Bool{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if killed.Load() {
+				return nil, errKilled
+			}
+			return rt.RoundTrip(req)
+		})
+	})
 	mgr, err := ctrl.NewManager(reads.Wrap(muts.Wrap(cfg)), ctrl.Options{
 		Scheme:                 controller.NewScheme(),
 		Cache:                  cacheOpts,
@@ -188,12 +209,12 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts StartOptions) *Operator 
 		t.Fatalf("operator caches did not sync: %v", <-done)
 	}
 	var once sync.Once
-	o := &Operator{Mutations: muts, Reads: reads, Cache: mgr.GetCache(), stop: func() {
+	o := &Operator{Mutations: muts, Reads: reads, Cache: mgr.GetCache(), killed: killed, stop: func() {
 		once.Do(func() {
 			cancel()
 			err := <-done
 			logs.close()
-			if err != nil {
+			if err != nil && !killed.Load() {
 				t.Errorf("operator exited with an error: %v", err)
 			}
 		})
