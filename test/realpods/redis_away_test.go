@@ -170,6 +170,44 @@ func TestRedisFaultEveryPodRestartsAfterAReplicaMissedDeletes(t *testing.T) {
 	t.Logf("%s cut off from %s for 25 s, then every pod deleted: %s elected; %d operations acknowledged (WAIT 1), %d keys lost", stale, primary, got, acked, lost)
 }
 
+// With persistence on and the operator running, a replica cut off from the
+// primary for 20 s while the other acknowledges overwrites, deletes and
+// increments, then the primary's pod and that other replica's deleted
+// together, the cut replica left running: it answers at once, with a live
+// position many writes behind, while the two that hold every acknowledged
+// write are still starting. The operator must not elect the node that
+// answers first: it elects one of the two, once one answers with its
+// position (every acknowledged write is on the primary and the replica
+// that acknowledged it).
+func TestRedisFaultPrimaryAndItsAcknowledgingReplicaRestartTogether(t *testing.T) {
+	c, _, r := startCell(t, "pair", true)
+	ns, primary := r.rec.Namespace, r.rec.Status.Primary
+	var replicas []string
+	for _, n := range r.rec.Status.Nodes {
+		if n.Name != primary {
+			replicas = append(replicas, n.Name)
+		}
+	}
+	stale, acking := replicas[0], replicas[1]
+	w := r.startWriterWaiting("pair", 1, cellWritePause)
+	waitWrites(t, w, 200)
+	cutPodFrom(t, c, ns, stale, r.podIP(primary))
+	before := w.Acked()
+	time.Sleep(20 * time.Second)
+	if w.Acked() == before {
+		t.Fatalf("no write acknowledged with %s cut off: %s should acknowledge them", stale, acking)
+	}
+	deleted := time.Now()
+	r.deletePodsAndWait(primary, acking)
+	r.logLineage(primary, acking)
+	got := r.waitRunning(3 * time.Minute)
+	if got == stale {
+		t.Errorf("the replica %s, cut off while the others acknowledged writes, was elected: %q", stale, r.eventNote("promoted "+stale))
+	}
+	acked, lost := r.finish(w, "persistence on, a replica cut off for 20 s, then the primary and the other replica deleted together", time.Since(deleted))
+	t.Logf("%s cut off from %s for 20 s, then %s and %s deleted: %s elected; %d operations acknowledged (WAIT 1), %d keys lost", stale, primary, primary, acking, got, acked, lost)
+}
+
 // logLineage logs, and returns, what each named pod's lineage container
 // read of its data folder when the pod started.
 func (r *redisCluster) logLineage(names ...string) map[string]redisbackup.Lineage {
