@@ -2,6 +2,9 @@ package realpods
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/pki"
 	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -145,4 +149,100 @@ func TestRedisEnterpriseClusterGivenTLSWhileRunningRollsWithoutLosingAWrite(t *t
 	}
 	t.Logf("rolled to TLS: Running %s after spec.tls was set; %d writes acknowledged, %d lost, longest %s without an acknowledged write; last client error: %s",
 		took.Round(100*time.Millisecond), acked, lost, w.LongestGap().Round(100*time.Millisecond), w.LastError())
+}
+
+// A RedisEnterpriseCluster with spec.tls whose Secret is replaced at once
+// by a certificate of a new CA, with `ca.crt` the new CA alone (what a
+// cert-manager CA Issuer writes once its CA has a new key), while a client
+// writes with WAIT 1: the operator still reaches every node, each node
+// ends serving the new CA's certificate without a restart, the cluster is
+// Running again, a client that trusts the new CA alone reaches every
+// node, and no acknowledged write is lost.
+func TestRedisEnterpriseClusterGivenANewCAAtOnceMovesWithoutLosingAWrite(t *testing.T) {
+	c, ns := startBackupOperator(t)
+	const name = "newca"
+	host := redisenterprisecluster.ServiceHost(name, ns)
+	writeTLSSecret(t, c, ns, name+"-tls", host)
+	r := newRedisCellWith(t, c, ns, name, false, 3, fmt.Sprintf("  tls: {secretName: %s-tls}\n", name))
+	oldCA, err := testCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCA, err := pki.NewCA("realpods-new-ca", time.Now(), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client presents no certificate (the nodes take a client without
+	// one, by its password) and trusts both CAs: it writes throughout.
+	r.tls = trustingTLS(oldCA, newCA)
+	pods := r.podUIDs()
+	restarts := redisRestarts(t, r)
+	w := r.startWriter("newca")
+	waitWrites(t, w, 50)
+
+	pair, err := newCA.Issue(name+"-tls", []string{host}, time.Now(), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := time.Now()
+	writeSecret(t, c, ns, name+"-tls", pair.Data())
+	newOnly := trustingTLS(newCA)
+	testenv.EventuallyInNamespace(t, c, ns, 6*time.Minute, func() (bool, string) {
+		var waiting []string
+		for i := range int(r.rec.Spec.Nodes) {
+			pod := redisenterprisecluster.PodName(name, i)
+			got, err := servedSerialWith(newOnly, r.podIP(pod), redisenterprisecluster.Port)
+			if err != nil || got.Cmp(pair.Serial) != 0 {
+				waiting = append(waiting, fmt.Sprintf("%s serves %v (%v)", pod, got, err))
+			}
+		}
+		return len(waiting) == 0, fmt.Sprintf("want the new CA's serial %v: %v", pair.Serial, waiting)
+	})
+	moved := time.Since(replaced)
+	r.waitRunning(3 * time.Minute)
+	toReady := time.Since(replaced)
+	acked, lost := r.finish(w, "TLS: the CA replaced at once (ca.crt the new CA alone) while a client writes", toReady)
+	if got := r.podUIDs(); fmt.Sprint(got) != fmt.Sprint(pods) {
+		t.Errorf("pods %v after the new CA, want %v: the nodes reload, none restarts", got, pods)
+	}
+	if got := redisRestarts(t, r); fmt.Sprint(got) != fmt.Sprint(restarts) {
+		t.Errorf("container restarts %v after the new CA, want %v", got, restarts)
+	}
+	// A client of the new CA alone, as one that reads ca.crt from the
+	// Secret, reaches every node.
+	r.tls = newOnly
+	for _, n := range r.rec.Status.Nodes {
+		rc := r.clientOfPod(n.Name)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := rc.Ping(ctx).Err(); err != nil {
+			t.Errorf("a client trusting the new CA alone: PING %s: %v", n.Name, err)
+		}
+		cancel()
+		rc.Close()
+	}
+	t.Logf("new CA at once: every node served its certificate %s after the Secret changed, Running %s after; %d writes acknowledged, %d lost, longest %s without an acknowledged write",
+		moved.Round(100*time.Millisecond), toReady.Round(100*time.Millisecond), acked, lost, w.LongestGap().Round(100*time.Millisecond))
+}
+
+// trustingTLS accepts a server whose certificate one of cas signed,
+// whatever the name it was reached by, and presents no certificate.
+func trustingTLS(cas ...*pki.CA) *tls.Config {
+	pool := x509.NewCertPool()
+	for _, ca := range cas {
+		pool.AppendCertsFromPEM(ca.PEM)
+	}
+	return &tls.Config{
+		InsecureSkipVerify: true, // the chain is checked below, the name is not
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return errors.New("no server certificate")
+			}
+			leaf, err := x509.ParseCertificate(raw[0])
+			if err != nil {
+				return err
+			}
+			_, err = leaf.Verify(x509.VerifyOptions{Roots: pool})
+			return err
+		},
+	}
 }
