@@ -19,6 +19,10 @@ const (
 	ReasonNotFound = "NotFound"
 	// ReasonCorrupt: the snapshot failed its integrity check.
 	ReasonCorrupt = "Corrupt"
+	// ReasonTimelinesInterleaved: the backups under a prefix come from
+	// clusters that wrote to it at the same time, so the newest cannot be
+	// told.
+	ReasonTimelinesInterleaved = "TimelinesInterleaved"
 	// ReasonInvalidArgument: a flag is missing or malformed.
 	ReasonInvalidArgument = "InvalidArgument"
 	// ReasonCredentialsMissing: the Secret of the S3 credentials is

@@ -36,8 +36,8 @@ func runSave(args []string, stdout, stderr io.Writer) int {
 	)
 	fs := c.FlagSet("etcd-snapshot save", stderr)
 	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the etcd members")
-	fs.StringVar(&opts.To, "to", "", "target: s3://BUCKET/PATH or a local path; backups are stored as PATH_v<revision>_<UTC time>")
-	fs.IntVar(&opts.MaxBackups, "max-backups", 0, "how many backups of the same PATH to keep (0 keeps all)")
+	fs.StringVar(&opts.To, "to", "", "target: s3://BUCKET/PATH or a local path; backups are stored as PATH_c<cluster ID>_v<revision>_<UTC time>")
+	fs.IntVar(&opts.MaxBackups, "max-backups", 0, "how many backups of the same PATH to keep, deleting the oldest by time (0 keeps all)")
 	fs.StringVar(&tlsDir, "tls-dir", "", "folder of tls.crt, tls.key and ca.crt (a mounted TLS Secret): the client certificate for https endpoints")
 	if code, ok := snapshotstore.Parse(fs, args); !ok {
 		return code
@@ -64,7 +64,7 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 		opts     RestoreOptions
 	)
 	fs := c.FlagSet("etcd-snapshot restore", stderr)
-	fs.StringVar(&opts.From, "from", "", "backup: s3://BUCKET/PATH or a local path, exact or a prefix (the backup with the highest revision under it)")
+	fs.StringVar(&opts.From, "from", "", "backup: s3://BUCKET/PATH or a local path, exact or a prefix (under it, the highest revision of the cluster that wrote the latest backup)")
 	fs.StringVar(&opts.DataDir, "data-dir", "", "the member's data dir; nothing is done when it already holds a member")
 	fs.StringVar(&opts.Name, "name", "", "the member's name")
 	fs.StringVar(&opts.InitialCluster, "initial-cluster", "", "initial cluster configuration: NAME=PEER_URL,...")

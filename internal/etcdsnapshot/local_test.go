@@ -72,10 +72,12 @@ func TestSaveAndRestoreLocal(t *testing.T) {
 		t.Errorf("member %q, want source", res.Member)
 	}
 	prefix := filepath.Join(backupDir, "prod/cluster")
-	gotRev, gotTime, ok := ParseBackupName(prefix, res.Key)
-	if !ok || gotRev != rev {
-		t.Fatalf("key %q is not %s_v%d_<time>", res.Key, prefix, rev)
+	info, ok := ParseBackupName(prefix, res.Key)
+	clusterID := uint64(src.etcd.Server.Cluster().ID())
+	if !ok || info.Revision != rev || info.ClusterID != clusterID {
+		t.Fatalf("key %q is not %s_c%x_v%d_<time>", res.Key, prefix, clusterID, rev)
 	}
+	gotTime := info.Time
 	takenAt, err := res.TakenAt, error(nil)
 	if err != nil || !takenAt.Equal(gotTime) || time.Since(takenAt) > time.Minute {
 		t.Errorf("takenAt %q (%v), time in the name %v", res.TakenAt, err, gotTime)
@@ -188,7 +190,7 @@ func TestRestorePicksHighestRevision(t *testing.T) {
 	}
 
 	// An exact name restores that backup.
-	names, _ := filepath.Glob(prefix + "_v*")
+	names, _ := filepath.Glob(prefix + "_*")
 	backups := backupsUnder(prefix, names)
 	res, err = Restore(ctx, restoreOptions(backups[0].Name, filepath.Join(t.TempDir(), "d"), "m", peer))
 	if err != nil || res.Key != backups[0].Name || res.Revision != backups[0].Revision {
@@ -212,8 +214,8 @@ func TestRestoreIdempotentAndIntoExistingDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(filepath.Base(res.Key), "snapshot_v") {
-		t.Errorf("a directory target stores %s, want snapshot_v<revision>_<time> in it", res.Key)
+	if _, ok := ParseBackupName(filepath.Join(filepath.Dir(res.Key), "snapshot"), res.Key); !ok {
+		t.Errorf("a directory target stores %s, want snapshot_c<cluster ID>_v<revision>_<time> in it", res.Key)
 	}
 	dataDir := t.TempDir()
 	opts := restoreOptions(res.Key, dataDir, "m", "http://127.0.0.1:1")
@@ -345,20 +347,75 @@ func TestSaveNoLeaderAndUnreachable(t *testing.T) {
 	}
 }
 
-// TestBackupName round-trips a backup's name and refuses other names.
-func TestBackupName(t *testing.T) {
-	at := time.Date(2026, 11, 26, 13, 4, 5, 0, time.FixedZone("x", 3600))
-	name := BackupName("a/b", 42, at)
-	if name != "a/b_v42_20261126-120405" {
-		t.Fatalf("BackupName = %q", name)
+// TestRestoreFromAPrefixTwoClustersWroteTo backs up a cluster, then a
+// new cluster of lower revisions to the same prefix (a cluster deleted and
+// made again under the same name): a restore from the prefix brings back
+// the new cluster's data, pruning keeps the new cluster's backups, and a
+// backup of the old cluster after the new one's makes the restore refuse
+// to choose.
+func TestRestoreFromAPrefixTwoClustersWroteTo(t *testing.T) {
+	ctx := testContext(t)
+	old := startEtcd(t, etcdConfig(t, "m", t.TempDir()), true)
+	oldCli := old.client(t)
+	for i := range 30 {
+		put(t, oldCli, "k", fmt.Sprintf("old-%d", i))
 	}
-	rev, got, ok := ParseBackupName("a/b", name)
-	if !ok || rev != 42 || !got.Equal(at) {
-		t.Fatalf("ParseBackupName = %d %v %v", rev, got, ok)
-	}
-	for _, bad := range []string{"a/b_v42", "a/bc_v42_20261126-120405", "a/b_vx_20261126-120405", "a/b_v42_2026", "a/b_v042_20261126-120405"} {
-		if _, _, ok := ParseBackupName("a/b", bad); ok {
-			t.Errorf("ParseBackupName accepted %q", bad)
+	prefix := filepath.Join(t.TempDir(), "c")
+	save := func(e *testEtcd, hour, maxBackups int) Result {
+		t.Helper()
+		now := day(hour)
+		res, err := Save(ctx, SaveOptions{Endpoints: []string{e.clientURL}, To: prefix, MaxBackups: maxBackups, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
 		}
+		return res
+	}
+	oldFirst := save(old, 1, 0)
+	save(old, 2, 0)
+
+	made := startEtcd(t, etcdConfig(t, "m", t.TempDir()), true)
+	put(t, made.client(t), "k", "new")
+	newer := save(made, 3, 0)
+	newest := save(made, 4, 3)
+	newID := uint64(made.etcd.Server.Cluster().ID())
+	if info, _ := ParseBackupName(prefix, newest.Key); info.ClusterID != newID || newest.Revision >= oldFirst.Revision {
+		t.Fatalf("the new cluster's backup %s (revision %d): want cluster ID %x and a revision below %d", newest.Key, newest.Revision, newID, oldFirst.Revision)
+	}
+	if _, err := os.Stat(oldFirst.Key); !os.IsNotExist(err) {
+		t.Errorf("the oldest backup %s was kept (%v); pruning must delete the oldest by time", oldFirst.Key, err)
+	}
+	if _, err := os.Stat(newer.Key); err != nil {
+		t.Errorf("the new cluster's backup %s was pruned: %v", newer.Key, err)
+	}
+
+	dataDir := filepath.Join(t.TempDir(), "data")
+	cfg := etcdConfig(t, "restored", dataDir)
+	res, err := Restore(ctx, restoreOptions(prefix, dataDir, "restored", cfg.AdvertisePeerUrls[0].String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Key != newest.Key {
+		t.Errorf("restored %s, want the new cluster's newest %s", res.Key, newest.Key)
+	}
+	restored := startEtcd(t, cfg, true)
+	if got, _ := get(t, restored.client(t), "k"); got != "new" {
+		t.Errorf("the restored cluster holds k=%q, want the new cluster's %q", got, "new")
+	}
+
+	// The old cluster writes again: two clusters wrote at once.
+	save(old, 5, 0)
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"restore", "--from=" + prefix, "--data-dir=" + filepath.Join(t.TempDir(), "d"), "--name=m",
+		"--initial-cluster=m=http://127.0.0.1:1", "--initial-advertise-peer-urls=http://127.0.0.1:1", "--result-file=" + filepath.Join(t.TempDir(), "r.json")}, &stdout, &stderr)
+	var failed Result
+	if err := json.Unmarshal(stdout.Bytes(), &failed); err != nil || code != snapshotstore.ExitPermanent || failed.Reason != string(ReasonTimelinesInterleaved) ||
+		!strings.Contains(failed.Error, fmt.Sprintf("%x", newID)) {
+		t.Errorf("restore of interleaved clusters exited %d and printed %s (%v), want exit %d, reason TimelinesInterleaved naming %x",
+			code, stdout.String(), err, snapshotstore.ExitPermanent, newID)
+	}
+	// An exact snapshot still restores.
+	res, err = Restore(ctx, restoreOptions(newest.Key, filepath.Join(t.TempDir(), "d"), "m", "http://127.0.0.1:1"))
+	if err != nil || res.Key != newest.Key || res.Revision != newest.Revision {
+		t.Errorf("restore of the exact %s: %+v, %v", newest.Key, res, err)
 	}
 }

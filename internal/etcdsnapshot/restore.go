@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
@@ -18,7 +17,8 @@ import (
 // etcdutl's snapshot restore takes them.
 type RestoreOptions struct {
 	// From is s3://bucket/path or a local path: an exact backup, or a prefix
-	// under which the backup with the highest revision is taken.
+	// under which the newest backup of the newest cluster is taken (see
+	// chooseBackup).
 	From string
 	// S3 says how to reach S3 when From is an s3:// URL.
 	S3 S3Options
@@ -125,20 +125,15 @@ func restore(ctx context.Context, opts RestoreOptions) (Result, error) {
 }
 
 // findBackup returns name itself when it is a stored backup, else the
-// backup with the highest revision under the prefix name.
+// backup a restore from the prefix name takes (see chooseBackup).
 func findBackup(ctx context.Context, st snapshotstore.Store, name string) (string, int64, error) {
 	exact, err := st.Exists(ctx, name)
 	if err != nil {
 		return "", 0, err
 	}
 	if exact {
-		dir, base := filepath.Split(name)
-		if i := strings.LastIndex(base, "_v"); i > 0 {
-			if rev, _, ok := ParseBackupName(dir+base[:i], name); ok {
-				return name, rev, nil
-			}
-		}
-		return name, 0, nil
+		info, _ := ParseExactName(name)
+		return name, info.Revision, nil
 	}
 	names, err := st.List(ctx, name)
 	if err != nil {
@@ -148,6 +143,9 @@ func findBackup(ctx context.Context, st snapshotstore.Store, name string) (strin
 	if len(backups) == 0 {
 		return "", 0, &Error{Reason: ReasonNotFound, Err: fmt.Errorf("no backup found at or under %s", st.Display(name))}
 	}
-	newest := backups[len(backups)-1]
-	return newest.Name, newest.Revision, nil
+	chosen, err := chooseBackup(st.Display(name), backups)
+	if err != nil {
+		return "", 0, err
+	}
+	return chosen.Name, chosen.Revision, nil
 }

@@ -17,18 +17,21 @@ import (
 type Reason = snapshotstore.Reason
 
 // The reasons a save or a restore fails with: those of every backup tool,
-// and NoLeader.
+// NoLeader and TimelinesInterleaved.
 const (
-	ReasonBucketNotFound     = conditions.ReasonBucketNotFound
-	ReasonAccessDenied       = conditions.ReasonAccessDenied
-	ReasonUnreachable        = conditions.ReasonUnreachable
-	ReasonTargetFull         = conditions.ReasonTargetFull
-	ReasonNotFound           = conditions.ReasonNotFound
-	ReasonCorrupt            = conditions.ReasonCorrupt
-	ReasonInvalidArgument    = conditions.ReasonInvalidArgument
-	ReasonCredentialsMissing = conditions.ReasonCredentialsMissing
-	ReasonTimeout            = conditions.ReasonTimeout
-	ReasonFailed             = conditions.ReasonFailed
+	ReasonBucketNotFound = conditions.ReasonBucketNotFound
+	ReasonAccessDenied   = conditions.ReasonAccessDenied
+	ReasonUnreachable    = conditions.ReasonUnreachable
+	ReasonTargetFull     = conditions.ReasonTargetFull
+	ReasonNotFound       = conditions.ReasonNotFound
+	ReasonCorrupt        = conditions.ReasonCorrupt
+	// ReasonTimelinesInterleaved: the backups under a prefix come from
+	// clusters that wrote to it at the same time (see chooseBackup).
+	ReasonTimelinesInterleaved = conditions.ReasonTimelinesInterleaved
+	ReasonInvalidArgument      = conditions.ReasonInvalidArgument
+	ReasonCredentialsMissing   = conditions.ReasonCredentialsMissing
+	ReasonTimeout              = conditions.ReasonTimeout
+	ReasonFailed               = conditions.ReasonFailed
 	// ReasonNoLeader: members answered, but none had a leader.
 	ReasonNoLeader Reason = "NoLeader"
 )

@@ -26,7 +26,7 @@ type SaveOptions struct {
 	// (https endpoints); nil talks plain http.
 	TLS *tls.Config
 	// To is the target: s3://<bucket>/<path> or a local path. The backup is
-	// stored as <path>_v<revision>_<time>.
+	// stored as <path>_c<cluster ID>_v<revision>_<time>.
 	To string
 	// S3 says how to reach S3 when To is an s3:// URL.
 	S3 S3Options
@@ -43,6 +43,7 @@ type SaveOptions struct {
 type memberStatus struct {
 	endpoint  string
 	id        uint64
+	clusterID uint64
 	leader    uint64
 	revision  int64
 	raftIndex uint64
@@ -89,11 +90,16 @@ func save(ctx context.Context, opts SaveOptions) (Result, error) {
 		return Result{}, failure(ReasonUnreachable, "the member %s did not send a snapshot: %w", source.endpoint, err)
 	}
 	defer resp.Snapshot.Close()
-	revision := source.revision
+	revision, clusterID := source.revision, source.clusterID
 	if resp.Header != nil && resp.Header.Revision > 0 {
 		revision = resp.Header.Revision
 	}
-	name := BackupName(prefix, revision, takenAt)
+	if resp.Header != nil && resp.Header.ClusterId != 0 {
+		clusterID = resp.Header.ClusterId
+	}
+	// The cluster ID in the name tells the backups of one cluster from
+	// those of another that wrote to the same prefix (see chooseBackup).
+	name := BackupName(prefix, clusterID, revision, takenAt)
 	size, err := snapshotstore.Upload(ctx, st, name, newVerifyingReader(resp.Snapshot), source.endpoint)
 	if err != nil {
 		return Result{}, err
@@ -188,6 +194,7 @@ func statusOf(ctx context.Context, endpoint string, opts SaveOptions) (memberSta
 	}
 	if resp.Header != nil {
 		st.id = resp.Header.MemberId
+		st.clusterID = resp.Header.ClusterId
 		st.revision = resp.Header.Revision
 	}
 	return st, nil
@@ -210,22 +217,23 @@ func memberNameOf(ctx context.Context, cli *clientv3.Client, id uint64) string {
 }
 
 // prune deletes the oldest backups under prefix (by the time in their
-// names, then revision) beyond keep, never the one just saved.
+// names, then revision) beyond keep, never the one just saved. Time, not
+// revision: a cluster made again or restored from an older snapshot has
+// lower revisions than the backups it follows.
 func prune(ctx context.Context, st snapshotstore.Store, prefix, saved string, keep int) error {
 	names, err := st.List(ctx, prefix)
 	if err != nil {
 		return err
 	}
-	backups := backupsUnder(prefix, names)
-	sort.SliceStable(backups, func(i, j int) bool {
-		if !backups[i].Time.Equal(backups[j].Time) {
-			return backups[i].Time.Before(backups[j].Time)
-		}
-		return backups[i].Revision < backups[j].Revision
-	})
-	oldestFirst := make([]string, len(backups))
+	return snapshotstore.Prune(ctx, st, oldestFirst(backupsUnder(prefix, names)), saved, keep)
+}
+
+// oldestFirst is the names of backups, which backupsUnder orders oldest
+// first.
+func oldestFirst(backups []backup) []string {
+	names := make([]string, len(backups))
 	for i, b := range backups {
-		oldestFirst[i] = b.Name
+		names[i] = b.Name
 	}
-	return snapshotstore.Prune(ctx, st, oldestFirst, saved, keep)
+	return names
 }

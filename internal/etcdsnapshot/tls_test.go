@@ -72,7 +72,7 @@ func TestSaveFromAMemberWithTLSPresentsTheClientCertificate(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			code := Main(args, &stdout, &stderr)
-			stored, _ := filepath.Glob(filepath.Join(backupDir, "cluster_v*"))
+			stored, _ := filepath.Glob(filepath.Join(backupDir, "cluster_*"))
 			if (code == 0) != tt.ok || (len(stored) == 1) != tt.ok {
 				t.Errorf("exit %d, stored %v, want stored: %v (%s %s)", code, stored, tt.ok, stdout.String(), stderr.String())
 			}

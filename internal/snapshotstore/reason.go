@@ -56,7 +56,8 @@ const ExitPermanent = 2
 // the permanent ones, 1 otherwise.
 func ExitCode(reason Reason) int {
 	switch reason {
-	case conditions.ReasonAccessDenied, conditions.ReasonBucketNotFound, conditions.ReasonInvalidArgument, conditions.ReasonCorrupt, conditions.ReasonNotFound, conditions.ReasonCredentialsMissing:
+	case conditions.ReasonAccessDenied, conditions.ReasonBucketNotFound, conditions.ReasonInvalidArgument, conditions.ReasonCorrupt, conditions.ReasonNotFound, conditions.ReasonCredentialsMissing,
+		conditions.ReasonTimelinesInterleaved:
 		return ExitPermanent
 	}
 	return 1
