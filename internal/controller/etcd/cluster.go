@@ -276,6 +276,11 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster, prepa
 	switch err := e.client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: etcdcluster.ConfigMapName(o.Name)}, cm); {
 	case err == nil:
 		seen.live.Files = cm.Data
+		// The token of a ConfigMap another EtcdCluster of the name left
+		// behind is not this cluster's: it forms with its own.
+		if metav1.IsControlledBy(cm, o) {
+			seen.live.Token = etcdcluster.TokenOf(cm.Data)
+		}
 	case !apierrors.IsNotFound(err):
 		return seen, fmt.Errorf("get ConfigMap %s: %w", etcdcluster.ConfigMapName(o.Name), err)
 	}

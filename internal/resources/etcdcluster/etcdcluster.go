@@ -123,7 +123,7 @@ func Build(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, m Membershi
 	c := Children{
 		Service:       peerService(owner, selector, labels),
 		ClientService: clientService(owner, selector, labels),
-		ConfigMap:     configMap(owner, m.stages(spec), labels, m.Members, m.Kept),
+		ConfigMap:     configMap(owner, m.stages(spec), labels, m.Members, m.Kept, m.token(owner)),
 		StatefulSet:   statefulSet(owner, spec, selector, labels, m),
 	}
 	if len(m.Members) > 1 {
@@ -140,6 +140,10 @@ type Live struct {
 	Replicas *int32
 	// Files are the live ConfigMap's start-up files, by key.
 	Files map[string]string
+	// Token is the initial cluster token of the live start-up files
+	// (TokenOf), when the ConfigMap is this EtcdCluster's own; empty
+	// otherwise.
+	Token string
 }
 
 // Membership is what the StatefulSet is sized from and the start-up files
@@ -163,6 +167,44 @@ type Membership struct {
 	// template carries as TrustAnnotation; zero without TLS, or in a
 	// build without a cluster (a preview).
 	Trust Trust
+	// Token is the initial cluster token the start-up files and the
+	// restore carry: the live files' (see Live.Token); empty gives a
+	// cluster formed now its own, ClusterToken.
+	Token string
+}
+
+// token is m.Token, or the token of a cluster owner forms now.
+func (m Membership) token(owner resources.Owner) string {
+	if m.Token != "" {
+		return m.Token
+	}
+	return ClusterToken(owner)
+}
+
+// ClusterToken is the initial cluster token of a cluster formed now:
+// <namespace>/<name>/<uid>. The uid gives each EtcdCluster made under a
+// name its own etcd cluster ID, which backups carry to tell its history
+// from that of an earlier cluster of the same name. etcd reads the token
+// only when a cluster is formed, so a running cluster keeps the token it
+// was formed with (LegacyClusterToken for clusters formed before).
+func ClusterToken(owner resources.Owner) string {
+	return owner.Namespace + "/" + owner.Name + "/" + owner.UID
+}
+
+// LegacyClusterToken is the token of the clusters formed before each had
+// its own: <namespace>/<name>.
+func LegacyClusterToken(namespace, name string) string { return namespace + "/" + name }
+
+// TokenOf is the initial cluster token in start-up files, by key: that of
+// the first file (by key) that carries one; empty when none does.
+func TokenOf(files map[string]string) string {
+	for _, key := range slices.Sorted(maps.Keys(files)) {
+		var c Config
+		if yaml.Unmarshal([]byte(files[key]), &c) == nil && c.InitialClusterToken != "" {
+			return c.InitialClusterToken
+		}
+	}
+	return ""
 }
 
 // stages are m.Stages, or every member at the stage of spec's scheme.
@@ -206,7 +248,7 @@ func MembershipOf(o Observed, live Live) Membership {
 	if o.Reachable {
 		members = Record(o, o.Members)
 	}
-	m := Membership{Members: members, Replicas: Replicas(o.Cluster, members)}
+	m := Membership{Members: members, Replicas: Replicas(o.Cluster, members), Token: live.Token}
 	if o.Reachable && o.FromLeader {
 		return m
 	}
@@ -410,11 +452,11 @@ func transportSecurity(dir string) *TransportSecurity {
 }
 
 // MemberConfig is the start-up file of member m among the registered
-// members, at the TLS stage stages gives it. A member that has not started
+// members, at the TLS stage stages gives it, with the cluster's token. A member that has not started
 // on its data (no claim recorded) joins with the registered membership; a
 // started member's file names only itself, with which etcd restarts from
 // the member's data but, with no data, finds no peer to join and exits.
-func MemberConfig(stages Stages, cluster, namespace string, m etcdv1beta2.EtcdMember, members []etcdv1beta2.EtcdMember) Config {
+func MemberConfig(stages Stages, cluster, namespace string, m etcdv1beta2.EtcdMember, members []etcdv1beta2.EtcdMember, token string) Config {
 	initial := InitialCluster(stages, cluster, namespace, members)
 	if m.ClaimUID != "" {
 		initial = InitialCluster(stages, cluster, namespace, []etcdv1beta2.EtcdMember{m})
@@ -430,7 +472,7 @@ func MemberConfig(stages Stages, cluster, namespace string, m etcdv1beta2.EtcdMe
 		InitialAdvertisePeerURLs: PeerURL(peer, cluster, namespace, m.Name),
 		InitialCluster:           initial,
 		InitialClusterState:      InitialClusterState(members),
-		InitialClusterToken:      namespace + "/" + cluster,
+		InitialClusterToken:      token,
 	}
 	if stage == Dual {
 		// Clients on both schemes, on one port (etcd tells a TLS
@@ -449,12 +491,12 @@ func MemberConfig(stages Stages, cluster, namespace string, m etcdv1beta2.EtcdMe
 	return c
 }
 
-func configMap(owner resources.Owner, stages Stages, labels map[string]string, members []etcdv1beta2.EtcdMember, kept map[string]string) *corev1ac.ConfigMapApplyConfiguration {
+func configMap(owner resources.Owner, stages Stages, labels map[string]string, members []etcdv1beta2.EtcdMember, kept map[string]string, token string) *corev1ac.ConfigMapApplyConfiguration {
 	data := make(map[string]string, len(members)+len(kept))
 	maps.Copy(data, kept)
 	for _, m := range members {
 		// A struct of strings always marshals.
-		b, _ := yaml.Marshal(MemberConfig(stages, owner.Name, owner.Namespace, m, members))
+		b, _ := yaml.Marshal(MemberConfig(stages, owner.Name, owner.Namespace, m, members, token))
 		data[ConfigKey(m.Name)] = string(b)
 	}
 	return corev1ac.ConfigMap(ConfigMapName(owner.Name), owner.Namespace).
@@ -511,7 +553,7 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 		podSpec.WithVolumes(resources.TLSVolume(serverTLSVolume, server), resources.TLSVolume(peerTLSVolume, peer))
 	}
 	if m.Restore != nil {
-		init, volumes := restoreContainer(owner, SchemeOf(spec), m.Restore)
+		init, volumes := restoreContainer(owner, SchemeOf(spec), m.Restore, m.token(owner))
 		podSpec.WithInitContainers(init).WithVolumes(volumes...)
 	}
 	// One member per node as far as the nodes allow (spec.pod.spread):
@@ -636,7 +678,7 @@ func Quorum(n int) int { return n/2 + 1 }
 // needs. The tool restores only in the first member's pod, only into an
 // empty data directory: a member that restarts keeps its data, and a
 // member that joins later starts empty.
-func restoreContainer(owner resources.Owner, scheme Scheme, r *Restore) (*corev1ac.ContainerApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
+func restoreContainer(owner resources.Owner, scheme Scheme, r *Restore, token string) (*corev1ac.ContainerApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
 	// The source was validated at admission; an unknown type restores
 	// nothing and the tool says so.
 	loc, _ := etcdbackup.LocationOf("from", r.Source.BackupStorageType, r.Source.BackupLocation)
@@ -648,7 +690,7 @@ func restoreContainer(owner resources.Owner, scheme Scheme, r *Restore) (*corev1
 		"--name=" + seed,
 		"--initial-cluster=" + seed + "=" + peer,
 		"--initial-advertise-peer-urls=" + peer,
-		"--initial-cluster-token=" + owner.Namespace + "/" + owner.Name,
+		"--initial-cluster-token=" + token,
 	}, loc.Args...)
 	mounts := append([]*corev1ac.VolumeMountApplyConfiguration{
 		corev1ac.VolumeMount().WithName(DataVolume).WithMountPath(DataDir),

@@ -102,7 +102,10 @@ func TestMembersWithTLSTalkHTTPSAndAskEveryCallerForACertificate(t *testing.T) {
 func TestMembersWithoutTLSKeepTheirStartUpFileAndProbe(t *testing.T) {
 	owner := testOwner()
 	members := []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1", ClaimUID: "c0"}}
-	c := Build(owner, spec(1, "3.6.16"), FromStatus(owner.Name, members))
+	// A cluster formed before each had its own token keeps its own.
+	m := FromStatus(owner.Name, members)
+	m.Token = LegacyClusterToken(owner.Namespace, owner.Name)
+	c := Build(owner, spec(1, "3.6.16"), m)
 	file := c.ConfigMap.Data[ConfigKey("example-0")]
 	// The file of a cluster without TLS is what it was before TLS
 	// existed: a new key would change every running cluster's ConfigMap.

@@ -219,7 +219,7 @@ func TestStartUpFilesFollowEachMembersStage(t *testing.T) {
 
 func fileAt(t *testing.T, s Stage, member string) string {
 	t.Helper()
-	b, err := yaml.Marshal(MemberConfig(Stages{Default: s}, "example", ns, etcdv1beta2.EtcdMember{Name: member, ClaimUID: "c"}, nil))
+	b, err := yaml.Marshal(MemberConfig(Stages{Default: s}, "example", ns, etcdv1beta2.EtcdMember{Name: member, ClaimUID: "c"}, nil, LegacyClusterToken(ns, "example")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestAMemberAtDualServesClientsInBothSchemesAndReachesPeersInEither(t *testi
 		InitialAdvertisePeerURLs: "http://example-0.example.ns.svc:2380",
 		InitialCluster:           "example-0=http://example-0.example.ns.svc:2380",
 		InitialClusterState:      ClusterStateExisting,
-		InitialClusterToken:      "ns/example",
+		InitialClusterToken:      "ns/example/uid",
 		ListenMetricsURLs:        "http://0.0.0.0:2381",
 		ClientTransportSecurity:  transportSecurity(ServerTLSDir),
 		PeerTransportSecurity:    &TransportSecurity{CertFile: PeerTLSDir + "/tls.crt", KeyFile: PeerTLSDir + "/tls.key", TrustedCAFile: PeerTLSDir + "/ca.crt", ClientCertAuth: true, SkipClientSANVerification: true},
