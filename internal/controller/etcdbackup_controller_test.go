@@ -441,6 +441,96 @@ func TestEtcdRestoreCreatesTheClusterFromItsSnapshotAndNeverTouchesAnother(t *te
 	}
 }
 
+// TestEtcdRestoreReportsTheSnapshotItsClusterRestored: the restore reads
+// the report of its cluster's first member's restore: the tool's failure
+// reason (TimelinesInterleaved) and words become its Degraded condition,
+// and the snapshot the tool chose becomes status.backup.
+func TestEtcdRestoreReportsTheSnapshotItsClusterRestored(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, k8s)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{SnapshotImage: snapshotImage}})
+
+	r := &etcdv1beta2.EtcdRestore{}
+	testenv.LoadSample(t, etcdRestoreSample, r, ns)
+	if err := k8s.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	sts := waitForStatefulSet(t, ns, r.Spec.EtcdCluster.Name)
+	// No controller makes the namespace's default ServiceAccount here.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}
+	if err := k8s.Create(ctx, sa); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: etcdcluster.MemberName(sts.Name, 0), Labels: sts.Spec.Template.Labels},
+		Spec:       *sts.Spec.Template.Spec.DeepCopy(),
+	}
+	// The StatefulSet controller would mount the member's claim.
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: etcdcluster.DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// The restore fails and waits to be run again.
+	failed := backuprun.EtcdResult{Report: backuprun.Report{Reason: conditions.ReasonTimelinesInterleaved,
+		Error: "the backups under s3://etcd-backups/example come from clusters a1 and b2, which wrote to it at the same time, so which is the newest cannot be told: name an exact snapshot instead"}}
+	setRestoreStatus(t, pod, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		&corev1.ContainerStateTerminated{ExitCode: etcdbackup.ExitPermanent, Message: mustJSON(t, failed)})
+	cond := waitForCondition(t, r, "Degraded", metav1.ConditionTrue, conditions.ReasonTimelinesInterleaved)
+	for _, want := range []string{r.Spec.EtcdCluster.Name, "s3://etcd-backups/example", "a1", "b2", "name an exact snapshot"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("Degraded message %q does not say %q", cond.Message, want)
+		}
+	}
+
+	// Run again (an exact snapshot named), it restores.
+	key := "s3://etcd-backups/example_cb2_v7_20260301-040000"
+	done := backuprun.EtcdResult{Report: backuprun.Report{Key: key, Size: 20512}, Revision: 7}
+	setRestoreStatus(t, pod, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: mustJSON(t, done)}}, nil)
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
+		get(t, r)
+		return r.Status.Backup == key, fmt.Sprintf("status.backup %q, want %q", r.Status.Backup, key)
+	})
+	waitForCondition(t, r, "Progressing", metav1.ConditionTrue, "Restoring")
+
+	// A restart of the pod, after which the tool finds the member and
+	// reports no snapshot, keeps the one restored.
+	setRestoreStatus(t, pod, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0,
+		Message: mustJSON(t, backuprun.EtcdResult{Report: backuprun.Report{AlreadyRestored: true}})}}, nil)
+	time.Sleep(2 * time.Second)
+	if get(t, r); r.Status.Backup != key {
+		t.Errorf("status.backup %q after the pod restarted, want %q kept", r.Status.Backup, key)
+	}
+}
+
+// setRestoreStatus sets the state of the restore init container of pod.
+func setRestoreStatus(t *testing.T, pod *corev1.Pod, state corev1.ContainerState, last *corev1.ContainerStateTerminated) {
+	t.Helper()
+	get(t, pod)
+	if state.Terminated != nil {
+		state.Terminated.FinishedAt = metav1.Now()
+	}
+	status := corev1.ContainerStatus{Name: etcdcluster.RestoreContainerName, Image: snapshotImage, State: state}
+	if last != nil {
+		last.FinishedAt = metav1.Now()
+		status.LastTerminationState.Terminated = last
+	}
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{status}
+	if err := k8s.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustJSON is v as JSON.
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // waitForStatefulSet waits until the StatefulSet name exists.
 func waitForStatefulSet(t *testing.T, ns, name string) *appsv1.StatefulSet {
 	t.Helper()

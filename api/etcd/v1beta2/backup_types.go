@@ -41,8 +41,9 @@ type BackupLocation struct {
 // S3BackupSource is where in S3 the snapshots are.
 type S3BackupSource struct {
 	// Path is <bucket>/<prefix>: every snapshot is stored as
-	// <prefix>_v<revision>_<time>. A restore from a path takes that exact
-	// snapshot, or the newest under that prefix.
+	// <prefix>_c<cluster ID>_v<revision>_<time>. A restore from a path
+	// takes that exact snapshot, or the newest under that prefix (that of
+	// the cluster that wrote the latest backup).
 	// +required
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^/]+(/[^/]+)*$`
@@ -77,7 +78,7 @@ type PVCBackupSource struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ClaimName string `json:"claimName"`
 	// Path is the prefix of the snapshots on the claim, relative to its
-	// root: every snapshot is stored as <path>_v<revision>_<time>.
+	// root: every snapshot is stored as <path>_c<cluster ID>_v<revision>_<time>.
 	// +required
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`

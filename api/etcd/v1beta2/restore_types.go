@@ -55,6 +55,11 @@ type EtcdRestoreStatus struct {
 	// succeeded.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// Backup is the snapshot the restore took, as the snapshot tool
+	// reports it (s3://<bucket>/<key>, or its path on the claim): for a
+	// prefix, the one it chose. Empty until the first member restored it.
+	// +optional
+	Backup string `json:"backup,omitempty"`
 	// ObservedGeneration is the generation the status reflects.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
