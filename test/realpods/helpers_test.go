@@ -198,3 +198,41 @@ func podProcesses(t *testing.T, c client.Client, namespace, name string) []int {
 	}
 	return pids
 }
+
+// notReadyWatch counts, every 200 ms, the pods of a selector that are not
+// ready, and keeps the most seen at once.
+type notReadyWatch struct {
+	stop context.CancelFunc
+	done chan struct{}
+	most int
+}
+
+// watchNotReady starts a notReadyWatch of the pods of selector in ns.
+func watchNotReady(c client.Client, ns string, selector map[string]string) *notReadyWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &notReadyWatch{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			pods := &corev1.PodList{}
+			if c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(selector)) == nil {
+				n := 0
+				for i := range pods.Items {
+					if !podReady(&pods.Items[i]) {
+						n++
+					}
+				}
+				w.most = max(w.most, n)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+// Stop ends the watch and returns the most pods seen not ready at once.
+func (w *notReadyWatch) Stop() int {
+	w.stop()
+	<-w.done
+	return w.most
+}
