@@ -2,16 +2,19 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/api/conditions"
@@ -107,6 +110,105 @@ func TestRedisIssuedCASecretDeletedWhileTheClusterHasPodsIsReportedAndNoneIsMade
 	if got := f.secret("r-tls"); got.ResourceVersion != issued.ResourceVersion {
 		t.Error("the nodes' certificate was issued anew from the restored CA")
 	}
+}
+
+// The nodes' certificate, issued by the operator, due for renewal while
+// a ValidatingAdmissionPolicy refuses every update of its Secret, and the
+// primary fails: the pass cannot renew, says so naming spec.tls, and
+// still fails over with the certificate the nodes have. The policy gone,
+// the certificate is renewed.
+func TestRedisRenewalRefusedAtAdmissionStillFailsOver(t *testing.T) {
+	f := newSecureFixture(t, redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, TLS: &redisv1alpha1.TLS{}}, runningNodes(), nil)
+	f.run()
+	issued := f.secret("r-tls")
+	allow := denySecretUpdates(t, f.obj.Namespace, "r-tls")
+	// 61 days on, the 90-day certificate is within the 30 days before its
+	// expiry at which the operator renews it.
+	f.clock.Step(61 * 24 * time.Hour)
+	f.mustPass()
+	if r := f.readyReason(); r != conditions.ReasonApplyRejected || !strings.Contains(f.readyMessage(), "spec.tls") {
+		t.Fatalf("%s; want ApplyRejected naming spec.tls", f.readyMessage())
+	}
+	if got := f.secret("r-tls"); got.ResourceVersion != issued.ResourceVersion {
+		t.Fatal("the Secret changed though the policy refuses every update")
+	}
+
+	f.primaryDown()
+	f.mustPass()
+	f.clock.Step(failoverWindow)
+	f.mustPass()
+	if f.obj.Status.Primary == "r-0" || len(f.redis.CallsMatching("promote")) != 1 {
+		t.Fatalf("primary %s, calls %v, %s; want a failover though the renewal is refused", f.obj.Status.Primary, f.redis.Calls, f.readyMessage())
+	}
+
+	allow()
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
+		_ = f.pass()
+		got := f.secret("r-tls")
+		return got.ResourceVersion != issued.ResourceVersion && f.readyReason() != conditions.ReasonApplyRejected,
+			fmt.Sprintf("Secret r-tls version %s (was %s); %s", got.ResourceVersion, issued.ResourceVersion, f.readyMessage())
+	})
+}
+
+// denySecretUpdates installs a ValidatingAdmissionPolicy that refuses
+// every update of the Secret name in ns, and waits until the API server
+// enforces it. It returns a function that removes it.
+func denySecretUpdates(t *testing.T, ns, name string) func() {
+	t.Helper()
+	ctx := context.Background()
+	policyName := "deny-secret-" + ns
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+					},
+				}},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", ns, name),
+				Message:    "this Secret may not change, by policy",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policyName,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	testenv.Create(t, k8s, policy)
+	testenv.Create(t, k8s, binding)
+	remove := func() {
+		_ = k8s.Delete(ctx, binding)
+		_ = k8s.Delete(ctx, policy)
+		// Enforced no more once a changed Secret passes a dry run.
+		testenv.Eventually(t, settleWithin, func() (bool, string) {
+			s := &corev1.Secret{}
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+				return false, err.Error()
+			}
+			s.Labels = map[string]string{"probe": "x"}
+			err := k8s.Update(ctx, s, client.DryRunAll)
+			return err == nil, fmt.Sprintf("policy still enforced (dry-run error %v)", err)
+		})
+	}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, binding); _ = k8s.Delete(ctx, policy) })
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
+		s := &corev1.Secret{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+			return false, err.Error()
+		}
+		s.Labels = map[string]string{"probe": "x"}
+		err := k8s.Update(ctx, s, client.DryRunAll)
+		return err != nil, fmt.Sprintf("policy not enforced yet (dry-run error %v)", err)
+	})
+	return remove
 }
 
 // Claims kept from an earlier cluster of the same name (claims outlive

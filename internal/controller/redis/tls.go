@@ -57,7 +57,10 @@ func (ops *redisOps) prepareTLS(ctx context.Context, o *redisv1alpha1.RedisEnter
 		case ok && f.Reason == redisv1alpha1.ReasonSecretMissing:
 			missing = f
 		case err != nil:
-			return nil, err
+			// Refused (a quota, a policy, a webhook) or failed: the nodes
+			// keep the certificate they have, and the pass goes on with it
+			// for the steps that keep the data safe.
+			missing = issueFailed(err)
 		}
 	}
 	s, err := stateful.ReadTLSSecret(ctx, ops.client, ops.apiReader, o.Namespace, field, name)
@@ -75,6 +78,17 @@ func (ops *redisOps) prepareTLS(ctx context.Context, o *redisv1alpha1.RedisEnter
 		return t, missing
 	}
 	return t, nil
+}
+
+// issueFailed is the failure of a pass that could not issue or renew the
+// certificate spec.tls asks the operator for: refused at admission, it is
+// looked at again every recheck interval, as a refused child is.
+func issueFailed(err error) *conditions.Failure {
+	reason := conditions.ReasonApplyFailed
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
+		reason = conditions.ReasonApplyRejected
+	}
+	return &conditions.Failure{Reason: reason, Message: fmt.Sprintf("spec.tls: the operator could not issue or renew the nodes' certificate: %v; the nodes keep the one they have", err)}
 }
 
 // tlsOf is the TLS of s, the cluster's TLS Secret (named by field).
