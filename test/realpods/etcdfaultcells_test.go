@@ -381,12 +381,18 @@ func TestEtcdFaultLearnerThatNeverComesBackDoesNotBlockTheScale(t *testing.T) {
 // is what an administrator does once compaction and defragmentation have
 // freed space (etcdctl alarm disarm).
 func setNoSpaceAlarm(ctx context.Context, cli *clientv3.Client, id uint64, raise bool) error {
+	return setAlarm(ctx, cli, id, pb.AlarmType_NOSPACE, raise)
+}
+
+// setAlarm raises (activate) or disarms etcd's alarm for member id,
+// through the Alarm call of etcd's maintenance API.
+func setAlarm(ctx context.Context, cli *clientv3.Client, id uint64, alarm pb.AlarmType, raise bool) error {
 	if !raise {
-		_, err := cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: id, Alarm: pb.AlarmType_NOSPACE})
+		_, err := cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: id, Alarm: alarm})
 		return err
 	}
 	_, err := pb.NewMaintenanceClient(cli.ActiveConnection()).Alarm(ctx, &pb.AlarmRequest{
-		Action: pb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: pb.AlarmType_NOSPACE})
+		Action: pb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: alarm})
 	return err
 }
 
@@ -673,4 +679,69 @@ func TestEtcdFaultVersionChangedMidUpgradeRollsOnOrIsRefused(t *testing.T) {
 	}
 	mu.Unlock()
 	cell.finish(t, "spec.version changed mid-upgrade (3.6.15 -> 3.6.16, then 3.7.2)", toReady)
+}
+
+// etcd's CORRUPT alarm raised while clients write, as its corruption
+// check raises it for a member whose data differs (through the Alarm call
+// of etcd's maintenance API, as in the NOSPACE cell): etcd refuses every
+// write, its health check fails and the member pods turn not ready. The
+// status says Ready=False Corrupt, never Ready, while the alarm lasts; the
+// operator removes, replaces and restarts nothing (which member's data is
+// right is for a person to find). Disarmed, the cluster is Ready again;
+// every acknowledged write is kept, the history is linearizable and every
+// member ends with the same HashKV.
+func TestEtcdFaultCorruptAlarmIsNotReadyAndChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	cell := startEtcdCell(t, "corrupt", etcdVersion)
+	c, e := cell.c, cell.e
+	ids := etcdMemberIDs(e)
+	pods, claims, restarts := etcdPodUIDs(t, c, e), etcdClaimUIDs(t, c, e), etcdRestarts(t, c, e)
+	// Made while the pods are ready: it keeps their addresses.
+	admin := etcdClientOf(t, c, e)
+	id, _ := strconv.ParseUint(ids[e.Status.Leader], 16, 64)
+
+	rc, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := setAlarm(rc, admin, id, pb.AlarmType_CORRUPT, true)
+	cancel()
+	if err != nil {
+		t.Fatalf("raise the CORRUPT alarm: %v", err)
+	}
+	start := time.Now()
+	cond := waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
+		conditions.Ready, metav1.ConditionFalse, etcdv1beta2.ReasonCorrupt, 2*time.Minute)
+	t.Logf("CORRUPT raised: Ready=False %s %s after: %s", cond.Reason, time.Since(start).Round(100*time.Millisecond), cond.Message)
+	// The status stays Corrupt while the alarm lasts, whatever the pods'
+	// readiness does meanwhile.
+	var seen []string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err == nil {
+			if r := findCondition(e.Status.Conditions, conditions.Ready); r != nil && r.Reason != etcdv1beta2.ReasonCorrupt {
+				seen = append(seen, string(r.Status)+" "+r.Reason)
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(seen) > 0 {
+		t.Errorf("Ready left Corrupt while the alarm was raised: %v", seen)
+	}
+	checkMembersKept(t, c, e, "the CORRUPT alarm", ids, pods, claims)
+	if got := etcdRestarts(t, c, e); !maps.Equal(got, restarts) {
+		t.Errorf("container restarts %v during the alarm, want %v: no member restarted", got, restarts)
+	}
+
+	start = time.Now()
+	rc, cancel = context.WithTimeout(ctx, 10*time.Second)
+	err = setAlarm(rc, admin, id, pb.AlarmType_CORRUPT, false)
+	cancel()
+	if err != nil {
+		t.Fatalf("disarm the CORRUPT alarm: %v", err)
+	}
+	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
+	toReady := time.Since(start)
+	checkMembersKept(t, c, e, "the CORRUPT alarm and its disarm", ids, pods, claims)
+	if !strings.Contains(cell.h.failureSummary(), "corrupt") {
+		t.Errorf("no write refused as corrupt while the alarm was raised (clients saw: %s)", cell.h.failureSummary())
+	}
+	cell.finish(t, "CORRUPT alarm raised, then disarmed", toReady)
 }
