@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/api/conditions"
@@ -156,37 +155,12 @@ func TestRedisRenewalRefusedAtAdmissionStillFailsOver(t *testing.T) {
 func denySecretUpdates(t *testing.T, ns, name string) func() {
 	t.Helper()
 	ctx := context.Background()
-	policyName := "deny-secret-" + ns
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
-					},
-				}},
-			},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", ns, name),
-				Message:    "this Secret may not change, by policy",
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policyName,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	testenv.Create(t, k8s, policy)
-	testenv.Create(t, k8s, binding)
+	deny := denyByPolicy(t, "deny-secret-"+ns, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+	}, fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", ns, name), "this Secret may not change, by policy")
 	remove := func() {
-		_ = k8s.Delete(ctx, binding)
-		_ = k8s.Delete(ctx, policy)
+		deny()
 		// Enforced no more once a changed Secret passes a dry run.
 		testenv.Eventually(t, settleWithin, func() (bool, string) {
 			s := &corev1.Secret{}
@@ -198,7 +172,6 @@ func denySecretUpdates(t *testing.T, ns, name string) func() {
 			return err == nil, fmt.Sprintf("policy still enforced (dry-run error %v)", err)
 		})
 	}
-	t.Cleanup(func() { _ = k8s.Delete(ctx, binding); _ = k8s.Delete(ctx, policy) })
 	testenv.Eventually(t, settleWithin, func() (bool, string) {
 		s := &corev1.Secret{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {

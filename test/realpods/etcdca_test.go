@@ -88,6 +88,22 @@ func (m *peerCAMove) writePeerSecret(issuer *pki.CA, trusted ...*pki.CA) (*big.I
 	return pair.Serial, etcdcluster.TrustOf(data[tlssecret.CAKey], server.Data[tlssecret.CAKey]).String()
 }
 
+// waitPeersServe waits until every member's peer port serves the
+// certificate of serial to a peer of the new CA.
+func (m *peerCAMove) waitPeersServe(serial *big.Int) {
+	c, e := m.c, m.e
+	testenv.EventuallyInNamespace(m.t, c, e.Namespace, 5*time.Minute, func() (bool, string) {
+		var waiting []string
+		for _, ep := range etcdEndpoints(context.Background(), c, e) {
+			ip := strings.TrimSuffix(strings.TrimPrefix(ep, "https://"), ":"+strconv.Itoa(etcdcluster.ClientPort))
+			if got, err := servedSerialWith(m.newPeerClient, ip, etcdcluster.PeerPort); err != nil || got.Cmp(serial) != 0 {
+				waiting = append(waiting, fmt.Sprintf("%s serves %v (%v)", ip, got, err))
+			}
+		}
+		return len(waiting) == 0, fmt.Sprint(waiting)
+	})
+}
+
 // peerClient is the TLS configuration of a peer with a certificate of ca.
 func (m *peerCAMove) peerClient(ca *pki.CA) *tls.Config {
 	pair, err := ca.Issue("realpods-peer", nil, time.Now(), 24*time.Hour)
@@ -189,16 +205,7 @@ func TestEtcdClusterGivenANewPeerCAWhileRunningRestartsEachMemberWithoutLosingAW
 	// 2. The certificate of the new CA: read on each connection.
 	before = etcdPodUIDs(t, c, e)
 	serial, _ := m.writePeerSecret(m.newCA, m.oldCA, m.newCA)
-	testenv.EventuallyInNamespace(t, c, e.Namespace, 5*time.Minute, func() (bool, string) {
-		var waiting []string
-		for _, ep := range etcdEndpoints(context.Background(), c, e) {
-			ip := strings.TrimSuffix(strings.TrimPrefix(ep, "https://"), ":"+strconv.Itoa(etcdcluster.ClientPort))
-			if got, err := servedSerialWith(m.newPeerClient, ip, etcdcluster.PeerPort); err != nil || got.Cmp(serial) != 0 {
-				waiting = append(waiting, fmt.Sprintf("%s serves %v (%v)", ip, got, err))
-			}
-		}
-		return len(waiting) == 0, fmt.Sprint(waiting)
-	})
+	m.waitPeersServe(serial)
 	if got := etcdPodUIDs(t, c, e); !maps.Equal(got, before) {
 		t.Errorf("pods %v after the peer certificate of the new CA, want %v: none restarted", got, before)
 	}
@@ -275,16 +282,7 @@ func TestEtcdClusterGivenAPeerCARenewedWithItsKeyRestartsOneMemberAtATime(t *tes
 	}
 	serial, _ := m.writePeerSecret(renewed, renewed)
 	m.newPeerClient = m.peerClient(renewed)
-	testenv.EventuallyInNamespace(t, c, e.Namespace, 5*time.Minute, func() (bool, string) {
-		var waiting []string
-		for _, ep := range etcdEndpoints(context.Background(), c, e) {
-			ip := strings.TrimSuffix(strings.TrimPrefix(ep, "https://"), ":"+strconv.Itoa(etcdcluster.ClientPort))
-			if got, err := servedSerialWith(m.newPeerClient, ip, etcdcluster.PeerPort); err != nil || got.Cmp(serial) != 0 {
-				waiting = append(waiting, fmt.Sprintf("%s serves %v (%v)", ip, got, err))
-			}
-		}
-		return len(waiting) == 0, fmt.Sprint(waiting)
-	})
+	m.waitPeersServe(serial)
 	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
 	waitEtcdPodsReady(t, c, e, 3)
 	most := down.Stop()
