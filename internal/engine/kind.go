@@ -21,6 +21,8 @@ type Object interface {
 	client.Object
 	// GetConditions returns status.conditions.
 	GetConditions() []metav1.Condition
+	// SetConditions replaces status.conditions.
+	SetConditions([]metav1.Condition)
 }
 
 // Kind describes one custom resource kind to the engine: how to build its

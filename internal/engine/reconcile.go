@@ -27,6 +27,8 @@ import (
 
 // Reconciler runs the shared reconcile shape for one kind. A pass:
 //
+//  0. stops there, writing only the status, when the resource is paused
+//     (see pausedPass);
 //  1. reads the resource (read) and what its children depend on (Lookup),
 //     or, for a data service, prepares and observes it (see Phases);
 //  2. builds the desired children (desired);
@@ -80,6 +82,9 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	obj, ok, err := r.read(ctx, req.NamespacedName)
 	if !ok || err != nil {
 		return ctrl.Result{}, err
+	}
+	if conditions.IsPaused(obj.GetAnnotations()) {
+		return ctrl.Result{}, r.pausedPass(ctx, obj)
 	}
 	before := obj.DeepCopyObject().(T)
 	in := Observed{}
@@ -292,6 +297,7 @@ func (r *Reconciler[T]) writeStatus(ctx context.Context, before, obj T, data dat
 	}
 	r.statusWrites.Record(obj)
 	r.recordTransition(before, obj)
+	r.recordResumed(before, obj)
 	return out.result, out.err
 }
 

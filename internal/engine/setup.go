@@ -20,13 +20,14 @@ func (k Kind[T]) Setup(mgr ctrl.Manager, env *Env) error {
 	r.indexed = true
 	r.ownWrites = &OwnWrites{}
 	// Status writes bump no generation: the generation predicate keeps the
-	// operator's own status writes from waking it up again. The first
+	// operator's own status writes from waking it up again; the pause
+	// annotation, set or removed, wakes it all the same. The first
 	// predicate sees every update before it.
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(k.Name).
 		For(k.New(), builder.WithPredicates(
 			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { r.statusWrites.ForgetIfShown(e.ObjectNew); return true }},
-			predicate.GenerationChangedPredicate{})).
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pauseChanged()))).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: env.Options.MaxConcurrentReconciles})
 	for _, o := range k.Owns {
 		if _, ok := o.(*appsv1.Deployment); ok {

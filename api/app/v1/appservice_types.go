@@ -214,5 +214,11 @@ type WebServiceList struct {
 // GetConditions returns the status conditions.
 func (a *AppService) GetConditions() []metav1.Condition { return a.Status.Conditions }
 
+// SetConditions replaces status.conditions.
+func (a *AppService) SetConditions(c []metav1.Condition) { a.Status.Conditions = c }
+
 // GetConditions returns the status conditions.
 func (w *WebService) GetConditions() []metav1.Condition { return w.Status.Conditions }
+
+// SetConditions replaces status.conditions.
+func (w *WebService) SetConditions(c []metav1.Condition) { w.Status.Conditions = c }

@@ -117,3 +117,6 @@ type MemcachedList struct {
 
 // GetConditions returns the status conditions.
 func (m *Memcached) GetConditions() []metav1.Condition { return m.Status.Conditions }
+
+// SetConditions replaces status.conditions.
+func (m *Memcached) SetConditions(c []metav1.Condition) { m.Status.Conditions = c }

@@ -237,3 +237,6 @@ type MicroServiceDeployList struct {
 
 // GetConditions returns the status conditions.
 func (m *MicroServiceDeploy) GetConditions() []metav1.Condition { return m.Status.Conditions }
+
+// SetConditions replaces status.conditions.
+func (m *MicroServiceDeploy) SetConditions(c []metav1.Condition) { m.Status.Conditions = c }

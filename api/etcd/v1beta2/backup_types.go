@@ -227,6 +227,9 @@ type EtcdBackupList struct {
 // GetConditions returns the status conditions.
 func (b *EtcdBackup) GetConditions() []metav1.Condition { return b.Status.Conditions }
 
+// SetConditions replaces status.conditions.
+func (b *EtcdBackup) SetConditions(c []metav1.Condition) { b.Status.Conditions = c }
+
 // Timeout is how long one backup may take, in seconds.
 func (s *EtcdBackupSpec) Timeout() int64 {
 	if s.BackupPolicy == nil || s.BackupPolicy.TimeoutInSecond == 0 {

@@ -201,3 +201,6 @@ type EtcdClusterList struct {
 
 // GetConditions returns the status conditions.
 func (e *EtcdCluster) GetConditions() []metav1.Condition { return e.Status.Conditions }
+
+// SetConditions replaces status.conditions.
+func (e *EtcdCluster) SetConditions(c []metav1.Condition) { e.Status.Conditions = c }

@@ -102,3 +102,6 @@ type EtcdRestoreList struct {
 
 // GetConditions returns the status conditions.
 func (r *EtcdRestore) GetConditions() []metav1.Condition { return r.Status.Conditions }
+
+// SetConditions replaces status.conditions.
+func (r *EtcdRestore) SetConditions(c []metav1.Condition) { r.Status.Conditions = c }

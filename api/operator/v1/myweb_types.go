@@ -103,3 +103,6 @@ type MyWebList struct {
 
 // GetConditions returns the status conditions.
 func (m *MyWeb) GetConditions() []metav1.Condition { return m.Status.Conditions }
+
+// SetConditions replaces status.conditions.
+func (m *MyWeb) SetConditions(c []metav1.Condition) { m.Status.Conditions = c }

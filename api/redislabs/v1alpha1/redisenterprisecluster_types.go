@@ -342,6 +342,9 @@ type RedisEnterpriseClusterList struct {
 // GetConditions returns the status conditions.
 func (r *RedisEnterpriseCluster) GetConditions() []metav1.Condition { return r.Status.Conditions }
 
+// SetConditions replaces status.conditions.
+func (r *RedisEnterpriseCluster) SetConditions(c []metav1.Condition) { r.Status.Conditions = c }
+
 // Reasons of the conditions of a RedisEnterpriseCluster beyond the shared
 // ones (api/conditions).
 const (
