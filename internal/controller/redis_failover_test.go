@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,7 @@ import (
 	"github.com/app-operator/app-operator/api/conditions"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/redisnode"
 	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
@@ -811,5 +813,33 @@ func TestRedisStatusNeverSaysReadyBesideAPrimaryItsNodesDoNotShow(t *testing.T) 
 	}
 	if last := written[len(written)-1]; last.Primary != "r-2" {
 		t.Errorf("primary %s after the pass, want r-2", last.Primary)
+	}
+}
+
+// A `<name>-ui` Service applied by an earlier version of the operator,
+// which forwarded the primary's Redis port, loses its selector and that
+// port at the next pass: it serves nothing.
+func TestRedisUIServiceOfAnEarlierVersionStopsServingRedis(t *testing.T) {
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
+		0: primaryOf(100), 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true),
+	})
+	testenv.Update(t, k8s, f.obj, func(r *redisv1alpha1.RedisEnterpriseCluster) { r.Spec.UIServiceType = corev1.ServiceTypeLoadBalancer })
+	ui := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: redisenterprisecluster.UIServiceName("r")}}
+	get(t, ui)
+	old := fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":%q,"namespace":%q,"labels":%s,"ownerReferences":[{"apiVersion":"app.redislabs.com/v1alpha1","kind":"RedisEnterpriseCluster","name":"r","uid":%q,"controller":true,"blockOwnerDeletion":true}]},
+		"spec":{"type":"LoadBalancer","selector":{"app-operator/redis-role":"primary","app.kubernetes.io/instance":"r","app.kubernetes.io/name":"redisenterprisecluster"},
+		"ports":[{"name":"redis","port":6379,"protocol":"TCP","targetPort":"redis"}]}}`,
+		ui.Name, ui.Namespace, mustJSON(t, ui.Labels), f.obj.UID)
+	if err := k8s.Patch(context.Background(), ui, client.RawPatch(types.ApplyPatchType, []byte(old)),
+		client.FieldOwner(engine.FieldOwner("redisenterprisecluster")), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
+	if ui.Spec.Selector == nil || ui.Spec.Ports[0].Port != redisenterprisecluster.Port {
+		t.Fatalf("the earlier version's ui Service was not applied: %+v", ui.Spec)
+	}
+	f.mustPass()
+	get(t, ui)
+	if ui.Spec.Type != corev1.ServiceTypeLoadBalancer || ui.Spec.Selector != nil || len(ui.Spec.Ports) != 1 || ui.Spec.Ports[0].Port != redisenterprisecluster.UIPort {
+		t.Errorf("ui Service after a pass: %s, selector %v, ports %+v; want a LoadBalancer with no selector and only port %d", ui.Spec.Type, ui.Spec.Selector, ui.Spec.Ports, redisenterprisecluster.UIPort)
 	}
 }

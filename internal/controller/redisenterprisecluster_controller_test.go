@@ -59,9 +59,11 @@ func TestRedisEnterpriseClusterSampleCreatesChildren(t *testing.T) {
 			t.Errorf("role file of node %d: %q, want one that follows no primary", i, role)
 		}
 	}
-	if uiSvc.Spec.Type != corev1.ServiceTypeLoadBalancer || uiSvc.Spec.Selector[redisenterprisecluster.RoleLabel] != redisv1alpha1.RolePrimary ||
+	// The sample's LoadBalancer ui Service selects nothing: it must not
+	// publish the primary's port.
+	if uiSvc.Spec.Type != corev1.ServiceTypeLoadBalancer || uiSvc.Spec.Selector != nil || len(uiSvc.Spec.Ports) != 1 || uiSvc.Spec.Ports[0].Port != redisenterprisecluster.UIPort ||
 		primarySvc.Spec.Selector[redisenterprisecluster.RoleLabel] != redisv1alpha1.RolePrimary || nodesSvc.Spec.ClusterIP != corev1.ClusterIPNone {
-		t.Errorf("Services: ui %s %v, primary %v, nodes %s", uiSvc.Spec.Type, uiSvc.Spec.Selector, primarySvc.Spec.Selector, nodesSvc.Spec.ClusterIP)
+		t.Errorf("Services: ui %s %v %+v, primary %v, nodes %s", uiSvc.Spec.Type, uiSvc.Spec.Selector, uiSvc.Spec.Ports, primarySvc.Spec.Selector, nodesSvc.Spec.ClusterIP)
 	}
 	r := &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: meta(name)}
 	waitForCondition(t, r, conditions.Ready, metav1.ConditionFalse, redisv1alpha1.ReasonBootstrapping)

@@ -51,7 +51,9 @@ type RedisEnterpriseClusterSpec struct {
 	PersistentSpec *PersistentSpec `json:"persistentSpec,omitempty"`
 
 	// UIServiceType is the type of the `<name>-ui` Service. Open-source
-	// Redis has no web UI: the Service serves the primary's Redis port.
+	// Redis has no web UI: the Service selects no pod and serves nothing
+	// (port 8443, `ui`, kept for a console); clients reach Redis through
+	// the ClusterIP Service `<name>`.
 	// +optional
 	// +kubebuilder:default=ClusterIP
 	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
@@ -312,7 +314,8 @@ type RedisEnterpriseClusterStatus struct {
 // Redis servers, one primary and the others its replicas, whose roles the
 // operator sets through Redis (electing a new primary when the primary's
 // pod fails, fencing a stale one), a Secret with the credentials, and
-// Services for the primary (`<name>`, `<name>-ui`) and the nodes.
+// Services for the primary (`<name>`) and the nodes, and a `<name>-ui`
+// Service that serves nothing.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=all,shortName=rec

@@ -43,9 +43,13 @@ const (
 	PortName = "redis"
 	Port     = 6379
 	// RoleLabel is the label the operator sets on each pod: RolePrimary
-	// on the primary's, RoleReplica on the others. The `<name>` and
-	// `<name>-ui` Services select the pod labelled primary.
+	// on the primary's, RoleReplica on the others. The `<name>` Service
+	// selects the pod labelled primary.
 	RoleLabel = "app-operator/redis-role"
+	// UIPortName and UIPort are the port of the `<name>-ui` Service, where
+	// a console would be served.
+	UIPortName = "ui"
+	UIPort     = 8443
 	// SecretUsername and SecretPassword are the keys of the Secret.
 	SecretUsername = "username"
 	SecretPassword = "password"
@@ -136,7 +140,8 @@ func TLSHosts(name, namespace string) []string {
 // NodesServiceName is the headless Service that names every node.
 func NodesServiceName(name string) string { return name + "-nodes" }
 
-// UIServiceName is the Service of spec.uiServiceType.
+// UIServiceName is the Service of spec.uiServiceType, which serves nothing
+// (see uiService).
 func UIServiceName(name string) string { return name + "-ui" }
 
 // PrimaryBudgetName is the PodDisruptionBudget of the primary's pod; the
@@ -226,8 +231,8 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 		Secret:         secret(owner, spec, in, labels),
 		ConfigMap:      configMap(owner, spec, in, conf, labels),
 		NodesService:   nodesService(owner, selector, labels),
-		PrimaryService: primaryService(owner.Name, corev1.ServiceTypeClusterIP, owner, selector, labels),
-		UIService:      primaryService(UIServiceName(owner.Name), cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), owner, selector, labels),
+		PrimaryService: primaryService(owner, selector, labels),
+		UIService:      uiService(owner, cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), labels),
 		StatefulSet:    statefulSet(owner, spec, Members(owner.Name, spec, in.Primary), res, conf, cmp.Or(in.SnapshotImage, DefaultSnapshotImage), selector, labels),
 		ReplicasBudget: replicasBudget(owner, Nodes(spec), selector, labels),
 		PrimaryBudget:  primaryBudget(owner, selector, labels),
@@ -576,16 +581,31 @@ func nodesService(owner resources.Owner, selector, labels map[string]string) *co
 			WithPorts(redisPort()))
 }
 
-// primaryService selects the pod the operator labelled primary.
-func primaryService(name string, typ corev1.ServiceType, owner resources.Owner, selector, labels map[string]string) *corev1ac.ServiceApplyConfiguration {
+// primaryService is the `<name>` Service: it selects the pod the operator
+// labelled primary.
+func primaryService(owner resources.Owner, selector, labels map[string]string) *corev1ac.ServiceApplyConfiguration {
 	sel := resources.Merge(selector, map[string]string{RoleLabel: redisv1alpha1.RolePrimary})
-	return corev1ac.Service(name, owner.Namespace).
+	return corev1ac.Service(owner.Name, owner.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner.Reference()).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithSelector(sel).
+			WithPorts(redisPort()))
+}
+
+// uiService is the `<name>-ui` Service, of the type spec.uiServiceType
+// asks for. Open-source Redis has no console, so it selects no pod and
+// has no endpoints: forwarding the primary's Redis port there would
+// publish the data set on whatever address the type gives, a public one
+// for a LoadBalancer.
+func uiService(owner resources.Owner, typ corev1.ServiceType, labels map[string]string) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(UIServiceName(owner.Name), owner.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(owner.Reference()).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(typ).
-			WithSelector(sel).
-			WithPorts(redisPort()))
+			WithPorts(corev1ac.ServicePort().WithName(UIPortName).WithPort(UIPort).WithProtocol(corev1.ProtocolTCP)))
 }
 
 func redisPort() *corev1ac.ServicePortApplyConfiguration {

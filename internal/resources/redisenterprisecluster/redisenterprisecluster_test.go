@@ -111,6 +111,32 @@ func TestBuildKeepsThePrimaryBeyondTheNodesWanted(t *testing.T) {
 	}
 }
 
+// The `<name>-ui` Service, of any type, selects no pod and has no Redis
+// port: a LoadBalancer there must not publish the data set.
+func TestTheUIServiceServesNoData(t *testing.T) {
+	owner := resources.Owner{GVK: redisv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster"), Name: "r", Namespace: "ns", UID: "uid"}
+	for _, typ := range []corev1.ServiceType{"", corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer} {
+		c, err := Build(owner, &redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, UIServiceType: typ}, Input{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := c.UIService.Spec
+		want := typ
+		if want == "" {
+			want = corev1.ServiceTypeClusterIP
+		}
+		if *spec.Type != want {
+			t.Errorf("uiServiceType %q: type %s, want %s", typ, *spec.Type, want)
+		}
+		if spec.Selector != nil {
+			t.Errorf("uiServiceType %q: selector %v, want none", typ, spec.Selector)
+		}
+		if len(spec.Ports) != 1 || *spec.Ports[0].Port != UIPort || *spec.Ports[0].Name != UIPortName {
+			t.Errorf("uiServiceType %q: ports %+v, want only %d (%s)", typ, spec.Ports, UIPort, UIPortName)
+		}
+	}
+}
+
 // The eviction API refuses a pod that two budgets select, and a drain must
 // never take the primary: every pod is selected by exactly one budget, the
 // primary's holding it, the replicas' letting one go.
