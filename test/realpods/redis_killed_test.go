@@ -88,8 +88,8 @@ func (k *killPoint) sent(command, addr string, err error) error {
 }
 
 // Nodes is the operator's RedisNodes option: the real client, counted.
-func (k *killPoint) Nodes(password string, tls *tls.Config, plain map[string]bool) redisnode.Nodes {
-	return killingNodes{Nodes: redisnode.Client{Password: password, TLS: tls, Plain: plain}, k: k}
+func (k *killPoint) Nodes(password string, cfg *tls.Config, plain map[string]bool) redisnode.Nodes {
+	return killingNodes{Nodes: redisnode.Client{Password: password, TLS: cfg, Plain: plain}, k: k}
 }
 
 // killingNodes sends every command through the real client and counts
