@@ -19,6 +19,7 @@ import (
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/backuprun"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
@@ -272,4 +273,37 @@ func TestPausedEtcdClusterChangesNoMember(t *testing.T) {
 	if got := progressingReason(f.obj); got == conditions.ReasonPaused {
 		t.Errorf("Progressing reason %s after the resume", got)
 	}
+}
+
+// A paused periodic EtcdBackup starts no Job however many intervals pass;
+// resumed, it starts the next one.
+func TestPausedEtcdBackupStartsNoJob(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{SnapshotImage: snapshotImage}})
+	b := &etcdv1beta2.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "periodic"},
+		Spec: etcdv1beta2.EtcdBackupSpec{
+			EtcdEndpoints: []string{"http://10.0.0.1:2379"},
+			StorageType:   etcdv1beta2.BackupStorageTypePersistentVolumeClaim,
+			BackupPolicy:  &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 2, MaxBackups: 2},
+			BackupLocation: etcdv1beta2.BackupLocation{PersistentVolumeClaim: &etcdv1beta2.PVCBackupSource{
+				ClaimName: "backups", Path: "main/etcd"}},
+		},
+	}
+	testenv.Create(t, k8s, b)
+	first := waitForBackupJobs(t, ns, b.Name, 1)[0]
+	setPaused(t, b, true)
+	waitForCondition(t, b, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonPaused)
+	endBackupJob(t, &first, backuprun.EtcdResult{Report: backuprun.Report{Key: "/backup/main/etcd_v42_x", TakenAt: time.Now().UTC()}, Revision: 42})
+	time.Sleep(3 * 2 * time.Second)
+	if jobs := backupJobs(t, ns, b.Name); len(jobs) != 1 {
+		t.Errorf("%d jobs after three intervals paused, want the one started before the pause", len(jobs))
+	}
+	get(t, b)
+	if b.Status.LastBackup != "" {
+		t.Errorf("status.lastBackup %q while paused: the finished Job was read", b.Status.LastBackup)
+	}
+
+	setPaused(t, b, false)
+	waitForBackupJobs(t, ns, b.Name, 2)
 }
