@@ -82,15 +82,35 @@ type FakeRedis struct {
 	// Crash, when set, is asked before each command but INFO (by its
 	// index among them, from 0, and its text): true stops the operator
 	// there, inside its step: OnCrash runs (it cancels the pass) and the
-	// command fails without taking effect.
-	Crash   func(i int, call string) bool
-	OnCrash func()
-	sent    int
+	// command fails without taking effect, unless CrashAfter: then it
+	// takes effect first (the operator stopped as the node answered).
+	Crash      func(i int, call string) bool
+	OnCrash    func()
+	CrashAfter bool
+	sent       int
+	// crashing is set while a command that stops the operator after it
+	// took effect runs.
+	crashing bool
 	// pausedAt is when PauseWrites last paused a node's writes.
 	pausedAt time.Time
 }
 
 var errTimeout = errors.New("i/o timeout")
+
+// answered ends a command that took effect: when it stops the operator
+// (CrashAfter), OnCrash runs and the command fails all the same.
+func (f *FakeRedis) answered(err *error) {
+	f.mu.Lock()
+	crash := f.crashing
+	f.crashing = false
+	f.mu.Unlock()
+	if crash {
+		if f.OnCrash != nil {
+			f.OnCrash()
+		}
+		*err = context.Canceled
+	}
+}
 
 func (f *FakeRedis) node(addr, call string) (*FakeRedisNode, error) {
 	f.mu.Lock()
@@ -100,14 +120,15 @@ func (f *FakeRedis) node(addr, call string) (*FakeRedisNode, error) {
 		return nil, fmt.Errorf("%s %s: %w", call, addr, errTimeout)
 	}
 	if call != "info" && call != "get replicationtls" {
-		if f.Crash != nil && f.Crash(f.sent, call+" "+addr) {
-			f.sent++
+		crash := f.Crash != nil && f.Crash(f.sent, call+" "+addr)
+		f.sent++
+		if crash && !f.CrashAfter {
 			if f.OnCrash != nil {
 				f.OnCrash()
 			}
 			return nil, context.Canceled
 		}
-		f.sent++
+		f.crashing = crash
 		f.Calls = append(f.Calls, call+" "+addr)
 	}
 	if n.Busy && call != "killscript" {
@@ -132,7 +153,8 @@ func (f *FakeRedis) Info(_ context.Context, addr string) (redisnode.Info, error)
 }
 
 // Promote implements redisnode.Nodes.
-func (f *FakeRedis) Promote(_ context.Context, addr string) error {
+func (f *FakeRedis) Promote(_ context.Context, addr string) (err error) {
+	defer f.answered(&err)
 	n, err := f.node(addr, "promote")
 	if err != nil {
 		return err
@@ -148,7 +170,8 @@ func (f *FakeRedis) Promote(_ context.Context, addr string) error {
 }
 
 // Follow implements redisnode.Nodes.
-func (f *FakeRedis) Follow(_ context.Context, addr, host string, _ int) error {
+func (f *FakeRedis) Follow(_ context.Context, addr, host string, _ int) (err error) {
+	defer f.answered(&err)
 	n, err := f.node(addr, "follow")
 	if err != nil {
 		return err
@@ -170,7 +193,8 @@ func (f *FakeRedis) Follow(_ context.Context, addr, host string, _ int) error {
 // replica of host, and the replica takes over; but a replica it lists at
 // port 0 (one that serves TLS alone and reaches its primary in plain
 // text) it cannot reach: that one stays a replica.
-func (f *FakeRedis) Failover(_ context.Context, addr, host string, port int, timeout time.Duration) error {
+func (f *FakeRedis) Failover(_ context.Context, addr, host string, port int, timeout time.Duration) (err error) {
+	defer f.answered(&err)
 	n, err := f.node(addr, "failover")
 	if err != nil {
 		return err
@@ -203,8 +227,9 @@ func (f *FakeRedis) Failover(_ context.Context, addr, host string, port int, tim
 }
 
 // PauseWrites implements redisnode.Nodes.
-func (f *FakeRedis) PauseWrites(_ context.Context, addr string, _ time.Duration) error {
-	_, err := f.node(addr, "pause")
+func (f *FakeRedis) PauseWrites(_ context.Context, addr string, _ time.Duration) (err error) {
+	defer f.answered(&err)
+	_, err = f.node(addr, "pause")
 	if err == nil {
 		f.mu.Lock()
 		f.pausedAt = time.Now()
@@ -214,8 +239,9 @@ func (f *FakeRedis) PauseWrites(_ context.Context, addr string, _ time.Duration)
 }
 
 // Unpause implements redisnode.Nodes.
-func (f *FakeRedis) Unpause(_ context.Context, addr string) error {
-	_, err := f.node(addr, "unpause")
+func (f *FakeRedis) Unpause(_ context.Context, addr string) (err error) {
+	defer f.answered(&err)
+	_, err = f.node(addr, "unpause")
 	return err
 }
 
@@ -234,7 +260,8 @@ func (f *FakeRedis) ReplicationTLS(_ context.Context, addr string) (bool, error)
 // SetReplicationTLS sets whether the node at addr reaches its primary with
 // TLS, as redisnode.Client does of a node that serves TLS; it is recorded
 // as "replicationtls <addr> yes|no".
-func (f *FakeRedis) SetReplicationTLS(_ context.Context, addr string, on bool) error {
+func (f *FakeRedis) SetReplicationTLS(_ context.Context, addr string, on bool) (err error) {
+	defer f.answered(&err)
 	n, err := f.node(addr, "replicationtls")
 	if err != nil {
 		return err
@@ -247,7 +274,8 @@ func (f *FakeRedis) SetReplicationTLS(_ context.Context, addr string, on bool) e
 }
 
 // KillScript implements redisnode.Nodes.
-func (f *FakeRedis) KillScript(_ context.Context, addr string) error {
+func (f *FakeRedis) KillScript(_ context.Context, addr string) (err error) {
+	defer f.answered(&err)
 	n, err := f.node(addr, "killscript")
 	if err != nil {
 		return err
