@@ -21,7 +21,16 @@ type Fake struct {
 	Calls []string
 	// Refuse, when set, is returned by every membership change.
 	Refuse error
-	nextID uint64
+	// Crash, when set, is asked before each change (by its index among
+	// them, from 0, and its text): true stops the operator there: OnCrash
+	// runs (it cancels the pass) and the change fails without taking
+	// effect, unless CrashAfter: then it takes effect first (the operator
+	// stopped as the member answered).
+	Crash      func(i int, call string) bool
+	OnCrash    func()
+	CrashAfter bool
+	changes    int
+	nextID     uint64
 }
 
 // FakeMember is the member answering at an endpoint.
@@ -85,25 +94,57 @@ func (c *fakeClient) MemberList(context.Context) (*MemberList, error) {
 	return &MemberList{ClusterID: m.Status.ClusterID, MemberID: m.Status.MemberID, Members: slices.Clone(m.Members)}, nil
 }
 
-func (c *fakeClient) change(call string) (*FakeMember, error) {
+// change records the change call and returns the member that takes it;
+// crash says the operator stops once the change has taken effect (see
+// stopped).
+func (c *fakeClient) change(call string) (m *FakeMember, crash bool, err error) {
+	crash = c.f.Crash != nil && c.f.Crash(c.f.changes, call)
+	c.f.changes++
+	if crash && !c.f.CrashAfter {
+		return nil, false, c.f.stopped(true)
+	}
 	c.f.Calls = append(c.f.Calls, call)
 	if c.f.Refuse != nil {
-		return nil, c.f.Refuse
+		return nil, false, c.f.Refuse
 	}
-	return c.first()
+	m, err = c.first()
+	return m, crash, err
+}
+
+// stopped is the error of a change that stops the operator (crash), after
+// OnCrash has run; nil otherwise.
+func (f *Fake) stopped(crash bool) error {
+	if !crash {
+		return nil
+	}
+	if f.OnCrash != nil {
+		f.OnCrash()
+	}
+	return context.Canceled
+}
+
+// cluster returns the members of m's cluster.
+func (f *Fake) cluster(m *FakeMember) []*FakeMember {
+	var out []*FakeMember
+	for _, o := range f.Endpoints {
+		if o != nil && o.Status.ClusterID == m.Status.ClusterID {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func (c *fakeClient) AddMember(_ context.Context, peerURL string, learner bool) (Member, error) {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
-	m, err := c.change(fmt.Sprintf("add %s learner=%v", peerURL, learner))
+	m, crash, err := c.change(fmt.Sprintf("add %s learner=%v", peerURL, learner))
 	if err != nil {
 		return Member{}, err
 	}
 	c.f.nextID++
 	added := Member{ID: 1000 + c.f.nextID, PeerURLs: []string{peerURL}, IsLearner: learner}
 	c.f.addToCluster(m.Status.ClusterID, added)
-	return added, nil
+	return added, c.f.stopped(crash)
 }
 
 // addToCluster adds mem to the membership every member of cluster knows.
@@ -118,50 +159,61 @@ func (f *Fake) addToCluster(cluster uint64, mem Member) {
 func (c *fakeClient) PromoteMember(_ context.Context, id uint64) error {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
-	_, err := c.change(fmt.Sprintf("promote %x", id))
-	return err
+	m, crash, err := c.change(fmt.Sprintf("promote %x", id))
+	if err != nil {
+		return err
+	}
+	for _, o := range c.f.cluster(m) {
+		for i := range o.Members {
+			if o.Members[i].ID == id {
+				o.Members[i].IsLearner = false
+			}
+		}
+	}
+	return c.f.stopped(crash)
 }
 
 func (c *fakeClient) RemoveMember(_ context.Context, id uint64) error {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
-	m, err := c.change(fmt.Sprintf("remove %x", id))
+	m, crash, err := c.change(fmt.Sprintf("remove %x", id))
 	if err != nil {
 		return err
 	}
-	for _, o := range c.f.Endpoints {
-		if o != nil && o.Status.ClusterID == m.Status.ClusterID {
-			o.Members = slices.DeleteFunc(o.Members, func(x Member) bool { return x.ID == id })
-		}
+	for _, o := range c.f.cluster(m) {
+		o.Members = slices.DeleteFunc(o.Members, func(x Member) bool { return x.ID == id })
 	}
-	return nil
+	return c.f.stopped(crash)
 }
 
 func (c *fakeClient) UpdateMember(_ context.Context, id uint64, peerURLs []string) error {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
-	m, err := c.change(fmt.Sprintf("update %x %v", id, peerURLs))
+	m, crash, err := c.change(fmt.Sprintf("update %x %v", id, peerURLs))
 	if err != nil {
 		return err
 	}
-	for _, o := range c.f.Endpoints {
-		if o == nil || o.Status.ClusterID != m.Status.ClusterID {
-			continue
-		}
+	for _, o := range c.f.cluster(m) {
 		for i := range o.Members {
 			if o.Members[i].ID == id {
 				o.Members[i].PeerURLs = slices.Clone(peerURLs)
 			}
 		}
 	}
-	return nil
+	return c.f.stopped(crash)
 }
 
 func (c *fakeClient) MoveLeader(_ context.Context, id uint64) error {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
-	_, err := c.change(fmt.Sprintf("move-leader %x", id))
-	return err
+	m, crash, err := c.change(fmt.Sprintf("move-leader %x", id))
+	if err != nil {
+		return err
+	}
+	for _, o := range c.f.cluster(m) {
+		o.Status.Leader = id
+	}
+	return c.f.stopped(crash)
 }
 
 func (c *fakeClient) Close() error { return nil }
