@@ -98,18 +98,19 @@ func handoverStoppedAt(t *testing.T, c handoverCase, i int, after, killed bool) 
 		t.Fatalf("the pass sent %v and was not stopped at its command %d", f.redis.Calls, i)
 	}
 	f.redis.Crash = nil
+	// Stopped, the operator leaves a status that names the primary the
+	// nodes show, where one node alone is one.
+	get(t, f.obj)
+	if now := redisPrimaries(f); !killed && len(now) == 1 && redisenterprisecluster.PodName("r", now[0]) != f.obj.Status.Primary {
+		t.Errorf("after the stop, status.primary %s while r-%d alone is a primary (calls %v)", f.obj.Status.Primary, now[0], f.redis.Calls)
+	}
 	// A new operator, which knows only what the status and the nodes say.
 	f.r = controller.NewRedisReconciler(k8s, f.redis, f.clock, failoverWindow)
 	for range 8 {
 		f.clock.Step(failoverWindow)
 		_ = f.pass()
 	}
-	var primaries []int
-	for n := range 3 {
-		if node := f.redis.Nodes[nodeAddr(n)]; !node.Silent && node.Info.Primary {
-			primaries = append(primaries, n)
-		}
-	}
+	primaries := redisPrimaries(f)
 	if len(primaries) != 1 || redisenterprisecluster.PodName("r", primaries[0]) != f.obj.Status.Primary {
 		t.Fatalf("primaries %v, status.primary %s; want one, the recorded one (calls %v)", primaries, f.obj.Status.Primary, f.redis.Calls)
 	}
@@ -140,4 +141,15 @@ func handoverStoppedAt(t *testing.T, c handoverCase, i int, after, killed bool) 
 			t.Errorf("%s follows %q, want r-%d", name, info.PrimaryHost, p)
 		}
 	}
+}
+
+// redisPrimaries are the ordinals of the nodes that answer as primaries.
+func redisPrimaries(f *redisFixture) []int {
+	var out []int
+	for n := range 3 {
+		if node := f.redis.Nodes[nodeAddr(n)]; !node.Silent && node.Info.Primary {
+			out = append(out, n)
+		}
+	}
+	return out
 }

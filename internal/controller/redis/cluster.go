@@ -483,7 +483,9 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 		}
 		if made, err := ops.change(ctx, o, previous, d, nodes, seen.redis); err != nil {
 			err = fmt.Errorf("%s %s: %w", d.Action, d.Target, err)
-			if previous != o.Status.Primary && !made {
+			undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+			defer cancel()
+			if previous != o.Status.Primary && !made && !madePrimary(undoCtx, seen.redis, nodes, o.Status.Primary) {
 				// The status must not name a primary the step did not
 				// make; a node made a primary before the error is found
 				// by the next pass's observation. One the step did make
@@ -493,10 +495,11 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 				// a primary that says it is a replica, for a failover
 				// that waits for every node to answer.
 				// Even when the pass was cancelled (the operator stopping):
-				// the undo is what keeps the status true.
-				undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+				// the undo is what keeps the status true. A node that says
+				// it is the primary now was made one, though the answer
+				// was lost (the pass stopped as the command took effect):
+				// its claim stays.
 				undo := ops.claim(undoCtx, o, previous, "The step failed: "+err.Error())
-				cancel()
 				if undo != nil {
 					err = errors.Join(err, fmt.Errorf("restore the recorded primary %s: %w", previous, undo))
 				}
@@ -545,6 +548,18 @@ func (ops *redisOps) claim(ctx context.Context, o *redisv1alpha1.RedisEnterprise
 	o.ResourceVersion = claimed.ResourceVersion
 	o.Status = claimed.Status
 	return nil
+}
+
+// madePrimary reports whether the node named name, not a primary when the
+// pass observed it, answers now that it is one.
+func madePrimary(ctx context.Context, redis redisnode.Nodes, nodes []redisNode, name string) bool {
+	for i := range nodes {
+		if nodes[i].plan.Name == name && !nodes[i].plan.Primary && nodes[i].addr() != "" {
+			info, err := redis.Info(ctx, nodes[i].addr())
+			return err == nil && info.Primary
+		}
+	}
+	return false
 }
 
 // primaryDownNow reports whether the recorded primary is down in this
