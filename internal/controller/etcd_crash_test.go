@@ -130,8 +130,9 @@ func etcdChangeStoppedAt(t *testing.T, c etcdChangeCase, i int, after, killed bo
 // etcdListed is the fake cluster's members, as "<name> <id>[ learner]",
 // sorted.
 func etcdListed(f *etcdFixture) []string {
-	var out []string
-	for _, m := range etcdMembers(f) {
+	members := etcdMembers(f)
+	out := make([]string, 0, len(members))
+	for _, m := range members {
 		out = append(out, m.Name+" "+strconv.FormatUint(m.ID, 16)+map[bool]string{true: " learner"}[m.IsLearner])
 	}
 	slices.Sort(out)
@@ -142,7 +143,7 @@ func etcdListed(f *etcdFixture) []string {
 func etcdRecorded(t *testing.T, f *etcdFixture) []string {
 	t.Helper()
 	get(t, f.obj)
-	var out []string
+	out := make([]string, 0, len(f.obj.Status.Members))
 	for _, m := range f.obj.Status.Members {
 		out = append(out, m.Name+" "+m.ID+map[bool]string{true: " learner"}[m.Learner])
 	}
