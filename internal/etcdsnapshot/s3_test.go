@@ -3,7 +3,6 @@ package etcdsnapshot
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,8 +32,8 @@ func TestS3SaveAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.Revision != rev || !strings.HasPrefix(second.Key, "s3://backups/clusters/c1_v") || second.Size == 0 {
-		t.Fatalf("second save: %+v, want revision %d under s3://backups/clusters/c1_v", second, rev)
+	if info, ok := ParseBackupName("s3://backups/clusters/c1", second.Key); !ok || info.ClusterID == 0 || second.Revision != rev || second.Size == 0 {
+		t.Fatalf("second save: %+v, want revision %d under s3://backups/clusters/c1, named with the cluster's ID", second, rev)
 	}
 	put(t, cli, "after", "x")
 
