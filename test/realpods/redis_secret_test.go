@@ -1,18 +1,24 @@
 package realpods
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/api/conditions"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/pki"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
+	"github.com/app-operator/app-operator/internal/tlssecret"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -70,4 +76,128 @@ func TestRedisFaultPasswordSecretDeletedThenThePrimaryFails(t *testing.T) {
 	toReady := time.Since(deleted)
 	acked, lost := r.finish(w, "the password Secret deleted, then the primary's pod deleted; the Secret made again", toReady)
 	t.Logf("the primary is %s; Running %v after the pod was deleted; %d writes acknowledged, %d lost", r.rec.Status.Primary, toReady.Round(100*time.Millisecond), acked, lost)
+}
+
+// With the certificate the operator issues (`tls: {}`) due for renewal
+// while a ValidatingAdmissionPolicy refuses every change of its Secret,
+// and a client writing: the operator cannot renew and says so
+// (ApplyRejected, naming spec.tls), and when the primary's pod is then
+// deleted it still fails over, with the certificate the nodes have. The
+// policy removed, the certificate is renewed, every node serves it, and
+// the cluster is Running with no acknowledged write lost.
+func TestRedisFaultRenewalRefusedByAPolicyWhileThePrimaryFails(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx, c := context.Background(), operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	startOperator(t, cellOperatorOptions(ns))
+	r := newRedisCellWith(t, c, ns, "refused", true, 3, "  tls: {}\n")
+	name := redisenterprisecluster.TLSSecretName(r.rec.Name, r.rec.Spec.TLS)
+	r.tls = issuedTLS(t, c, ns, name)
+	w := r.startWriterWaiting("refused", 1, cellWritePause)
+	waitWrites(t, w, 200)
+
+	// The policy lets the Secret's data change only with a new value of
+	// an annotation: the test's write, never the operator's renewal.
+	const allowed = "realpods.test/written"
+	remove := denyByPolicy(t, "deny-renewal-"+ns, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+	}, fmt.Sprintf("object.metadata.namespace != %[1]q || object.metadata.name != %[2]q || object.data == oldObject.data || "+
+		"(has(object.metadata.annotations) && %[3]q in object.metadata.annotations && "+
+		"(!has(oldObject.metadata.annotations) || !(%[3]q in oldObject.metadata.annotations) || oldObject.metadata.annotations[%[3]q] != object.metadata.annotations[%[3]q]))",
+		ns, name, allowed), "the certificate of this Secret may not change, by policy")
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		probe := secret.DeepCopy()
+		probe.Data[tlssecret.CertKey] = append([]byte(nil), probe.Data[tlssecret.CAKey]...)
+		err := c.Update(ctx, probe, client.DryRunAll)
+		return err != nil, fmt.Sprintf("the policy is not enforced yet (a dry run: %v)", err)
+	})
+	// A certificate of the cluster's CA with 10 days left: within the 30
+	// days before its expiry at which the operator renews it.
+	caSecret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: redisenterprisecluster.TLSCASecretName(r.rec.Name)}, caSecret); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.LoadCA(caSecret.Data[tlssecret.CertKey], caSecret.Data[tlssecret.KeyKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	due, err := ca.Issue(r.rec.Name, redisenterprisecluster.TLSHosts(r.rec.Name, ns), time.Now(), 10*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.Data = due.Data()
+	metav1.SetMetaDataAnnotation(&secret.ObjectMeta, allowed, due.Serial.String())
+	if err := c.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	cond := waitCondition(t, c, r.rec, func() []metav1.Condition { return r.rec.Status.Conditions },
+		conditions.Ready, metav1.ConditionFalse, conditions.ReasonApplyRejected, 3*time.Minute)
+	t.Logf("the renewal refused: Ready=False %s: %s", cond.Reason, cond.Message)
+
+	old := r.rec.Status.Primary
+	deleted := time.Now()
+	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: old}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		r.refresh()
+		if r.rec.Status.Primary == old {
+			return false, "the primary is still " + old
+		}
+		info, err := r.replication(r.rec.Status.Primary)
+		return err == nil && info["role"] == "master", fmt.Sprintf("%s: role %s (%v)", r.rec.Status.Primary, info["role"], err)
+	})
+	t.Logf("with the renewal refused, %s was promoted %v after %s's pod was deleted", r.rec.Status.Primary, time.Since(deleted).Round(100*time.Millisecond), old)
+	waitWrites(t, w, 50)
+
+	remove()
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		got := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
+			return false, err.Error()
+		}
+		return !bytes.Equal(got.Data[tlssecret.CertKey], due.Cert), "the certificate with 10 days left is still in the Secret"
+	})
+	r.waitRunning(5 * time.Minute)
+	toReady := time.Since(deleted)
+	acked, lost := r.finish(w, "TLS issued: the renewal refused by a policy, then the primary's pod deleted; the policy removed", toReady)
+	t.Logf("the primary is %s; Running %v after the pod was deleted; %d writes acknowledged, %d lost", r.rec.Status.Primary, toReady.Round(100*time.Millisecond), acked, lost)
+}
+
+// denyByPolicy installs a ValidatingAdmissionPolicy called name, and its
+// binding, that refuses the requests of rule for which expression is
+// false, with message. It returns a function that removes both (also run
+// when the test ends); the caller waits for the API server to enforce it.
+func denyByPolicy(t *testing.T, name string, rule admissionregistrationv1.RuleWithOperations, expression, message string) func() {
+	t.Helper()
+	c := operatorClient(t)
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: rule}}},
+			Validations:      []admissionregistrationv1.Validation{{Expression: expression, Message: message}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	testenv.Create(t, c, policy)
+	testenv.Create(t, c, binding)
+	remove := func() {
+		_ = c.Delete(context.Background(), binding)
+		_ = c.Delete(context.Background(), policy)
+	}
+	t.Cleanup(remove)
+	return remove
 }
