@@ -228,7 +228,7 @@ func TestStatusWriteIsRetriedAfterATerminalFailure(t *testing.T) {
 func denyDeploymentsOf(t *testing.T, ns, instance string) func() {
 	t.Helper()
 	ctx := context.Background()
-	remove := denyByPolicy(t, "deny-"+ns, admissionregistrationv1.RuleWithOperations{
+	remove := testenv.DenyByPolicy(t, k8s, "deny-"+ns, admissionregistrationv1.RuleWithOperations{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
 	}, fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", ns, instance), "deployments of this instance are not allowed by policy")
@@ -244,37 +244,6 @@ func denyDeploymentsOf(t *testing.T, ns, instance string) func() {
 		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		return err != nil, fmt.Sprintf("policy not enforced yet (dry-run error %v)", err)
 	})
-	return remove
-}
-
-// denyByPolicy installs a ValidatingAdmissionPolicy called name, and its
-// binding, that refuses the requests of rule for which expression is
-// false, with message. It returns a function that removes both (also run
-// when the test ends); the caller waits for the API server to enforce it.
-func denyByPolicy(t *testing.T, name string, rule admissionregistrationv1.RuleWithOperations, expression, message string) func() {
-	t.Helper()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: rule}}},
-			Validations:      []admissionregistrationv1.Validation{{Expression: expression, Message: message}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	testenv.Create(t, k8s, policy)
-	testenv.Create(t, k8s, binding)
-	remove := func() {
-		_ = k8s.Delete(context.Background(), binding)
-		_ = k8s.Delete(context.Background(), policy)
-	}
-	t.Cleanup(remove)
 	return remove
 }
 

@@ -155,7 +155,7 @@ func TestRedisRenewalRefusedAtAdmissionStillFailsOver(t *testing.T) {
 func denySecretUpdates(t *testing.T, ns, name string) func() {
 	t.Helper()
 	ctx := context.Background()
-	deny := denyByPolicy(t, "deny-secret-"+ns, admissionregistrationv1.RuleWithOperations{
+	deny := testenv.DenyByPolicy(t, k8s, "deny-secret-"+ns, admissionregistrationv1.RuleWithOperations{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
 	}, fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", ns, name), "this Secret may not change, by policy")

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/api/conditions"
@@ -100,7 +99,7 @@ func TestRedisFaultRenewalRefusedByAPolicyWhileThePrimaryFails(t *testing.T) {
 	// The policy lets the Secret's data change only with a new value of
 	// an annotation: the test's write, never the operator's renewal.
 	const allowed = "realpods.test/written"
-	remove := denyByPolicy(t, "deny-renewal-"+ns, admissionregistrationv1.RuleWithOperations{
+	remove := testenv.DenyByPolicy(t, c, "deny-renewal-"+ns, admissionregistrationv1.RuleWithOperations{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
 	}, fmt.Sprintf("object.metadata.namespace != %[1]q || object.metadata.name != %[2]q || object.data == oldObject.data || "+
@@ -168,36 +167,4 @@ func TestRedisFaultRenewalRefusedByAPolicyWhileThePrimaryFails(t *testing.T) {
 	toReady := time.Since(deleted)
 	acked, lost := r.finish(w, "TLS issued: the renewal refused by a policy, then the primary's pod deleted; the policy removed", toReady)
 	t.Logf("the primary is %s; Running %v after the pod was deleted; %d writes acknowledged, %d lost", r.rec.Status.Primary, toReady.Round(100*time.Millisecond), acked, lost)
-}
-
-// denyByPolicy installs a ValidatingAdmissionPolicy called name, and its
-// binding, that refuses the requests of rule for which expression is
-// false, with message. It returns a function that removes both (also run
-// when the test ends); the caller waits for the API server to enforce it.
-func denyByPolicy(t *testing.T, name string, rule admissionregistrationv1.RuleWithOperations, expression, message string) func() {
-	t.Helper()
-	c := operatorClient(t)
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: rule}}},
-			Validations:      []admissionregistrationv1.Validation{{Expression: expression, Message: message}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	testenv.Create(t, c, policy)
-	testenv.Create(t, c, binding)
-	remove := func() {
-		_ = c.Delete(context.Background(), binding)
-		_ = c.Delete(context.Background(), policy)
-	}
-	t.Cleanup(remove)
-	return remove
 }
