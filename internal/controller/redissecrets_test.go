@@ -47,10 +47,7 @@ func TestRedisPasswordSecretDeletedWhileTheClusterHasPodsIsReportedAndNoneIsMade
 		t.Fatalf("Secret r: %v, want none made", err)
 	}
 
-	f.primaryDown()
-	f.mustPass()
-	f.clock.Step(failoverWindow)
-	f.mustPass()
+	f.failPrimaryPastTheWindow()
 	if f.obj.Status.Primary == "r-0" || len(f.redis.CallsMatching("promote")) != 1 || f.readyReason() != redisv1alpha1.ReasonSecretMissing {
 		t.Fatalf("primary %s, calls %v, %s; want a failover with the password remembered, the Secret still reported",
 			f.obj.Status.Primary, f.redis.Calls, f.readyMessage())
@@ -93,10 +90,7 @@ func TestRedisIssuedCASecretDeletedWhileTheClusterHasPodsIsReportedAndNoneIsMade
 		t.Fatal("the nodes' certificate was issued anew without its CA")
 	}
 
-	f.primaryDown()
-	f.mustPass()
-	f.clock.Step(failoverWindow)
-	f.mustPass()
+	f.failPrimaryPastTheWindow()
 	if f.obj.Status.Primary == "r-0" || len(f.redis.CallsMatching("promote")) != 1 {
 		t.Fatalf("primary %s, calls %v, %s; want a failover through the certificate issued before", f.obj.Status.Primary, f.redis.Calls, f.readyMessage())
 	}
@@ -132,10 +126,7 @@ func TestRedisRenewalRefusedAtAdmissionStillFailsOver(t *testing.T) {
 		t.Fatal("the Secret changed though the policy refuses every update")
 	}
 
-	f.primaryDown()
-	f.mustPass()
-	f.clock.Step(failoverWindow)
-	f.mustPass()
+	f.failPrimaryPastTheWindow()
 	if f.obj.Status.Primary == "r-0" || len(f.redis.CallsMatching("promote")) != 1 {
 		t.Fatalf("primary %s, calls %v, %s; want a failover though the renewal is refused", f.obj.Status.Primary, f.redis.Calls, f.readyMessage())
 	}
@@ -204,4 +195,14 @@ func TestRedisClaimsOfAnEarlierClusterOfTheNameHoldNoPasswordBack(t *testing.T) 
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "r"}, s); err != nil || len(s.Data[redisenterprisecluster.SecretPassword]) == 0 {
 		t.Fatalf("Secret r: %v, %d bytes of password; want one made (%s)", err, len(s.Data[redisenterprisecluster.SecretPassword]), f.readyReason())
 	}
+}
+
+// failPrimaryPastTheWindow has the primary fail and runs a pass on each
+// side of the failover window.
+func (f *secureFixture) failPrimaryPastTheWindow() {
+	f.t.Helper()
+	f.primaryDown()
+	f.mustPass()
+	f.clock.Step(failoverWindow)
+	f.mustPass()
 }
