@@ -126,12 +126,7 @@ func TestRedisFaultEveryPodRestartsWhileTheOperatorIsAway(t *testing.T) {
 func TestRedisFaultEveryPodRestartsAfterAReplicaMissedDeletes(t *testing.T) {
 	c, _, r := startCell(t, "stale", true)
 	ns, primary := r.rec.Namespace, r.rec.Status.Primary
-	var replicas []string
-	for _, n := range r.rec.Status.Nodes {
-		if n.Name != primary {
-			replicas = append(replicas, n.Name)
-		}
-	}
+	replicas := r.replicas()
 	stale := replicas[0]
 	w := r.startWriterWaiting("stale", 1, cellWritePause)
 	waitWrites(t, w, 200)
@@ -182,12 +177,7 @@ func TestRedisFaultEveryPodRestartsAfterAReplicaMissedDeletes(t *testing.T) {
 func TestRedisFaultPrimaryAndItsAcknowledgingReplicaRestartTogether(t *testing.T) {
 	c, _, r := startCell(t, "pair", true)
 	ns, primary := r.rec.Namespace, r.rec.Status.Primary
-	var replicas []string
-	for _, n := range r.rec.Status.Nodes {
-		if n.Name != primary {
-			replicas = append(replicas, n.Name)
-		}
-	}
+	replicas := r.replicas()
 	stale, acking := replicas[0], replicas[1]
 	w := r.startWriterWaiting("pair", 1, cellWritePause)
 	waitWrites(t, w, 200)

@@ -222,12 +222,7 @@ func ordinal(pod string) int {
 func TestRedisFaultPrimaryCutOffFromItsReplicas(t *testing.T) {
 	c, _, r := startCell(t, "peers", false)
 	ns, primary := r.rec.Namespace, r.rec.Status.Primary
-	var replicas []string
-	for _, n := range r.rec.Status.Nodes {
-		if n.Name != primary {
-			replicas = append(replicas, n.Name)
-		}
-	}
+	replicas := r.replicas()
 	const cutFor = 20 * time.Second
 	in := func(t *testing.T) *redisCluster { sub := *r; sub.t = t; return &sub }
 

@@ -116,6 +116,17 @@ func (r *redisCluster) replication(name string) (map[string]string, error) {
 	return fields, nil
 }
 
+// replicas returns the nodes the status lists, but its primary.
+func (r *redisCluster) replicas() []string {
+	var out []string
+	for _, n := range r.rec.Status.Nodes {
+		if n.Name != r.rec.Status.Primary {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
 // waitRunning waits for Ready=True, state Running, one primary and every
 // other node a healthy replica of it, and returns the primary.
 func (r *redisCluster) waitRunning(timeout time.Duration) string {

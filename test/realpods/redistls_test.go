@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
@@ -53,25 +55,10 @@ func TestRedisEnterpriseClusterWithTLSRefusesPlainClientsAndReloadsARenewedCerti
 	waitWrites(t, w, 50)
 	renewed := time.Now()
 	serial := writeTLSSecret(t, c, ns, name+"-tls", redisenterprisecluster.ServiceHost(name, ns))
-	testenv.EventuallyInNamespace(t, c, ns, 5*time.Minute, func() (bool, string) {
-		var waiting []string
-		for i := range int(r.rec.Spec.Nodes) {
-			pod := redisenterprisecluster.PodName(name, i)
-			got, err := servedSerial(r.podIP(pod), redisenterprisecluster.Port)
-			if err != nil || got.Cmp(serial) != 0 {
-				waiting = append(waiting, fmt.Sprintf("%s serves %v (%v)", pod, got, err))
-			}
-		}
-		return len(waiting) == 0, fmt.Sprintf("want serial %v: %v", serial, waiting)
-	})
+	r.waitServing(mustTestClientTLS(t), serial, 5*time.Minute)
 	toRenewed := time.Since(renewed)
 	acked, lost := r.finish(w, "TLS: the certificate renewed while a client writes", toRenewed)
-	if got := r.podUIDs(); fmt.Sprint(got) != fmt.Sprint(pods) {
-		t.Errorf("pods %v after the renewal, want %v: a reload restarts no node", got, pods)
-	}
-	if got := redisRestarts(t, r); fmt.Sprint(got) != fmt.Sprint(restarts) {
-		t.Errorf("container restarts %v after the renewal, want %v", got, restarts)
-	}
+	r.checkNoneRestarted(pods, restarts, "the renewal")
 
 	// A backup reads the dataset over TLS.
 	bucket := "redis-" + ns
@@ -84,6 +71,36 @@ func TestRedisEnterpriseClusterWithTLSRefusesPlainClientsAndReloadsARenewedCerti
 	}
 	t.Logf("renewed: every node served the new certificate %s after the Secret changed; %d writes acknowledged, %d lost, longest %s without an acknowledged write; backup %s",
 		toRenewed.Round(100*time.Millisecond), acked, lost, w.LongestGap().Round(100*time.Millisecond), info.LastBackup)
+}
+
+// waitServing waits until every node serves the certificate of serial to
+// a client of cfg.
+func (r *redisCluster) waitServing(cfg *tls.Config, serial *big.Int, timeout time.Duration) {
+	r.t.Helper()
+	testenv.EventuallyInNamespace(r.t, r.c, r.rec.Namespace, timeout, func() (bool, string) {
+		var waiting []string
+		for i := range int(r.rec.Spec.Nodes) {
+			pod := redisenterprisecluster.PodName(r.rec.Name, i)
+			got, err := servedSerialWith(cfg, r.podIP(pod), redisenterprisecluster.Port)
+			if err != nil || got.Cmp(serial) != 0 {
+				waiting = append(waiting, fmt.Sprintf("%s serves %v (%v)", pod, got, err))
+			}
+		}
+		return len(waiting) == 0, fmt.Sprintf("want serial %v: %v", serial, waiting)
+	})
+}
+
+// checkNoneRestarted fails the test if a node's pod was made again or its
+// container restarted since pods and restarts were read: after what, a
+// reload restarts no node.
+func (r *redisCluster) checkNoneRestarted(pods map[string]types.UID, restarts map[string]int32, after string) {
+	r.t.Helper()
+	if got := r.podUIDs(); fmt.Sprint(got) != fmt.Sprint(pods) {
+		r.t.Errorf("pods %v after %s, want %v: the nodes reload, none restarts", got, after, pods)
+	}
+	if got := redisRestarts(r.t, r); fmt.Sprint(got) != fmt.Sprint(restarts) {
+		r.t.Errorf("container restarts %v after %s, want %v", got, after, restarts)
+	}
 }
 
 // redisRestarts returns the restart count of each node's container.
@@ -186,27 +203,12 @@ func TestRedisEnterpriseClusterGivenANewCAAtOnceMovesWithoutLosingAWrite(t *test
 	replaced := time.Now()
 	writeSecret(t, c, ns, name+"-tls", pair.Data())
 	newOnly := trustingTLS(newCA)
-	testenv.EventuallyInNamespace(t, c, ns, 6*time.Minute, func() (bool, string) {
-		var waiting []string
-		for i := range int(r.rec.Spec.Nodes) {
-			pod := redisenterprisecluster.PodName(name, i)
-			got, err := servedSerialWith(newOnly, r.podIP(pod), redisenterprisecluster.Port)
-			if err != nil || got.Cmp(pair.Serial) != 0 {
-				waiting = append(waiting, fmt.Sprintf("%s serves %v (%v)", pod, got, err))
-			}
-		}
-		return len(waiting) == 0, fmt.Sprintf("want the new CA's serial %v: %v", pair.Serial, waiting)
-	})
+	r.waitServing(newOnly, pair.Serial, 6*time.Minute)
 	moved := time.Since(replaced)
 	r.waitRunning(3 * time.Minute)
 	toReady := time.Since(replaced)
 	acked, lost := r.finish(w, "TLS: the CA replaced at once (ca.crt the new CA alone) while a client writes", toReady)
-	if got := r.podUIDs(); fmt.Sprint(got) != fmt.Sprint(pods) {
-		t.Errorf("pods %v after the new CA, want %v: the nodes reload, none restarts", got, pods)
-	}
-	if got := redisRestarts(t, r); fmt.Sprint(got) != fmt.Sprint(restarts) {
-		t.Errorf("container restarts %v after the new CA, want %v", got, restarts)
-	}
+	r.checkNoneRestarted(pods, restarts, "the new CA")
 	// A client of the new CA alone, as one that reads ca.crt from the
 	// Secret, reaches every node.
 	r.tls = newOnly
