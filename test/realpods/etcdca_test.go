@@ -14,7 +14,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -292,4 +295,63 @@ func TestEtcdClusterGivenAPeerCARenewedWithItsKeyRestartsOneMemberAtATime(t *tes
 	h, took, leaderless := m.finish("TLS: the peer CA renewed with its key (ca.crt the renewed CA alone) while clients write", false)
 	t.Logf("peer CA renewed with its key: every member served the new certificate, at most %d member pod(s) not ready at once, Ready %s after the change; %d writes acknowledged, %d lost, %s without a leader",
 		most, took.Round(100*time.Millisecond), h.acknowledged(), h.lost, leaderless.Round(100*time.Millisecond))
+}
+
+// A drain racing the operator's restarts: the peer CA renewed with its key
+// (the operator restarts each member in turn) while a drain evicts every
+// member pod, each eviction retried while the PodDisruptionBudget refuses
+// it, as kubectl drain does. The operator's restarts go through the same
+// Eviction API, so the budget judges both: at no point are two member
+// pods not ready at once, the quorum is kept, and every acknowledged
+// write is in the linearizable history.
+func TestEtcdFaultDrainRacingTheMemberRestarts(t *testing.T) {
+	m := startPeerCAMove(t, "drainrace")
+	c, e := m.c, m.e
+	waitEtcdPodsReady(t, c, e, 3)
+	down := watchNotReady(c, e.Namespace, etcdcluster.Selector(e.Name))
+	before := etcdPodUIDs(t, c, e)
+	renewed, err := m.oldCA.Renewed(time.Now(), 48*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := m.writePeerSecret(renewed, renewed)
+	m.newPeerClient = m.peerClient(renewed)
+	refused := evictEach(t, c, e.Namespace, before)
+	m.waitPeersServe(serial)
+	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
+	waitEtcdPodsReady(t, c, e, 3)
+	most := down.Stop()
+	if most > 1 {
+		t.Errorf("%d member pods were not ready at once while a drain raced the restarts, want one at a time", most)
+	}
+	h, took, leaderless := m.finish("a drain evicting every member pod while the operator restarts each (peer CA renewed)", false)
+	t.Logf("drain raced the restarts: %d evictions refused by the budget, at most %d member pod(s) not ready at once, Ready %s after the change; %d writes acknowledged, %d lost, %s without a leader",
+		refused, most, took.Round(100*time.Millisecond), h.acknowledged(), h.lost, leaderless.Round(100*time.Millisecond))
+}
+
+// evictEach evicts each pod of pods (name to uid) in namespace once, as a
+// drain does: an eviction the PodDisruptionBudget refuses (429) is tried
+// again a second later; a pod already replaced (by the operator's own
+// restart) counts as gone. It returns how many evictions were refused.
+func evictEach(t *testing.T, c client.Client, namespace string, pods map[string]types.UID) int {
+	t.Helper()
+	ctx := context.Background()
+	refused := 0
+	for name, uid := range pods {
+		testenv.Eventually(t, 5*time.Minute, func() (bool, string) {
+			pod := &corev1.Pod{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil || pod.UID != uid {
+				return true, ""
+			}
+			err := c.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
+				ObjectMeta:    metav1.ObjectMeta{Namespace: namespace, Name: name},
+				DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
+			})
+			if apierrors.IsTooManyRequests(err) {
+				refused++
+			}
+			return err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err), fmt.Sprintf("evict %s: %v", name, err)
+		})
+	}
+	return refused
 }

@@ -50,12 +50,60 @@ func TestEtcdRestoreFromAPrefixTakesTheClusterMadeAgain(t *testing.T) {
 		t.Fatalf("the new cluster's backup is at revision %d, the first one's at %d: the test needs it lower", second.Status.EtcdRevision, old.Status.EtcdRevision)
 	}
 
+	// The prefix both clusters backed up to.
+	r := restoreAs(t, c, ns, "restore", "restored", loc)
+	if r.Status.Backup != second.Status.LastBackup || !strings.Contains(r.Status.Backup, "_c"+made.Status.ClusterID+"_v") {
+		t.Errorf("the restore says it took %q, want the new cluster's %s (cluster ID %s)", r.Status.Backup, second.Status.LastBackup, made.Status.ClusterID)
+	}
+	checkHolds(t, c, ns, "restored", "incarnation", "second")
+}
+
+// TestEtcdRestoreFromAPrefixTakesTheTimelineOfARollback backs a cluster up
+// early to one prefix and later, at a higher revision, to a second; rolls
+// it back by restoring the early snapshot (a new cluster, whose revisions
+// go on from the early one's), backs the rolled-back cluster up to the
+// second prefix, and restores from that prefix: the restored cluster holds
+// the rolled-back data, not the later data of the abandoned timeline,
+// though that timeline's snapshot has the higher revision.
+func TestEtcdRestoreFromAPrefixTakesTheTimelineOfARollback(t *testing.T) {
+	c, ns, source := startBackupSource(t)
+	_, s3 := objectStoreFor(t, c, ns, "backups-"+ns)
+	early, later := s3, s3
+	early.Path, later.Path = s3.Path+"-early", s3.Path+"-later"
+	earlyLoc, laterLoc := etcdv1beta2.BackupLocation{S3: &early}, etcdv1beta2.BackupLocation{S3: &later}
+
+	putEach(t, etcdClientOf(t, c, source), map[string]string{"state": "early"}, 0)
+	first := backupOnce(t, c, source, "early", earlyLoc)
+	putEach(t, etcdClientOf(t, c, source), map[string]string{"state": "late"}, 50)
+	abandoned := backupOnce(t, c, source, "late", laterLoc)
+
+	// The rollback: the early snapshot, restored by its exact key.
+	restoreAs(t, c, ns, "rollback", "rolledback", atKey(earlyLoc, first.Status.LastBackup))
+	rolledBack := checkHolds(t, c, ns, "rolledback", "state", "early")
+	putEach(t, etcdClientOf(t, c, rolledBack), map[string]string{"state": "after-rollback"}, 0)
+	kept := backupOnce(t, c, rolledBack, "after-rollback", laterLoc)
+	if kept.Status.EtcdRevision >= abandoned.Status.EtcdRevision {
+		t.Fatalf("the rolled-back cluster's backup is at revision %d, the abandoned one's at %d: the test needs it lower", kept.Status.EtcdRevision, abandoned.Status.EtcdRevision)
+	}
+
+	r := restoreAs(t, c, ns, "from-prefix", "restored", laterLoc)
+	if r.Status.Backup != kept.Status.LastBackup {
+		t.Errorf("the restore says it took %q, want the rolled-back cluster's %s, not the abandoned %s", r.Status.Backup, kept.Status.LastBackup, abandoned.Status.LastBackup)
+	}
+	checkHolds(t, c, ns, "restored", "state", "after-rollback")
+}
+
+// restoreAs restores from loc into a new 3-member EtcdCluster called
+// cluster, with an EtcdRestore called name, and returns the restore once
+// it succeeded.
+func restoreAs(t *testing.T, c client.Client, ns, name, cluster string, loc etcdv1beta2.BackupLocation) *etcdv1beta2.EtcdRestore {
+	t.Helper()
+	ctx := context.Background()
 	r := &etcdv1beta2.EtcdRestore{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: etcdv1beta2.EtcdRestoreSpec{
-			// The prefix both clusters backed up to.
 			SnapshotSource: etcdv1beta2.SnapshotSource{BackupStorageType: etcdv1beta2.BackupStorageTypeS3, BackupLocation: loc},
-			EtcdCluster:    etcdv1beta2.EtcdClusterRef{Name: "restored"},
+			EtcdCluster:    etcdv1beta2.EtcdClusterRef{Name: cluster},
 			ClusterSpec:    etcdv1beta2.EtcdClusterSpec{Size: 3, Version: etcdVersion},
 		},
 	}
@@ -68,15 +116,20 @@ func TestEtcdRestoreFromAPrefixTakesTheClusterMadeAgain(t *testing.T) {
 		}
 		return r.Status.Succeeded, fmt.Sprintf("restore status %+v", r.Status)
 	})
-	if r.Status.Backup != second.Status.LastBackup || !strings.Contains(r.Status.Backup, "_c"+made.Status.ClusterID+"_v") {
-		t.Errorf("the restore says it took %q, want the new cluster's %s (cluster ID %s)", r.Status.Backup, second.Status.LastBackup, made.Status.ClusterID)
+	return r
+}
+
+// checkHolds waits for the EtcdCluster called name to be Ready with 3
+// members, checks that its key holds value, and returns the cluster.
+func checkHolds(t *testing.T, c client.Client, ns, name, key, value string) *etcdv1beta2.EtcdCluster {
+	t.Helper()
+	e := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	waitEtcdReady(t, c, e, 3, etcdVersion, time.Minute)
+	resp, err := etcdClientOf(t, c, e).Get(context.Background(), key)
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != value {
+		t.Errorf("%s holds %s=%v (%v), want %q", name, key, resp, err, value)
 	}
-	restored := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restored"}}
-	waitEtcdReady(t, c, restored, 3, etcdVersion, time.Minute)
-	resp, err := etcdClientOf(t, c, restored).Get(ctx, "incarnation")
-	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "second" {
-		t.Errorf("the restored cluster holds incarnation=%v (%v), want the new cluster's \"second\"", resp, err)
-	}
+	return e
 }
 
 // putEach puts n keys filler/<i>, then kv.

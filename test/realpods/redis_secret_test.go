@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +167,83 @@ func TestRedisFaultRenewalRefusedByAPolicyWhileThePrimaryFails(t *testing.T) {
 	r.waitRunning(5 * time.Minute)
 	toReady := time.Since(deleted)
 	acked, lost := r.finish(w, "TLS issued: the renewal refused by a policy, then the primary's pod deleted; the policy removed", toReady)
+	t.Logf("the primary is %s; Running %v after the pod was deleted; %d writes acknowledged, %d lost", r.rec.Status.Primary, toReady.Round(100*time.Millisecond), acked, lost)
+}
+
+// With the certificate the operator issues (`tls: {}`) and a client
+// writing, the Secret of the issued CA is deleted: the operator makes no
+// new CA, which the running nodes would not trust, and says SecretMissing
+// naming it; the certificate the nodes serve is left as it is. The
+// primary's pod is then deleted: the operator fails over with the
+// certificate the nodes have, and the pod comes back (its certificate's
+// Secret is there) as a replica. The CA Secret restored from a copy, the
+// cluster is Running, every node serving the certificate it served
+// before, with no acknowledged write lost.
+func TestRedisFaultIssuedCASecretDeletedThenThePrimaryFails(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx, c := context.Background(), operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	startOperator(t, cellOperatorOptions(ns))
+	r := newRedisCellWith(t, c, ns, "noca", true, 3, "  tls: {}\n")
+	certName := redisenterprisecluster.TLSSecretName(r.rec.Name, r.rec.Spec.TLS)
+	r.tls = issuedTLS(t, c, ns, certName)
+	cert := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: certName}, cert); err != nil {
+		t.Fatal(err)
+	}
+	caSecret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: redisenterprisecluster.TLSCASecretName(r.rec.Name)}, caSecret); err != nil {
+		t.Fatal(err)
+	}
+	w := r.startWriterWaiting("noca", 1, cellWritePause)
+	waitWrites(t, w, 200)
+
+	if err := c.Delete(ctx, caSecret); err != nil {
+		t.Fatal(err)
+	}
+	cond := waitCondition(t, c, r.rec, func() []metav1.Condition { return r.rec.Status.Conditions },
+		conditions.Ready, metav1.ConditionFalse, redisv1alpha1.ReasonSecretMissing, 2*time.Minute)
+	t.Logf("Ready=False SecretMissing: %s", cond.Message)
+	if !strings.Contains(cond.Message, caSecret.Name) {
+		t.Errorf("the message does not name the CA Secret %s: %s", caSecret.Name, cond.Message)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(caSecret), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the CA Secret was made again (%v): the running nodes would not trust a new CA", err)
+	}
+
+	old := r.rec.Status.Primary
+	deleted := time.Now()
+	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: old}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		r.refresh()
+		if r.rec.Status.Primary == old {
+			return false, "the primary is still " + old
+		}
+		info, err := r.replication(r.rec.Status.Primary)
+		return err == nil && info["role"] == "master", fmt.Sprintf("%s: role %s (%v)", r.rec.Status.Primary, info["role"], err)
+	})
+	t.Logf("with the CA Secret missing, %s was promoted %v after %s's pod was deleted", r.rec.Status.Primary, time.Since(deleted).Round(100*time.Millisecond), old)
+	waitWrites(t, w, 50)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: certName}, cert); err != nil {
+		t.Fatal(err)
+	}
+
+	restored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: caSecret.Name, Labels: caSecret.Labels}, Type: caSecret.Type, Data: caSecret.Data}
+	if err := c.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	r.waitRunning(5 * time.Minute)
+	toReady := time.Since(deleted)
+	after := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: certName}, after); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(after.Data[tlssecret.CertKey], cert.Data[tlssecret.CertKey]) {
+		t.Errorf("the nodes' certificate was issued again while its CA was missing or after it was restored")
+	}
+	acked, lost := r.finish(w, "TLS issued: the CA Secret deleted, then the primary's pod deleted; the CA Secret restored", toReady)
 	t.Logf("the primary is %s; Running %v after the pod was deleted; %d writes acknowledged, %d lost", r.rec.Status.Primary, toReady.Round(100*time.Millisecond), acked, lost)
 }
