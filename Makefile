@@ -227,10 +227,11 @@ test-unit: ## Run the tests that need no cluster.
 MANAGER_BUILD_TAGS = grpcnotrace
 
 .PHONY: build
-build: ## Build the manager binary into bin/app-operator, and the backup and restore commands into bin/etcd-snapshot and bin/redis-snapshot.
+build: ## Build the manager binary into bin/app-operator, the backup and restore commands into bin/etcd-snapshot and bin/redis-snapshot, and the kubectl plugin into bin/kubectl-app_operator.
 	go build -tags $(MANAGER_BUILD_TAGS) -o $(LOCALBIN)/app-operator ./cmd/app-operator
 	go build -o $(LOCALBIN)/etcd-snapshot ./cmd/etcd-snapshot
 	go build -o $(LOCALBIN)/redis-snapshot ./cmd/redis-snapshot
+	go build -o $(LOCALBIN)/kubectl-app_operator ./cmd/kubectl-app_operator
 
 IMG ?= app-operator:latest
 IMAGE_ARCH ?= amd64

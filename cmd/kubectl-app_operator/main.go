@@ -1,0 +1,191 @@
+// Command kubectl-app_operator is the kubectl plugin of app-operator:
+// `kubectl app-operator status|pause|resume|report KIND NAME`. Installed on
+// the PATH (or by krew), kubectl runs it for `kubectl app-operator`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/app-operator/app-operator/internal/plugin"
+)
+
+func main() {
+	if err := root().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+// session is what every command needs: the cluster of the kubeconfig and
+// the namespace to look in.
+type session struct {
+	loading   *clientcmd.ClientConfigLoadingRules
+	overrides *clientcmd.ConfigOverrides
+	config    *rest.Config
+	client    client.Client
+	mapper    meta.RESTMapper
+	namespace string
+}
+
+func root() *cobra.Command {
+	s := &session{loading: clientcmd.NewDefaultClientConfigLoadingRules(), overrides: &clientcmd.ConfigOverrides{}}
+	cmd := &cobra.Command{
+		Use:          "app-operator",
+		Short:        "Look at and steer the resources of app-operator",
+		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl app-operator"},
+		SilenceUsage: true,
+	}
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	flags := cmd.PersistentFlags()
+	flags.StringVar(&s.loading.ExplicitPath, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	flags.StringVar(&s.overrides.CurrentContext, "context", "", "the kubeconfig context")
+	flags.StringVarP(&s.overrides.Context.Namespace, "namespace", "n", "", "the namespace (default: the context's)")
+	cmd.AddCommand(statusCmd(s), pauseCmd(s, true), pauseCmd(s, false), reportCmd(s))
+	return cmd
+}
+
+// connect makes the client and finds the namespace.
+func (s *session) connect() error {
+	cfg := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(s.loading, s.overrides)
+	var err error
+	if s.config, err = cfg.ClientConfig(); err != nil {
+		return err
+	}
+	if s.namespace, _, err = cfg.Namespace(); err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(s.config)
+	if err != nil {
+		return err
+	}
+	cached := memory.NewMemCacheClient(dc)
+	s.mapper = restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
+	scheme, err := plugin.Scheme()
+	if err != nil {
+		return err
+	}
+	s.client, err = client.New(s.config, client.Options{Scheme: scheme, Mapper: s.mapper})
+	return err
+}
+
+// target connects and reads the resource args name.
+func (s *session) target(ctx context.Context, args []string) (*plugin.Target, error) {
+	if err := s.connect(); err != nil {
+		return nil, err
+	}
+	return plugin.Resolve(ctx, s.client, s.mapper, s.namespace, args)
+}
+
+func statusCmd(s *session) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status KIND NAME",
+		Short: "One screen of a resource: conditions, members and roles, certificates, backups, last events",
+		Example: `  kubectl app-operator status rec redis-enterprise
+  kubectl app-operator status etcd/example -n prod`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t, err := s.target(ctx, args)
+			if err != nil {
+				return err
+			}
+			screen, err := plugin.Gather(ctx, s.client, t.Kind.GVK.Kind, t.Obj)
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), plugin.Render(screen, time.Now()))
+			return err
+		},
+	}
+}
+
+func pauseCmd(s *session, pause bool) *cobra.Command {
+	use, short := "resume KIND NAME", "Let the operator act on a paused resource again"
+	if pause {
+		use, short = "pause KIND NAME", "Stop every action of the operator on a resource (its status says Paused) until resume"
+	}
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t, err := s.target(ctx, args)
+			if err != nil {
+				return err
+			}
+			what := "resumed"
+			if pause {
+				what = "paused"
+				err = plugin.Pause(ctx, s.client, t.Obj)
+			} else {
+				err = plugin.Resume(ctx, s.client, t.Obj)
+			}
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", t.Kind.Name(), t.Obj.GetName(), what)
+			return err
+		},
+	}
+}
+
+func reportCmd(s *session) *cobra.Command {
+	op := plugin.Operator{Selector: map[string]string{"app.kubernetes.io/name": "app-operator", "app.kubernetes.io/component": "controller-manager"}}
+	var out string
+	cmd := &cobra.Command{
+		Use:   "report KIND NAME",
+		Short: "Write a support archive: the resource, what it owns (Secrets' keys only), events, the operator's log lines about it",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t, err := s.target(ctx, args)
+			if err != nil {
+				return err
+			}
+			cs, err := kubernetes.NewForConfig(s.config)
+			if err != nil {
+				return err
+			}
+			logs := func(ctx context.Context, namespace, pod, container string) (io.ReadCloser, error) {
+				return cs.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+			}
+			if out == "" {
+				out = fmt.Sprintf("%s-%s-%s.tar.gz", t.Kind.Name(), t.Obj.GetNamespace(), t.Obj.GetName())
+			}
+			f, err := os.Create(out)
+			if err != nil {
+				return err
+			}
+			scheme, err := plugin.Scheme()
+			if err != nil {
+				return err
+			}
+			names, err := plugin.Report(ctx, s.client, scheme, logs, op, t, time.Now(), f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d files\n", out, len(names))
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the archive to write (default: KIND-NAMESPACE-NAME.tar.gz)")
+	cmd.Flags().StringVar(&op.Namespace, "operator-namespace", "app-operator-system", "the namespace the operator runs in")
+	cmd.Flags().StringVar(&op.Container, "operator-container", "manager", "the operator's container")
+	return cmd
+}
