@@ -64,6 +64,30 @@ type Info struct {
 	// FailoverWaiting or FailoverInProgress; "" when the node does not
 	// say (before Redis 6.2).
 	FailoverState string
+	// Usage is what the node says of its load and its persistence.
+	Usage Usage
+}
+
+// Usage is what a node's INFO says of its memory, clients, commands and
+// persistence: the figures of its metrics.
+type Usage struct {
+	// UsedMemory is the memory Redis allocated (used_memory), in bytes;
+	// MaxMemory its limit (maxmemory), 0 when it has none.
+	UsedMemory, MaxMemory int64
+	// Clients is the number of connected clients (connected_clients).
+	Clients int64
+	// Commands is the number of commands processed since Redis started
+	// (total_commands_processed).
+	Commands int64
+	// LastSave is when the last RDB save succeeded (rdb_last_save_time);
+	// SaveFailed whether the last background save failed
+	// (rdb_last_bgsave_status:err).
+	LastSave   time.Time
+	SaveFailed bool
+	// AOF is whether the append-only file is on (aof_enabled);
+	// AOFWriteFailed whether its last write failed
+	// (aof_last_write_status:err).
+	AOF, AOFWriteFailed bool
 }
 
 // The states of a coordinated failover (master_failover_state).
@@ -160,7 +184,7 @@ func (c Client) do(ctx context.Context, addr, cmd string, args ...any) (any, err
 
 // Info implements Nodes.
 func (c Client) Info(ctx context.Context, addr string) (Info, error) {
-	text, err := redis.String(c.do(ctx, addr, "INFO", "replication", "keyspace"))
+	text, err := redis.String(c.do(ctx, addr, "INFO", "replication", "keyspace", "memory", "clients", "stats", "persistence"))
 	if err != nil {
 		return Info{}, err
 	}
@@ -251,7 +275,8 @@ func (c Client) KillScript(ctx context.Context, addr string) error {
 	return err
 }
 
-// ParseInfo reads the replication and keyspace sections of INFO.
+// ParseInfo reads the replication, keyspace, memory, clients, stats and
+// persistence sections of INFO.
 func ParseInfo(text string) Info {
 	fields := map[string]string{}
 	var keys int64
@@ -299,6 +324,7 @@ func ParseInfo(text string) Info {
 		in.ReplicaLag, in.ReplicaPorts = lags, ports
 	}
 	in.Offset, _ = strconv.ParseInt(fields["master_repl_offset"], 10, 64)
+	in.Usage = parseUsage(fields)
 	in.SecondOffset = -1
 	if id := fields["master_replid2"]; strings.Trim(id, "0") != "" {
 		in.ReplID2 = id
@@ -314,6 +340,22 @@ func ParseInfo(text string) Info {
 		}
 	}
 	return in
+}
+
+// parseUsage reads Usage from the fields of INFO; a field a node does not
+// report stays zero.
+func parseUsage(fields map[string]string) Usage {
+	number := func(k string) int64 {
+		n, _ := strconv.ParseInt(fields[k], 10, 64)
+		return n
+	}
+	u := Usage{UsedMemory: number("used_memory"), MaxMemory: number("maxmemory"), Clients: number("connected_clients"),
+		Commands: number("total_commands_processed"), SaveFailed: fields["rdb_last_bgsave_status"] == "err",
+		AOF: fields["aof_enabled"] == "1", AOFWriteFailed: fields["aof_last_write_status"] == "err"}
+	if t := number("rdb_last_save_time"); t > 0 {
+		u.LastSave = time.Unix(t, 0)
+	}
+	return u
 }
 
 // Addr is the address of a node's Redis port.

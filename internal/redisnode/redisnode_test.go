@@ -24,6 +24,14 @@ func TestParseInfo(t *testing.T) {
 			want: Info{SecondOffset: -1, Primary: true, ReplID: "abc", Offset: 1234, Keys: 15},
 		},
 		{
+			name: "should read the memory, clients, commands and persistence a node reports",
+			text: "# Clients\r\nconnected_clients:12\r\n# Memory\r\nused_memory:1048576\r\nused_memory_human:1.00M\r\nmaxmemory:805306368\r\n" +
+				"# Persistence\r\nrdb_last_save_time:1764417600\r\nrdb_last_bgsave_status:err\r\naof_enabled:1\r\naof_last_write_status:ok\r\n" +
+				"# Stats\r\ntotal_commands_processed:987654\r\n# Replication\r\nrole:master\r\nmaster_repl_offset:7\r\n",
+			want: Info{SecondOffset: -1, Primary: true, Offset: 7, Usage: Usage{UsedMemory: 1048576, MaxMemory: 805306368, Clients: 12, Commands: 987654,
+				LastSave: time.Unix(1764417600, 0), SaveFailed: true, AOF: true}},
+		},
+		{
 			name: "should read how long ago each online replica of a primary acknowledged the stream",
 			text: "role:master\r\nconnected_slaves:3\r\nmin_slaves_good_slaves:1\r\nslave0:ip=10.0.0.2,port=6379,state=online,offset=99,lag=0\r\n" +
 				"slave1:ip=10.0.0.3,port=6379,state=online,offset=80,lag=21\r\nslave2:ip=10.0.0.4,port=6379,state=wait_bgsave,offset=0,lag=0\r\nmaster_repl_offset:99\r\n",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +74,68 @@ func waitEventReasons(t *testing.T, c client.Client, kind string, key client.Obj
 		}
 		return true, ""
 	})
+}
+
+// The per-node metrics of a Redis cluster on real pods, from a scrape of
+// the operator's registry: every node up, the primary the status names
+// said as one, memory used within a limit, commands counted, and each
+// replica's acknowledgement lag, all from the INFO the passes read.
+func TestRedisNodeMetricsFromARealScrape(t *testing.T) {
+	_, _, r := startCell(t, "nodemetrics", true)
+	r.refresh()
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		got := nodeMetrics(t, client.ObjectKeyFromObject(r.rec))
+		var missing []string
+		for _, n := range r.rec.Status.Nodes {
+			m := got[n.Name]
+			primary := 0.0
+			if n.Name == r.rec.Status.Primary {
+				primary = 1
+			}
+			switch {
+			case m["up"] != 1:
+				missing = append(missing, n.Name+": not up")
+			case m["primary"] != primary:
+				missing = append(missing, fmt.Sprintf("%s: primary %v, want %v", n.Name, m["primary"], primary))
+			case m["memory_used_bytes"] <= 0 || m["memory_max_bytes"] <= 0 || m["memory_used_bytes"] >= m["memory_max_bytes"]:
+				missing = append(missing, fmt.Sprintf("%s: memory used %v of %v", n.Name, m["memory_used_bytes"], m["memory_max_bytes"]))
+			case m["commands_processed_total"] <= 0 || m["connected_clients"] <= 0:
+				missing = append(missing, fmt.Sprintf("%s: %v commands, %v clients", n.Name, m["commands_processed_total"], m["connected_clients"]))
+			case m["aof_enabled"] != 1 || m["aof_last_write_failed"] != 0 || m["last_save_failed"] != 0:
+				missing = append(missing, fmt.Sprintf("%s: persistence %v", n.Name, m))
+			}
+			if _, ok := m["replication_lag_seconds"]; ok == (primary == 1) {
+				missing = append(missing, fmt.Sprintf("%s (primary %v): replication lag %v", n.Name, primary, m["replication_lag_seconds"]))
+			}
+		}
+		return len(r.rec.Status.Nodes) == 3 && len(missing) == 0, fmt.Sprintf("node metrics %v: %v", got, missing)
+	})
+}
+
+// nodeMetrics scrapes the operators' registry and returns the
+// app_operator_redis_node_* metrics of the cluster at key, by node, by
+// name without the prefix.
+func nodeMetrics(t *testing.T, key client.ObjectKey) map[string]map[string]float64 {
+	t.Helper()
+	out := map[string]map[string]float64{}
+	for name, f := range testenv.MetricFamilies(t, ctrlmetrics.Registry) {
+		short, ok := strings.CutPrefix(name, "app_operator_redis_node_")
+		if !ok {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] != key.Namespace || labels["name"] != key.Name {
+				continue
+			}
+			if out[labels["node"]] == nil {
+				out[labels["node"]] = map[string]float64{}
+			}
+			out[labels["node"]][short] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	return out
 }

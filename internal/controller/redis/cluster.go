@@ -367,6 +367,11 @@ type redisNode struct {
 	stranded *corev1.PersistentVolumeClaim
 	// tls is what a node that serves TLS said of it.
 	tls nodeTLS
+	// usage is what the node's INFO said of its load and persistence.
+	usage redisnode.Usage
+	// lagSeconds is, for a replica its primary lists, how long ago the
+	// primary last heard from it; -1 when unknown.
+	lagSeconds float64
 }
 
 // addr is the address of the node's Redis port ("" when its pod has no
@@ -600,6 +605,7 @@ func (ops *redisOps) observeNodes(ctx context.Context, o *redisv1alpha1.RedisEnt
 	for i, name := range names {
 		n := &nodes[i]
 		n.plan = redisenterprisecluster.Node{Name: name, Pod: redisenterprisecluster.PodMissing}
+		n.lagSeconds = -1
 		pod := byName[name]
 		if pod == nil {
 			continue
@@ -635,6 +641,7 @@ func (ops *redisOps) observeNodes(ctx context.Context, o *redisv1alpha1.RedisEnt
 				return
 			}
 			n.plan.Answered = true
+			n.usage = info.Usage
 			if n.plan.TLS {
 				n.tls = observeTLS(ctx, redis, n.addr())
 			}
@@ -670,6 +677,9 @@ func (ops *redisOps) observeNodes(ctx context.Context, o *redisv1alpha1.RedisEnt
 			if f := nodes[i].plan.Follows; f != "" && nodes[j].plan.Name == f && nodes[j].plan.Primary {
 				lag, ok := lags[j][nodes[i].pod.Status.PodIP]
 				nodes[i].plan.Acked = ok && lag <= streamingWithin
+				if ok {
+					nodes[i].lagSeconds = lag.Seconds()
+				}
 			}
 		}
 	}

@@ -12,6 +12,8 @@ import (
 // resource is deleted.
 type redisGauges struct {
 	nodes, healthy, primary, replicaLag *prometheus.GaugeVec
+	// perNode are the metrics of each node (see nodeMetrics).
+	perNode *nodeMetrics
 }
 
 // newRedisGauges returns the RedisEnterpriseCluster gauges, registered
@@ -27,6 +29,7 @@ func newRedisGauges(reg prometheus.Registerer) *redisGauges {
 		primary: g("has_primary", "1 when the RedisEnterpriseCluster's recorded primary is ready and answers as a primary, 0 otherwise."),
 		replicaLag: g("replica_lag_bytes", "How many bytes of the primary's replication stream each replica that follows it "+
 			"has not received yet (the primary's offset minus the replica's).", clustermetrics.LabelReplica),
+		perNode: newNodeMetrics(reg),
 	}
 }
 
@@ -37,6 +40,8 @@ type redisSample struct {
 	// Lag is, by replica, how far behind the primary's offset it is; only
 	// the replicas that answer and follow a primary that answers.
 	Lag map[string]int64
+	// PerNode is what each node said.
+	PerNode []nodeSample
 }
 
 // redisSampleOf is what the gauges of a cluster whose recorded primary is
@@ -63,6 +68,7 @@ func redisSampleOf(primary string, nodes []redisNode) redisSample {
 		if off, ok := offsets[n.plan.Follows]; ok && n.plan.Answered && !n.plan.Primary {
 			s.Lag[n.plan.Name] = max(off-n.plan.Offset, 0)
 		}
+		s.PerNode = append(s.PerNode, nodeSample{Name: n.plan.Name, Answered: n.plan.Answered, Primary: n.plan.Primary, Usage: n.usage, LagSeconds: n.lagSeconds})
 	}
 	return s
 }
@@ -74,6 +80,7 @@ func (g *redisGauges) record(key client.ObjectKey, s redisSample) {
 	g.nodes.With(l).Set(float64(s.Nodes))
 	g.healthy.With(l).Set(float64(s.Healthy))
 	g.primary.With(l).Set(clustermetrics.Bool(s.Primary))
+	g.perNode.record(key, s.PerNode)
 	g.replicaLag.DeletePartialMatch(l)
 	for replica, lag := range s.Lag {
 		l := clustermetrics.LabelsOf(key)
@@ -85,4 +92,5 @@ func (g *redisGauges) record(key client.ObjectKey, s redisSample) {
 // forget drops the gauges of the cluster at key.
 func (g *redisGauges) forget(key client.ObjectKey) {
 	clustermetrics.Forget(key, g.nodes, g.healthy, g.primary, g.replicaLag)
+	g.perNode.forget(key)
 }
