@@ -34,8 +34,10 @@ type nodeSample struct {
 
 // The metrics, each labelled namespace, name and node.
 var (
-	nodeLabels    = append(clustermetrics.ClusterLabels[:len(clustermetrics.ClusterLabels):len(clustermetrics.ClusterLabels)], "node")
-	nodeMetric    = func(name, help string) *prometheus.Desc { return prometheus.NewDesc("app_operator_redis_node_"+name, help, nodeLabels, nil) }
+	nodeLabels = append(clustermetrics.ClusterLabels[:len(clustermetrics.ClusterLabels):len(clustermetrics.ClusterLabels)], "node")
+	nodeMetric = func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("app_operator_redis_node_"+name, help, nodeLabels, nil)
+	}
 	nodeUp        = nodeMetric("up", "1 when the node answered the operator's last look (INFO), 0 when it did not.")
 	nodePrimary   = nodeMetric("primary", "1 when the node says it is a primary, 0 when a replica.")
 	nodeUsed      = nodeMetric("memory_used_bytes", "Memory Redis allocated (used_memory).")
@@ -98,7 +100,9 @@ func (m *nodeMetrics) Collect(ch chan<- prometheus.Metric) {
 	for key, nodes := range m.last {
 		for _, n := range nodes {
 			labels := []string{key.Namespace, key.Name, n.Name}
-			gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...) }
+			gauge := func(d *prometheus.Desc, v float64) {
+				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+			}
 			gauge(nodeUp, clustermetrics.Bool(n.Answered))
 			if !n.Answered {
 				continue
