@@ -1,3 +1,5 @@
+//go:build !keepstartuppages
+
 package main
 
 import (
@@ -12,7 +14,9 @@ import (
 // releaseStartupPages unmaps the executable's read-only pages, its code
 // and constant data, from the manager's memory. They are the executable
 // file's own, never written: the kernel maps back from the page cache
-// only those the manager runs or reads again.
+// only those the manager runs or reads again. Built with the tag
+// keepstartuppages, the manager keeps them (startuppages_other.go), so
+// that the benchmark can measure both.
 func releaseStartupPages() {
 	exe, err := os.Executable()
 	if err != nil {

@@ -1,3 +1,5 @@
+//go:build !keepstartuppages
+
 package main
 
 import (
