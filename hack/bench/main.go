@@ -39,6 +39,7 @@ func main() {
 		perNS     = fs.Int("per-namespace", 100, "Applications per namespace.")
 		memory    = fs.Bool("memory", true, "Run the memory ramp against the informer floor.")
 		memOnly   = fs.Bool("memory-only", false, "Run only the memory ramp.")
+		cgroup    = fs.Bool("cgroup", true, "Run the operator in a memory cgroup of its own, under the benchmark's, and report its working set as the kubelet computes it (needs root; cgroup v1, or v2 with the memory controller enabled for the benchmark's children).")
 		opOnly    = fs.Bool("operator-only", false, "Measure each case's operator once, without the bare client (no converge ratio): quicker, for its writes and memory.")
 		unrelated = fs.Int("unrelated", 10000, "Unrelated ConfigMaps and Secrets added at the end of the memory ramp.")
 		out       = fs.String("out", "", "Output folder; bin/bench/<date> when empty.")
@@ -71,7 +72,7 @@ func main() {
 	}
 	cfg := bench.Config{
 		Operator: op, Self: self, Workers: *workers, Repeat: *repeat, PerNamespace: *perNS,
-		Memory: *memory, MemoryOnly: *memOnly, OperatorOnly: *opOnly, Unrelated: *unrelated, Progress: os.Stderr, ProfileDir: dir,
+		Memory: *memory, MemoryOnly: *memOnly, OperatorOnly: *opOnly, Cgroup: *cgroup, Unrelated: *unrelated, Progress: os.Stderr, ProfileDir: dir,
 		Workloads: split(*kinds), OperatorEnv: append(env, split(*opEnv)...),
 	}
 	if cfg.N, err = ints(*ns); err != nil {

@@ -67,6 +67,11 @@ type Config struct {
 	// Unrelated other objects).
 	Memory    bool
 	Unrelated int
+	// Cgroup runs the operator in a memory cgroup of its own, made under
+	// the benchmark's (root, cgroup v1, or v2 with the memory controller
+	// enabled for the benchmark's children), and reads its memory as the
+	// kubelet does (see cgroupMemory) beside the process's RSS.
+	Cgroup bool
 	// MemoryOnly skips the cases: only the memory ramp runs.
 	MemoryOnly bool
 	// OperatorOnly measures each case's operator once, without the bare
@@ -118,6 +123,10 @@ type Case struct {
 	// its generation): the start-up, the caches' first lists and the
 	// passes, before anything the benchmark asks of it afterwards.
 	ConvergePeakRSS int64 `json:"convergePeakRSSBytes"`
+	// ConvergeCgroup is the operator's cgroup read with ConvergePeakRSS
+	// (with Config.Cgroup): its working set then, and the peak of its
+	// usage from the operator's start.
+	ConvergeCgroup *cgroupMemory `json:"convergeCgroup,omitempty"`
 	// ConvergeRatio is ConvergeSeconds / BareSeconds; with repeats, the
 	// median of the pairs' ratios (Pairs).
 	ConvergeRatio float64 `json:"convergeRatio"`
@@ -249,6 +258,7 @@ type RunConfig struct {
 	PerNamespace int      `json:"perNamespace"`
 	OperatorEnv  []string `json:"operatorEnv,omitempty"`
 	OperatorOnly bool     `json:"operatorOnly,omitempty"`
+	Cgroup       bool     `json:"cgroup,omitempty"`
 }
 
 // Run runs every case of cfg and returns the results.
@@ -264,7 +274,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 	res := &Results{Date: time.Now().UTC(), Machine: machine(), Config: RunConfig{
 		N: cfg.N, Workloads: cfg.Workloads, Workers: cfg.Workers, Sweep: cfg.Sweep, Repeat: max(cfg.Repeat, 1), PerNamespace: cfg.PerNamespace,
-		OperatorEnv: cfg.OperatorEnv, OperatorOnly: cfg.OperatorOnly,
+		OperatorEnv: cfg.OperatorEnv, OperatorOnly: cfg.OperatorOnly, Cgroup: cfg.Cgroup,
 	}}
 	cases, err := plan(cfg)
 	if err != nil {

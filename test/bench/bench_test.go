@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -47,6 +48,8 @@ func TestBenchSmoke(t *testing.T) {
 	res, err := Run(context.Background(), Config{
 		Operator: op, Self: self, OperatorEnv: env, N: []int{n}, Workloads: []string{"appservice"},
 		Workers: 4, Repeat: 2, PerNamespace: 25, Memory: true, Unrelated: 200, Progress: testWriter{t}, ProfileDir: dir,
+		// The operator's memory cgroup needs root.
+		Cgroup: os.Geteuid() == 0,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +140,26 @@ func TestBenchSmoke(t *testing.T) {
 		if m.RSSFile <= 0 || m.RSSAnon <= 0 || m.RSSFile+m.RSSAnon > m.RSS || m.Stacks <= 0 || m.GCMetadata <= 0 {
 			t.Errorf("memory %s: %+v: want the RSS split into file-backed and anonymous pages, and the stacks and GC metadata", what, m)
 		}
+	}
+	// In a cgroup of its own, the operator's working set is read wherever
+	// its RSS is: above 0, at most the usage, which is at most its peak.
+	if res.Config.Cgroup {
+		cgroups := map[string]*cgroupMemory{"at the converge": c.ConvergeCgroup, "after the cold converge": c.Memory.Cgroup, "after the restart": c.RestartMemory.Cgroup}
+		for _, p := range res.Memory.Points {
+			cgroups[fmt.Sprintf("at N=%d of the ramp", p.N)] = p.Operator.Cgroup
+		}
+		for what, cg := range cgroups {
+			if cg == nil || cg.WorkingSet <= 0 || cg.WorkingSet > cg.Usage || cg.PeakUsage < cg.Usage || cg.Anon <= 0 {
+				t.Errorf("cgroup memory %s: %+v: want 0 < working set <= usage <= peak usage, and anonymous pages", what, cg)
+			}
+		}
+		// The cgroup holds the process's pages: its anonymous RSS at least
+		// (the cgroup's page cache may hold files the process never mapped).
+		if cg := c.Memory.Cgroup; cg != nil && cg.Usage < c.Memory.RSSAnon {
+			t.Errorf("cgroup usage %d bytes after the cold converge, below the operator's anonymous RSS %d", cg.Usage, c.Memory.RSSAnon)
+		}
+	} else {
+		t.Log("not root: the operator ran in no cgroup of its own, its working set not measured")
 	}
 	// The peak up to the converge is read before the one after it: never
 	// more.

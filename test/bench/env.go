@@ -251,5 +251,5 @@ func httpGet(ctx context.Context, hc *http.Client, url string, read func(io.Read
 }
 
 func (e *env) startOperator(workers int) (*operator, error) {
-	return startOperator(e.cfg.Operator, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "app-operator.log"), workers, e.cfg.OperatorEnv)
+	return startOperator(e.cfg.Operator, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "app-operator.log"), workers, e.cfg.OperatorEnv, e.cfg.Cgroup)
 }

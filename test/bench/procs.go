@@ -29,7 +29,10 @@ import (
 // watching floor runs as one too (without metrics).
 type operator struct {
 	cmd     *exec.Cmd
+	name    string // the program's name, for errors
 	started time.Time
+	// cgroup is the operator's memory cgroup, when it runs in one.
+	cgroup  *memoryCgroup
 	metrics string // base URL of the metrics endpoint
 	pprof   string // base URL of the profiler
 	done    chan error
@@ -40,23 +43,40 @@ type operator struct {
 
 // startOperator runs binary with the kubeconfig of the operator's
 // ServiceAccount, the given number of workers per kind, and env added to
-// the environment.
-func startOperator(binary, kubeconfig, logFile string, workers int, env []string) (*operator, error) {
+// the environment; with inCgroup, in a memory cgroup of its own, made for
+// it (see memoryCgroup.wrap) and removed once it stops, with the binary's
+// pages dropped from the page cache first.
+func startOperator(binary, kubeconfig, logFile string, workers int, env []string, inCgroup bool) (*operator, error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
 	o := &operator{
+		name:    filepath.Base(binary),
 		metrics: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
 		pprof:   fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
 	}
-	o.cmd = exec.Command(binary,
+	argv := []string{binary,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 		"--metrics-secure=false",
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", ports[2]),
 		fmt.Sprintf("--max-concurrent-reconciles=%d", workers),
-	)
+	}
+	if inCgroup {
+		cached, err := dropPageCache(binary)
+		if err != nil {
+			return nil, err
+		}
+		if cached > 0 {
+			fmt.Fprintf(os.Stderr, "bench: %.1f MiB of %s still in the page cache (mapped by another process?): charged elsewhere than to the operator's cgroup\n", mib(cached), binary)
+		}
+		if o.cgroup, err = newMemoryCgroup(); err != nil {
+			return nil, err
+		}
+		argv = o.cgroup.wrap(argv)
+	}
+	o.cmd = exec.Command(argv[0], argv[1:]...)
 	o.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), env...)
 	// The metrics endpoint answers once the manager runs.
 	return o, o.start(logFile, func() error {
@@ -73,7 +93,7 @@ func startWatchingFloor(self, kubeconfig, logFile string) (*operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &operator{pprof: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
+	o := &operator{name: filepath.Base(self), pprof: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
 	o.cmd = exec.Command(self)
 	o.cmd.Env = append(os.Environ(), RoleEnv+"=watching-floor", "BENCH_KUBECONFIG="+kubeconfig,
 		fmt.Sprintf("BENCH_PPROF_ADDR=127.0.0.1:%d", ports[0]))
@@ -105,6 +125,9 @@ func (o *operator) start(logFile string, ready func() error) error {
 	o.started = time.Now()
 	if err := o.cmd.Start(); err != nil {
 		_ = log.Close()
+		if o.cgroup != nil {
+			_ = o.cgroup.remove()
+		}
 		return err
 	}
 	go func() { o.done <- o.cmd.Wait(); _ = log.Close() }()
@@ -112,7 +135,7 @@ func (o *operator) start(logFile string, ready func() error) error {
 		select {
 		case err := <-o.done:
 			o.done <- err // for stop
-			return false, fmt.Errorf("%s exited: %v (log in %s)", filepath.Base(o.cmd.Path), err, logFile)
+			return false, fmt.Errorf("%s exited: %v (log in %s)", o.name, err, logFile)
 		default:
 		}
 		return ready() == nil, nil
@@ -133,7 +156,12 @@ func (o *operator) stop() error {
 		case <-time.After(30 * time.Second):
 			_ = o.cmd.Process.Kill()
 			<-o.done
-			o.stopErr = fmt.Errorf("%s did not stop within 30s of SIGTERM", filepath.Base(o.cmd.Path))
+			o.stopErr = fmt.Errorf("%s did not stop within 30s of SIGTERM", o.name)
+		}
+		if o.cgroup != nil {
+			if err := o.cgroup.remove(); err != nil && o.stopErr == nil {
+				o.stopErr = fmt.Errorf("removing the operator's memory cgroup: %w", err)
+			}
 		}
 	})
 	return o.stopErr
@@ -191,7 +219,8 @@ func (o *operator) scrape() (metricsSample, error) {
 // other fields say where the RSS goes beyond the heap in use: the Go
 // runtime's own accounts (runtime.MemStats) and, from the kernel, the
 // resident pages of mapped files (the executable's code and data) and the
-// anonymous ones (everything the runtime allocated).
+// anonymous ones (everything the runtime allocated). Cgroup is the memory
+// of the operator's cgroup, when it runs in one: what the kubelet sees.
 type memory struct {
 	HeapInuse int64 `json:"heapInuseBytes"`
 	HeapAlloc int64 `json:"heapAllocBytes"`
@@ -212,6 +241,8 @@ type memory struct {
 	// /proc/<pid>/status).
 	RSSFile int64 `json:"rssFileBytes"`
 	RSSAnon int64 `json:"rssAnonBytes"`
+	// Cgroup is nil for a process run outside a cgroup of its own.
+	Cgroup *cgroupMemory `json:"cgroup,omitempty"`
 }
 
 // memoryFrom fills the runtime's part of a memory from its statistics.
@@ -255,7 +286,24 @@ func (o *operator) memory() (memory, error) {
 		return memory{}, fmt.Errorf("no HeapInuse or Stack in the heap profile")
 	}
 	m := memoryFrom(&ms)
-	return m, readRSS(o.cmd.Process.Pid, &m)
+	if err := readRSS(o.cmd.Process.Pid, &m); err != nil {
+		return m, err
+	}
+	return m, o.readCgroup(&m)
+}
+
+// readCgroup reads the memory of the operator's cgroup into m, when it
+// runs in one.
+func (o *operator) readCgroup(m *memory) error {
+	if o.cgroup == nil {
+		return nil
+	}
+	cg, err := o.cgroup.read()
+	if err != nil {
+		return err
+	}
+	m.Cgroup = &cg
+	return nil
 }
 
 // saveHeapProfile writes the operator's heap profile, after a collection,

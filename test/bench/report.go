@@ -96,7 +96,7 @@ func WriteTable(w io.Writer, r *Results) {
 // columns measure.
 func writeCases(w io.Writer, r *Results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tfirst s\tchildren s\tconverge s\tratio\tall Ready s\twrites/app\t(children+1)\tevents/app\tpasses/app\tCPU ratio\trestart writes\tupdate writes/app\tprobe backlog/idle s\tratio\tprobe Ready backlog/idle s\tratio\tround trip backlog/idle ms\tconverge peak RSS MiB\theap MiB\tRSS MiB\tpeak RSS MiB\trestart peak RSS MiB\t")
+	fmt.Fprintln(tw, "workload\tN\tworkers\tbare s\tfirst s\tchildren s\tconverge s\tratio\tall Ready s\twrites/app\t(children+1)\tevents/app\tpasses/app\tCPU ratio\trestart writes\tupdate writes/app\tprobe backlog/idle s\tratio\tprobe Ready backlog/idle s\tratio\tround trip backlog/idle ms\tconverge peak RSS MiB\tconverge working set / peak usage MiB\theap MiB\tRSS MiB\tpeak RSS MiB\tworking set MiB\trestart peak RSS MiB\t")
 	for _, c := range r.Cases {
 		row := fmt.Sprintf("%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.1f\t%.2f\t%d\t%.2f\t%.1f\t%.2f\t", c.Workload, c.N, c.Workers, c.BareSeconds, c.FirstSeconds, c.ChildrenSeconds, c.ConvergeSeconds,
 			c.ConvergeRatio, c.ReadySeconds, c.ColdWritesPerApp, c.Children+1, c.EventsPerApp, c.ColdPassesPerApp, medianCPURatio(c.Pairs))
@@ -107,7 +107,11 @@ func writeCases(w io.Writer, r *Results) {
 		} else {
 			row += "-\t-\t-\t-\t-\t-\t-\t"
 		}
-		row += fmt.Sprintf("%.1f\t%.1f\t%.1f\t%.1f\t", mib(c.ConvergePeakRSS), mib(c.Memory.HeapInuse), mib(c.Memory.RSS), mib(c.Memory.PeakRSS))
+		converge := "-"
+		if cg := c.ConvergeCgroup; cg != nil {
+			converge = fmt.Sprintf("%.1f / %.1f", mib(cg.WorkingSet), mib(cg.PeakUsage))
+		}
+		row += fmt.Sprintf("%.1f\t%s\t%.1f\t%.1f\t%.1f\t%s\t", mib(c.ConvergePeakRSS), converge, mib(c.Memory.HeapInuse), mib(c.Memory.RSS), mib(c.Memory.PeakRSS), workingSet(c.Memory))
 		if c.Full {
 			row += fmt.Sprintf("%.1f\t", mib(c.RestartMemory.PeakRSS))
 		} else {
@@ -120,6 +124,7 @@ func writeCases(w io.Writer, r *Results) {
 	fmt.Fprintln(w, "writes: the API server's audit log, the operator's ServiceAccount, Events and reviews left out; client: its own request metrics (POST/PUT/PATCH/DELETE), which count the start-up SelfSubjectRulesReview.")
 	fmt.Fprintln(w, "passes/app: the operator's finished passes until it settled after the cold converge. CPU ratio: CPU seconds of every process (the cluster's components and the operator) during the cold converge, over the same during the bare client's run; the median over the pairs.")
 	fmt.Fprintln(w, "converge peak RSS: the largest RSS of the operator from its start until the cold converge ends (VmHWM). heap: the Go heap in use after a forced collection, and RSS, once the cold converge has settled; peak RSS: the largest RSS since the operator started (VmHWM), read then; restart peak RSS: the same for the operator restarted over the converged applications.")
+	fmt.Fprintln(w, "working set: of the operator's memory cgroup, as the kubelet computes it (usage less inactive file pages), read with the RSS beside it; converge working set / peak usage: read with the converge peak RSS, the peak being the cgroup's largest usage (page cache included) since the operator started.")
 	fmt.Fprintln(w, "round trip: the median of five reads under the operator's identity as each probe is created, the floor under any request of the probe's pass.")
 	fmt.Fprintln(w, "bare probe: the same new application served by a client that applies its children as soon as it is created, waits for the Deployment controller's report and writes its status, during the bare client's backlog and then idle: the floor of the probe's ratio on this cluster.")
 }
@@ -204,10 +209,10 @@ func writeMemoryAndReadCost(w io.Writer, r *Results) {
 func writeMemoryRamp(w io.Writer, m *MemoryRamp) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "memory (%s)\tN\toperator heap in use / live MiB\toperator RSS / peak MiB\tinformer floor heap in use / live MiB\tfloor RSS / peak MiB\twatching floor heap in use / live MiB\twatching floor RSS / peak MiB\t\n", m.Workload)
+	fmt.Fprintf(tw, "memory (%s)\tN\toperator heap in use / live MiB\toperator RSS / peak MiB\toperator working set MiB\tinformer floor heap in use / live MiB\tfloor RSS / peak MiB\twatching floor heap in use / live MiB\twatching floor RSS / peak MiB\t\n", m.Workload)
 	row := func(label string, n int, op, floor, watching memory) {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t\n", label, n,
-			mib(op.HeapInuse), mib(op.HeapAlloc), mib(op.RSS), mib(op.PeakRSS),
+		fmt.Fprintf(tw, "%s\t%d\t%.1f / %.1f\t%.1f / %.1f\t%s\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t\n", label, n,
+			mib(op.HeapInuse), mib(op.HeapAlloc), mib(op.RSS), mib(op.PeakRSS), workingSet(op),
 			mib(floor.HeapInuse), mib(floor.HeapAlloc), mib(floor.RSS), mib(floor.PeakRSS),
 			mib(watching.HeapInuse), mib(watching.HeapAlloc), mib(watching.RSS), mib(watching.PeakRSS))
 	}
@@ -343,10 +348,24 @@ func writePlot(path string, r *Results) error {
 	return f.Close()
 }
 
-// memoryBreakdown says in one line where a process's RSS goes.
+// workingSet is the working set of m's cgroup in MiB, or "-".
+func workingSet(m memory) string {
+	if m.Cgroup == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", mib(m.Cgroup.WorkingSet))
+}
+
+// memoryBreakdown says in one line where a process's RSS goes, and its
+// cgroup's memory when it runs in one.
 func memoryBreakdown(m memory) string {
-	return fmt.Sprintf("RSS %.1f MiB (peak %.1f) = file-backed %.1f + anonymous %.1f; Go runtime: heap in use %.1f, heap free %.1f (released to the kernel %.1f), stacks %.1f, GC metadata %.1f, other runtime %.1f",
+	s := fmt.Sprintf("RSS %.1f MiB (peak %.1f) = file-backed %.1f + anonymous %.1f; Go runtime: heap in use %.1f, heap free %.1f (released to the kernel %.1f), stacks %.1f, GC metadata %.1f, other runtime %.1f",
 		mib(m.RSS), mib(m.PeakRSS), mib(m.RSSFile), mib(m.RSSAnon), mib(m.HeapInuse), mib(m.HeapFree), mib(m.HeapReleased), mib(m.Stacks), mib(m.GCMetadata), mib(m.RuntimeOther))
+	if cg := m.Cgroup; cg != nil {
+		s += fmt.Sprintf("; cgroup: working set %.1f MiB = usage %.1f (peak %.1f) - inactive file %.1f; anonymous %.1f, page cache %.1f (mapped %.1f, active %.1f)",
+			mib(cg.WorkingSet), mib(cg.Usage), mib(cg.PeakUsage), mib(cg.InactiveFile), mib(cg.Anon), mib(cg.File), mib(cg.FileMapped), mib(cg.ActiveFile))
+	}
+	return s
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }

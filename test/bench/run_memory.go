@@ -32,7 +32,7 @@ func runMemory(ctx context.Context, cfg Config, w workload, n int) (_ *MemoryRam
 	// heap only when GODEBUG asks, here at Go's default rate, as the floors
 	// do; the cases run it as it is deployed.
 	opEnv := append([]string{"GODEBUG=memprofilerate=524288"}, cfg.OperatorEnv...)
-	op, err := startOperator(cfg.Operator, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "app-operator.log"), cfg.Workers, opEnv)
+	op, err := startOperator(cfg.Operator, e.kubeconfig, filepath.Join(e.cluster.Dir, "logs", "app-operator.log"), cfg.Workers, opEnv, cfg.Cgroup)
 	if err != nil {
 		return nil, err
 	}

@@ -188,6 +188,10 @@ func (r *operatorRun) waitConverged(ctx context.Context, clusterCPU *cpuMeter, r
 		return err
 	}
 	c.ConvergePeakRSS = atConverge.PeakRSS
+	if err := r.op.readCgroup(&atConverge); err != nil {
+		return err
+	}
+	c.ConvergeCgroup = atConverge.Cgroup
 	var err error
 	if c.ConvergeCPU, err = clusterCPU.read(); err != nil {
 		return err
