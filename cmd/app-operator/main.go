@@ -247,11 +247,6 @@ func main() {
 		os.Exit(1)
 	}
 
-	if err := mgr.Add(startupPages{cache: mgr.GetCache()}); err != nil {
-		log.Error(err, "Unable to set up the release of the start-up's pages")
-		os.Exit(1)
-	}
-
 	log.Info("Starting manager")
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Manager exited with an error")
