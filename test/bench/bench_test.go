@@ -209,21 +209,29 @@ func TestBenchSmoke(t *testing.T) {
 	if err := WriteFiles(dir, res, "go test ./test/bench -run TestBenchSmoke"); err != nil {
 		t.Fatal(err)
 	}
-	// results.json carries the peak beside the RSS.
+	// results.json carries the peak beside the RSS, and the cgroup's
+	// working set when it was measured.
 	data, err := os.ReadFile(dir + "/results.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var saved struct {
 		Cases []struct {
-			Memory map[string]int64 `json:"memoryAfterConverge"`
+			Memory struct {
+				PeakRSS int64 `json:"peakRSSBytes"`
+				Cgroup  *struct {
+					WorkingSet int64 `json:"workingSetBytes"`
+				} `json:"cgroup"`
+			} `json:"memoryAfterConverge"`
 		} `json:"cases"`
 	}
 	if err := json.Unmarshal(data, &saved); err != nil {
 		t.Fatal(err)
 	}
-	if len(saved.Cases) != 1 || saved.Cases[0].Memory["peakRSSBytes"] != c.Memory.PeakRSS {
+	if len(saved.Cases) != 1 || saved.Cases[0].Memory.PeakRSS != c.Memory.PeakRSS {
 		t.Errorf("results.json memoryAfterConverge %+v: want peakRSSBytes %d", saved.Cases, c.Memory.PeakRSS)
+	} else if cg := saved.Cases[0].Memory.Cgroup; res.Config.Cgroup && (cg == nil || c.Memory.Cgroup == nil || cg.WorkingSet != c.Memory.Cgroup.WorkingSet) {
+		t.Errorf("results.json memoryAfterConverge.cgroup %+v: want workingSetBytes of %+v", cg, c.Memory.Cgroup)
 	}
 	for _, f := range []string{"results.json", "summary.md", "bench.png", "heap-50.pprof", "heap-50-floor.pprof",
 		"cpu-appservice-50.pprof", "apiserver-cpu-appservice-50.pprof", "apiserver-cpu-appservice-50-bare.pprof"} {
