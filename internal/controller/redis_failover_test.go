@@ -54,6 +54,12 @@ func nodeAddr(i int) string { return redisnode.Addr(podIP(i), redisenterpriseclu
 
 func newRedisFixture(t *testing.T, nodes map[int]*controller.FakeRedisNode) *redisFixture {
 	t.Helper()
+	return newRedisFixtureOf(t, redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3}, nodes)
+}
+
+// newRedisFixtureOf is newRedisFixture for a cluster of spec.
+func newRedisFixtureOf(t *testing.T, spec redisv1alpha1.RedisEnterpriseClusterSpec, nodes map[int]*controller.FakeRedisNode) *redisFixture {
+	t.Helper()
 	ctx := context.Background()
 	ns := testenv.NewNamespace(t, k8s)
 	f := &redisFixture{t: t, redis: &controller.FakeRedis{Nodes: map[string]*controller.FakeRedisNode{}}, clock: clocktesting.NewFakeClock(time.Now())}
@@ -61,7 +67,7 @@ func newRedisFixture(t *testing.T, nodes map[int]*controller.FakeRedisNode) *red
 		f.redis.Nodes[nodeAddr(i)] = n
 	}
 	f.r = controller.NewRedisReconciler(k8s, f.redis, f.clock, failoverWindow)
-	f.obj = &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"}, Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3}}
+	f.obj = &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"}, Spec: spec}
 	testenv.Create(t, k8s, f.obj)
 	_ = f.pass()
 	// No controller makes the namespace's ServiceAccount here.

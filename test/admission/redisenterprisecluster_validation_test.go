@@ -73,6 +73,11 @@ func TestRedisEnterpriseClusterAdmission(t *testing.T) {
 		{"should reject a subdir that leaves the claim", setBackup(map[string]any{"persistentVolumeClaim": map[string]any{"claimName": "b", "subdir": "a/../.."}}), "subdir"},
 		{"should reject an endpoint that is no URL", setBackup(with(s3Backup, "s3", map[string]any{"awsSecretName": "s3", "bucketName": "backups", "endpoint": "minio:9000"})), "spec.backup.s3.endpoint"},
 		{"should reject a restore without a backup name", set(map[string]any{"s3": s3Backup["s3"]}, "spec", "restore"), "spec.restore.backup"},
+		{"should accept hibernation with persistence, as the sample has it", set(true, "spec", "hibernate"), ""},
+		{"should reject hibernation without spec.persistentSpec", func(u *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(u.Object, "spec", "persistentSpec")
+			set(true, "spec", "hibernate")(u)
+		}, "spec.hibernate needs spec.persistentSpec.enabled"},
 		{"should reject a name too long for its pods", func(u *unstructured.Unstructured) {
 			u.SetName("redis-enterprise-with-a-name-much-too-long-for-its-pods")
 		}, "metadata.name"},

@@ -71,6 +71,15 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.TLS cannot change: renew the Secrets' contents instead"
 	TLS *TLSPolicy `json:"TLS,omitempty"`
+
+	// Hibernate, true, stops every member pod (the StatefulSet at 0
+	// replicas) and keeps every claim, Secret and ConfigMap: the members
+	// stay in etcd's member list, and no member is added, removed or
+	// promoted while the cluster sleeps; no backup is taken. False (or
+	// removed) starts the pods again: each member restarts from its data
+	// and the cluster forms its quorum again. See docs/kinds.md.
+	// +optional
+	Hibernate bool `json:"hibernate,omitempty"`
 }
 
 // PodPolicy is the policy of the member pods, at the place of the etcd

@@ -34,6 +34,7 @@ const (
 // one primary and the others its replicas.
 // +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="spec.restore can only be set when the RedisEnterpriseCluster is created"
 // +kubebuilder:validation:XValidation:rule="has(self.tls) || !has(oldSelf.tls)",message="spec.tls cannot be removed: the nodes do not move back from TLS to plain connections"
+// +kubebuilder:validation:XValidation:rule="!has(self.hibernate) || !self.hibernate || has(self.persistentSpec)",message="spec.hibernate needs spec.persistentSpec.enabled: without persistence every node keeps its data in an emptyDir, and hibernation would lose it all"
 type RedisEnterpriseClusterSpec struct {
 	// Nodes is the number of Redis servers: one primary, the others its
 	// replicas. Odd, and at least 3, as in Redis Enterprise, so that a
@@ -105,6 +106,16 @@ type RedisEnterpriseClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.tls cannot change: renew the Secret's contents instead"
 	TLS *TLS `json:"tls,omitempty"`
+
+	// Hibernate, true, stops every node (the StatefulSet at 0 replicas)
+	// and keeps every claim and Secret; no failover, election or backup
+	// while the cluster sleeps. False (or removed) starts the nodes again,
+	// and the primary is the node that holds every acknowledged write (the
+	// election's rules). Only with persistence on
+	// (spec.persistentSpec.enabled): without it the nodes' data is in
+	// emptyDirs, lost with the pods, and hibernation is refused.
+	// +optional
+	Hibernate bool `json:"hibernate,omitempty"`
 }
 
 // TLS is the TLS of a cluster's nodes.
@@ -242,7 +253,7 @@ type ImageSpec struct {
 
 // ClusterState is the cluster's state, in the Redis Enterprise operator's
 // words.
-// +kubebuilder:validation:Enum=BootstrappingFirstPod;Initializing;Running;RunningRollingUpdate;Error
+// +kubebuilder:validation:Enum=BootstrappingFirstPod;Initializing;Running;RunningRollingUpdate;Hibernated;Error
 type ClusterState string
 
 // The states.
@@ -257,6 +268,9 @@ const (
 	// StateRunningRollingUpdate: nodes are being replaced with a new pod
 	// template, replicas first.
 	StateRunningRollingUpdate ClusterState = "RunningRollingUpdate"
+	// StateHibernated: spec.hibernate is true: no node runs (or the last
+	// are stopping; see the Ready condition).
+	StateHibernated ClusterState = "Hibernated"
 	// StateError: the cluster cannot converge without help (see the Ready
 	// condition).
 	StateError ClusterState = "Error"
@@ -284,7 +298,7 @@ type NodeStatus struct {
 // RedisEnterpriseClusterStatus is the observed state.
 type RedisEnterpriseClusterStatus struct {
 	// State is the cluster's state: BootstrappingFirstPod, Initializing,
-	// Running, RunningRollingUpdate or Error.
+	// Running, RunningRollingUpdate, Hibernated or Error.
 	// +optional
 	State ClusterState `json:"state,omitempty"`
 	// Primary is the pod the operator made the primary. Every other node is

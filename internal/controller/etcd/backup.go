@@ -125,6 +125,8 @@ func (b *backupOps) observe(ctx context.Context, c engine.Clients, o *etcdv1beta
 				"spec.clusterName: no EtcdCluster %s in namespace %s", o.Spec.ClusterName, o.Namespace)}
 		case err != nil:
 			return seen, err
+		case cluster.Spec.Hibernate:
+			seen.waiting = fmt.Sprintf("EtcdCluster %s is hibernated (spec.hibernate): no backup is taken until it wakes", cluster.Name)
 		case len(cluster.Status.Members) == 0:
 			seen.waiting = fmt.Sprintf("Waiting for EtcdCluster %s to have members", cluster.Name)
 		default:

@@ -116,13 +116,17 @@ func ClusterKind(opts Options) engine.Kind[*etcdv1beta2.EtcdCluster] {
 			// Every step of an etcd cluster moves it toward its spec
 			// (membership, version); none is taken while a child is not
 			// as the spec wants.
-			if scope == engine.SafetySteps {
+			if scope == engine.SafetySteps || o.Spec.Hibernate {
+				// Hibernated: no step at all (see hibernationStep).
 				return nil
 			}
 			d := etcdcluster.Next(&o.Spec, o.Namespace, pass.Observed.obs)
 			return &d
 		},
 		Act: func(ctx context.Context, c engine.Clients, o *etcdv1beta2.EtcdCluster, pass *etcdPass) (etcdActed, engine.Step, error) {
+			if o.Spec.Hibernate {
+				return etcdActed{}, hibernationStep(pass.Observed.pods), nil
+			}
 			if pass.Decision == nil {
 				return etcdActed{}, engine.Step{}, nil
 			}
@@ -132,6 +136,10 @@ func ClusterKind(opts Options) engine.Kind[*etcdv1beta2.EtcdCluster] {
 		},
 		SetStatus: func(o *etcdv1beta2.EtcdCluster, pass *etcdPass, report engine.Report, now metav1.Time) {
 			selector := labels.SelectorFromSet(etcdcluster.Selector(o.Name)).String()
+			if o.Spec.Hibernate && pass.Began {
+				status.EtcdHibernated(&o.Status, o.Generation, &o.Spec, selector, pass.Observed.pods, report.Failure, now)
+				return
+			}
 			status.EtcdCluster(&o.Status, o.Generation, &o.Spec, selector, etcdView(pass), report.Failure, now)
 		},
 	}.With(k)
@@ -210,6 +218,8 @@ type etcdObservation struct {
 	urls      map[string]string
 	live      etcdcluster.Live
 	clusterID uint64
+	// pods is how many member pods exist, terminating or not.
+	pods int
 }
 
 // etcdActed is what a step did: the membership to record when it changed
@@ -292,6 +302,9 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster, prepa
 	defer cancel()
 	var err error
 	seen.obs, seen.urls, seen.clusterID, err = e.observeMembers(ctx, o)
+	if err == nil && o.Spec.Hibernate {
+		seen.pods, err = e.countPods(ctx, o)
+	}
 	seen.obs.Trust = prepared.trust
 	return seen, err
 }

@@ -182,6 +182,11 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			return ops.with(c).act(ctx, o, gvk, pass)
 		},
 		SetStatus: func(o *redisv1alpha1.RedisEnterpriseCluster, pass *redisPass, report engine.Report, now metav1.Time) {
+			if redisenterprisecluster.Hibernating(&o.Spec) && pass.Began {
+				status.RedisHibernated(&o.Status, o.Generation, runningPods(pass.Observed.nodes), report.Failure, now)
+				ops.backups.setStatus(o, &pass.Observed.backups)
+				return
+			}
 			if s := pass.Result; s != nil {
 				o.Status.Primary, o.Status.State, o.Status.Nodes = s.primary, s.state, s.nodes
 			}
@@ -233,6 +238,9 @@ type redisPlan struct {
 	waiting  string
 	// backups: the step may go on to the backups (not a safety step's).
 	backups bool
+	// hibernate: spec.hibernate is honoured: no step at all, and no
+	// backup, while the pods stop and until the cluster wakes.
+	hibernate bool
 }
 
 // redisStepped is what a step leaves for the status: the primary, the
@@ -409,7 +417,9 @@ func (ops *redisOps) observe(ctx context.Context, o *redisv1alpha1.RedisEnterpri
 		return seen, err
 	}
 	ops.gauges.record(client.ObjectKeyFromObject(o), redisSampleOf(o.Status.Primary, seen.nodes))
-	downNow := primaryDownNow(o.Status.Primary, seen.nodes)
+	// A hibernated cluster's primary is not down: its window starts
+	// again when it wakes, from the first pass that misses it.
+	downNow := !redisenterprisecluster.Hibernating(&o.Spec) && primaryDownNow(o.Status.Primary, seen.nodes)
 	seen.primaryDownFor = ops.down.observe(client.ObjectKeyFromObject(o), o.Status.Primary, downNow, ops.clock.Now())
 	seen.backups, err = ops.backups.observe(ctx, ops.client, o)
 	return seen, err
@@ -422,6 +432,9 @@ func (ops *redisOps) plan(o *redisv1alpha1.RedisEnterpriseCluster, seen *redisOb
 	sts, ok := applied[engine.ChildKey("StatefulSet", o.Name)].(*appsv1.StatefulSet)
 	if !ok {
 		sts = seen.sts
+	}
+	if redisenterprisecluster.Hibernating(&o.Spec) {
+		return redisPlan{hibernate: true}
 	}
 	if sts == nil {
 		return redisPlan{waiting: "waiting for the StatefulSet"}
@@ -453,6 +466,9 @@ func (ops *redisOps) plan(o *redisv1alpha1.RedisEnterpriseCluster, seen *redisOb
 // nodes (nil when no step was planned or it failed).
 func (ops *redisOps) act(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, gvk schema.GroupVersionKind, pass *redisPass) (*redisStepped, engine.Step, error) {
 	plan, seen := pass.Decision, &pass.Observed
+	if plan.hibernate {
+		return nil, hibernationStep(seen.nodes), nil
+	}
 	if plan.waiting != "" {
 		return nil, engine.Step{Waiting: plan.waiting, RequeueAfter: redisWaitInterval}, nil
 	}

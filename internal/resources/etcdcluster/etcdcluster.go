@@ -569,20 +569,28 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 		// restarts no pod by itself.
 		template.WithAnnotations(map[string]string{TrustAnnotation: m.Trust.String()})
 	}
+	replicas, whenScaled := m.Replicas, appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	if spec.Hibernate {
+		// Every pod stops and every claim stays: the members are still
+		// etcd's members, and restart from their data when the cluster
+		// wakes. The StatefulSet controller reads both fields of one
+		// apply together, so no claim is deleted by the scale to 0.
+		replicas, whenScaled = 0, appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	}
 	return appsv1ac.StatefulSet(owner.Name, owner.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(owner.Reference()).
 		WithSpec(appsv1ac.StatefulSetSpec().
-			WithReplicas(m.Replicas).
+			WithReplicas(replicas).
 			WithServiceName(owner.Name).
 			WithPodManagementPolicy("Parallel").
 			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType("OnDelete")).
 			// A member removed (scale-in) takes its claim along: a member
 			// added later under its name starts empty, not from the data
-			// of a member etcd no longer knows. Deleting the EtcdCluster
-			// deletes the data.
+			// of a member etcd no longer knows (but for a hibernation,
+			// above). Deleting the EtcdCluster deletes the data.
 			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
-				WithWhenScaled(appsv1.DeletePersistentVolumeClaimRetentionPolicyType).
+				WithWhenScaled(whenScaled).
 				WithWhenDeleted(appsv1.DeletePersistentVolumeClaimRetentionPolicyType)).
 			// On the cluster's default StorageClass.
 			WithVolumeClaimTemplates(corev1ac.PersistentVolumeClaim(DataVolume, "").

@@ -182,6 +182,11 @@ const maxNodes = 9
 // scale-in below its ordinal), so that its pod goes only once the operator
 // has handed the primary over to a node that stays.
 func Members(name string, spec *redisv1alpha1.RedisEnterpriseClusterSpec, primary string) int {
+	if spec.Hibernate {
+		// Every node stops; the claims stay (the retention policy keeps
+		// them when scaled).
+		return 0
+	}
 	n := Nodes(spec)
 	if s, ok := strings.CutPrefix(primary, name+"-"); ok {
 		if i, err := strconv.Atoi(s); err == nil && i >= n && i < maxNodes {
@@ -219,6 +224,9 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 	// not built (a role file per node).
 	if n := Nodes(spec); n < 3 || n > maxNodes || n%2 == 0 {
 		return Children{}, fmt.Errorf("spec.nodes: %d is not an odd number from 3 to 9", n)
+	}
+	if err := RefuseHibernation(spec); err != nil {
+		return Children{}, err
 	}
 	res, err := Resources(spec.RedisEnterpriseNodeResources)
 	if err != nil {
@@ -526,7 +534,7 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 			WithLabels(labels).
 			WithAnnotations(map[string]string{ConfigHashAnnotation: hex.EncodeToString(sum[:])}).
 			WithSpec(podSpec))
-	if spec.PersistentSpec != nil && spec.PersistentSpec.Enabled.True() {
+	if Persistent(spec) {
 		size := resource.MustParse(redisv1alpha1.DefaultVolumeSize)
 		if spec.PersistentSpec.VolumeSize != nil {
 			size = *spec.PersistentSpec.VolumeSize
