@@ -67,6 +67,7 @@ func main() {
 		renewDeadline      time.Duration
 		retryPeriod        time.Duration
 		snapshotImage      string
+		redisImage         string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
@@ -120,6 +121,8 @@ func main() {
 		"Address the Go profiler (net/http/pprof) binds to, e.g. 127.0.0.1:6060; 0 disables it. For benchmarks and debugging only. Heap profiles hold samples only when GODEBUG sets memprofilerate (e.g. GODEBUG=memprofilerate=524288, Go's default).")
 	flag.StringVar(&snapshotImage, "snapshot-image", cmp.Or(os.Getenv("SNAPSHOT_IMAGE"), backup.DefaultSnapshotImage),
 		"The image of the snapshot tools (/etcd-snapshot, /redis-snapshot) that backup Jobs and restores run: the operator's own image, which carries them (default: $SNAPSHOT_IMAGE).")
+	flag.StringVar(&redisImage, "redis-image", cmp.Or(os.Getenv("REDIS_IMAGE"), redisenterprisecluster.DefaultImage),
+		"The open-source Redis image a RedisEnterpriseCluster's nodes run when its spec leaves the default image or names Redis Enterprise's (redislabs/redis), e.g. a private registry's mirror of redis:7.0.15 (default: $REDIS_IMAGE).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -233,6 +236,7 @@ func main() {
 		RedisFailoverAfter:      redisFailoverAfter,
 		EtcdJoinTimeout:         etcdJoinTimeout,
 		SnapshotImage:           snapshotImage,
+		RedisImage:              redisImage,
 	}
 	if err := controller.SetupWithManager(mgr, opts); err != nil {
 		log.Error(err, "Unable to set up controllers")

@@ -1,13 +1,16 @@
 package main
 
-// The RedisEnterpriseCluster sample's image, redislabs/redis:5.4.0-19, is
-// Redis Enterprise, which is not open source: its stand-in is Debian 12's
-// open-source redis-server (7.0.x) with redis-cli, under the sample's name
-// and under a second tag that a rolling update can move to. Like the
-// upstream redis image, it runs redis-server as the redis user, with /data
-// as its working folder; the operator gives it its configuration file and
-// arguments.
-var redisRefs = []string{"docker.io/redislabs/redis:5.4.0-19", "docker.io/redislabs/redis:5.4.0-20"}
+// The stand-in of the official open-source Redis image, the
+// RedisEnterpriseCluster's default (api/redislabs/v1alpha1: redis:7.0.15):
+// Debian 12's open-source redis-server, 7.0.15, with redis-cli, under the
+// official image's name at that version and under its -bookworm tag (the
+// same image upstream, Debian 12 based), which a rolling update can move
+// to. Like the upstream image, it runs redis-server as the redis user,
+// with /data as its working folder; the operator gives it its
+// configuration file and arguments. Nothing is built under Redis
+// Enterprise's name (redislabs/redis): a cluster that names it runs this
+// image, as the operator runs it in its place.
+var redisRefs = []string{"docker.io/library/redis:7.0.15", "docker.io/library/redis:7.0.15-bookworm"}
 
 func redisImage() image {
 	files := baseFiles("redis:x:999:999:redis:/data:/usr/sbin/nologin\n", "redis:x:999:\n")

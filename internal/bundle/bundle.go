@@ -484,7 +484,7 @@ func installStrategy(opts Options) (operatorsv1alpha1.NamedInstallStrategy, erro
 // an image reference, such as the MicroServiceDeploy seed's placeholder,
 // runs nothing and is left out).
 func relatedImages(root, manager string) ([]operatorsv1alpha1.RelatedImage, error) {
-	images := []string{manager, cachev1alpha1.DefaultImage, redisv1alpha1.DefaultRepository + ":" + redisv1alpha1.DefaultVersionTag}
+	images := []string{manager, cachev1alpha1.DefaultImage, redisresources.DefaultImage}
 	files, err := SampleFiles(root)
 	if err != nil {
 		return nil, err
@@ -500,7 +500,8 @@ func relatedImages(root, manager string) ([]operatorsv1alpha1.RelatedImage, erro
 			if err := readYAML(f, obj); err != nil {
 				return nil, err
 			}
-			img, _ := redisresources.Image(&obj.Spec)
+			// The sample's Redis Enterprise image runs the open-source one.
+			img, _, _ := redisresources.Image(&obj.Spec, "")
 			images = append(images, img)
 		case "EtcdCluster":
 			obj := &etcdv1beta2.EtcdCluster{}

@@ -57,6 +57,9 @@ type Options struct {
 	// the restore of an EtcdCluster's first member run;
 	// backup.DefaultSnapshotImage when empty.
 	SnapshotImage string
+	// RedisImage is the open-source Redis image (see redis.Options.Image);
+	// redis:7.0.15 when empty.
+	RedisImage string
 	// RedisNodes is how the RedisEnterpriseCluster controller reaches the
 	// Redis nodes (see redis.Options.Nodes); redisnode.Client when nil.
 	// Tests put a fault point here.
@@ -96,5 +99,5 @@ func (o Options) etcd() etcd.Options {
 
 // redis returns the options of the RedisEnterpriseCluster controller.
 func (o Options) redis() redis.Options {
-	return redis.Options{Clock: o.Clock, FailoverAfter: o.RedisFailoverAfter, SnapshotImage: o.SnapshotImage, Metrics: o.Metrics, Nodes: o.RedisNodes}
+	return redis.Options{Clock: o.Clock, FailoverAfter: o.RedisFailoverAfter, SnapshotImage: o.SnapshotImage, Image: o.RedisImage, Metrics: o.Metrics, Nodes: o.RedisNodes}
 }

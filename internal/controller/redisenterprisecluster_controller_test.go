@@ -46,8 +46,9 @@ func TestRedisEnterpriseClusterSampleCreatesChildren(t *testing.T) {
 	if c.Resources.Limits.Memory().String() != "4Gi" || c.Resources.Requests.Memory().String() != "4Gi" || c.Resources.Limits.Cpu().String() != "400m" {
 		t.Errorf("resources = %+v, want 4Gi and 400m", c.Resources)
 	}
-	if c.Image != "redislabs/redis:5.4.0-19" || c.ImagePullPolicy != corev1.PullIfNotPresent {
-		t.Errorf("image %s, pull policy %s", c.Image, c.ImagePullPolicy)
+	// The sample names Redis Enterprise's image: the open-source one runs.
+	if c.Image != redisenterprisecluster.DefaultImage || c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("image %s, pull policy %s; want %s in place of the sample's redislabs/redis", c.Image, c.ImagePullPolicy, redisenterprisecluster.DefaultImage)
 	}
 	if len(sts.Spec.VolumeClaimTemplates) != 1 || *sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName != "gp2" || *sts.Spec.Replicas != 3 ||
 		sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement || sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
@@ -70,6 +71,11 @@ func TestRedisEnterpriseClusterSampleCreatesChildren(t *testing.T) {
 	if r.Status.State != redisv1alpha1.StateBootstrappingFirstPod || strings.Contains(r.Status.Conditions[0].Message, password) {
 		t.Errorf("status = %+v", r.Status)
 	}
+	replaced := waitForCondition(t, r, redisv1alpha1.ConditionImageReplaced, metav1.ConditionTrue, redisv1alpha1.ReasonProprietaryImage)
+	if want := "spec.redisEnterpriseImageSpec.repository redislabs/redis is the proprietary Redis Enterprise image; running redis:7.0.15 instead"; replaced.Message != want {
+		t.Errorf("ImageReplaced: %q, want %q", replaced.Message, want)
+	}
+	waitForEvent(t, r, redisv1alpha1.ReasonProprietaryImage)
 
 	// A new username is written; the password is kept.
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(u), u); err != nil {

@@ -112,6 +112,9 @@ type Step struct {
 	// Event, when set, is the event the pass emits for the step it took
 	// (Took), one that changes the membership or the roles.
 	Event *StepEvent
+	// Notices are events the pass emits whatever step it took or awaits:
+	// what the kind tells once about the spec (an image it replaced).
+	Notices []Notice
 	// RequeueAfter is when to look at the application again; the engine
 	// looks again after DefaultStepInterval when a step was taken or is
 	// awaited and this is zero. The application changes without an event
@@ -133,6 +136,13 @@ type StepEvent struct {
 	Reason string
 	// Action is the planner's step.
 	Action string
+}
+
+// Notice is an event a pass emits beside its step (see Step.Notices).
+type Notice struct {
+	// Type is Normal or Warning; Reason an UpperCamel word; Action what
+	// the operator did; Message the note.
+	Type, Reason, Action, Message string
 }
 
 // DefaultStepInterval is how soon a step-wise kind looks at its application

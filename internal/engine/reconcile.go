@@ -225,6 +225,9 @@ func (r *Reconciler[T]) takeStep(ctx context.Context, obj T, data dataPass[T], p
 		return stepFailed(err)
 	}
 	pass.Step = s
+	for _, n := range s.Notices {
+		r.recorder.Eventf(obj, nil, n.Type, n.Reason, n.Action, "%s", n.Message)
+	}
 	if s.Took != "" && s.Event != nil {
 		r.recorder.Eventf(obj, nil, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Took)
 	}

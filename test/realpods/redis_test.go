@@ -480,7 +480,9 @@ func TestRedisEnterpriseClusterSample(t *testing.T) {
 		w := r.startWriter("rolling")
 		testenv.Eventually(t, 30*time.Second, func() (bool, string) { return w.Acked() >= 20, "waiting for writes" })
 		r.refresh()
-		r.rec.Spec.RedisEnterpriseImageSpec.VersionTag = "5.4.0-20"
+		// The sample's Redis Enterprise image runs as redis:7.0.15; the
+		// official image's -bookworm tag is another image to move to.
+		r.rec.Spec.RedisEnterpriseImageSpec.Repository, r.rec.Spec.RedisEnterpriseImageSpec.VersionTag = "redis", "7.0.15-bookworm"
 		if err := c.Update(ctx, r.rec); err != nil {
 			t.Fatal(err)
 		}
@@ -496,7 +498,7 @@ func TestRedisEnterpriseClusterSample(t *testing.T) {
 				return false, err.Error()
 			}
 			for _, p := range pods.Items {
-				if p.Spec.Containers[0].Image != "redislabs/redis:5.4.0-20" || p.DeletionTimestamp != nil {
+				if p.Spec.Containers[0].Image != "redis:7.0.15-bookworm" || p.DeletionTimestamp != nil {
 					return false, "pod " + p.Name + " runs " + p.Spec.Containers[0].Image
 				}
 			}

@@ -22,9 +22,12 @@ const (
 	MaxNodes = 9
 	// DefaultUsername is the Redis Enterprise operator's default user.
 	DefaultUsername = "demo@redislabs.com"
-	// DefaultRepository and DefaultVersionTag name the Redis image.
-	DefaultRepository = "redislabs/redis"
-	DefaultVersionTag = "5.4.0-19"
+	// DefaultRepository and DefaultVersionTag name the Redis image: the
+	// official open-source image, at the version the local cluster's
+	// stand-in runs (Debian 12's redis-server). The operator's --redis-image
+	// replaces it (a private registry's mirror): see docs/images.md.
+	DefaultRepository = "redis"
+	DefaultVersionTag = "7.0.15"
 	// DefaultVolumeSize is the size of each node's volume when persistence
 	// is on and spec.persistentSpec.volumeSize is left out.
 	DefaultVolumeSize = "1Gi"
@@ -75,8 +78,11 @@ type RedisEnterpriseClusterSpec struct {
 	// +optional
 	RedisEnterpriseNodeResources *NodeResources `json:"redisEnterpriseNodeResources,omitempty"`
 
-	// RedisEnterpriseImageSpec names the Redis image. A change rolls the
-	// nodes: the replicas first, the primary last, after it hands over.
+	// RedisEnterpriseImageSpec names the Redis image (open-source Redis,
+	// redis:7.0.15 by default). Redis Enterprise's image (redislabs/redis)
+	// is not run: the operator runs its open-source image in its place, and
+	// says so (condition ImageReplaced). A change rolls the nodes: the
+	// replicas first, the primary last, after it hands over.
 	// +optional
 	RedisEnterpriseImageSpec *ImageSpec `json:"redisEnterpriseImageSpec,omitempty"`
 
@@ -232,14 +238,14 @@ type Quantity struct {
 type ImageSpec struct {
 	// Repository is the image's repository.
 	// +optional
-	// +kubebuilder:default="redislabs/redis"
+	// +kubebuilder:default="redis"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9._/:]*[a-z0-9])?$`
 	Repository string `json:"repository,omitempty"`
 	// VersionTag is the image's tag.
 	// +optional
-	// +kubebuilder:default="5.4.0-19"
+	// +kubebuilder:default="7.0.15"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`

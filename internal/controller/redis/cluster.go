@@ -104,6 +104,9 @@ type redisOps struct {
 	backups       *redisBackups
 	// remembered is what each cluster's nodes were last reached with.
 	remembered *remembered
+	// image is the operator's open-source Redis image (see
+	// redisenterprisecluster.Image).
+	image string
 }
 
 // ClusterKind reconciles RedisEnterpriseCluster: the declarative
@@ -124,6 +127,7 @@ func ClusterKind(opts Options) engine.Kind[*redisv1alpha1.RedisEnterpriseCluster
 		gauges:        newRedisGauges(opts.Metrics),
 		backups:       newRedisBackups(opts.SnapshotImage, opts.Metrics),
 		remembered:    &remembered{},
+		image:         cmp.Or(opts.Image, redisenterprisecluster.DefaultImage),
 	}
 	return ops.kind()
 }
@@ -162,7 +166,7 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			if f := pass.Prepared.tlsFailure; f != nil {
 				return nil, f
 			}
-			input := redisenterprisecluster.Input{Primary: o.Status.Primary, SnapshotImage: ops.backups.image}
+			input := redisenterprisecluster.Input{Primary: o.Status.Primary, SnapshotImage: ops.backups.image, OpenSourceImage: ops.image}
 			if pass.Began {
 				input.Password = string(pass.Prepared.secret.Data[redisenterprisecluster.SecretPassword])
 				if t := pass.Prepared.tls; t != nil {
@@ -179,9 +183,13 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			return ops.plan(o, &pass.Observed, applied, scope)
 		},
 		Act: func(ctx context.Context, c engine.Clients, o *redisv1alpha1.RedisEnterpriseCluster, pass *redisPass) (*redisStepped, engine.Step, error) {
-			return ops.with(c).act(ctx, o, gvk, pass)
+			stepped, s, err := ops.with(c).act(ctx, o, gvk, pass)
+			s.Notices = append(s.Notices, imageNotices(o, ops.image)...)
+			return stepped, s, err
 		},
 		SetStatus: func(o *redisv1alpha1.RedisEnterpriseCluster, pass *redisPass, report engine.Report, now metav1.Time) {
+			_, _, replaced := redisenterprisecluster.Image(&o.Spec, ops.image)
+			status.RedisImageReplaced(&o.Status.Conditions, o.Generation, replaced, now)
 			if redisenterprisecluster.Hibernating(&o.Spec) && pass.Began {
 				status.RedisHibernated(&o.Status, o.Generation, runningPods(pass.Observed.nodes), report.Failure, now)
 				ops.backups.setStatus(o, &pass.Observed.backups)

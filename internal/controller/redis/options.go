@@ -26,6 +26,11 @@ type Options struct {
 	// SnapshotImage is the image of the snapshot tool the backup Jobs
 	// run; backup.DefaultSnapshotImage when empty.
 	SnapshotImage string
+	// Image is the open-source Redis image the nodes run when their spec
+	// names Redis Enterprise's image or leaves the default
+	// (redisenterprisecluster.Image); redisenterprisecluster.DefaultImage
+	// when empty. An installer names a private registry's mirror here.
+	Image string
 	// Metrics is where the gauges are registered; controller-runtime's
 	// registry when nil.
 	Metrics prometheus.Registerer

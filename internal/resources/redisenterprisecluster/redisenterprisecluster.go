@@ -207,6 +207,9 @@ type Input struct {
 	// SnapshotImage is the image of the snapshot tool, which restores the
 	// first node of a cluster of spec.restore.
 	SnapshotImage string
+	// OpenSourceImage is the operator's open-source Redis image (see
+	// Image); DefaultImage when empty (a preview).
+	OpenSourceImage string
 	// TLSTrust is, with spec.tls, the PEM bundle of the CAs the nodes load
 	// at a reload (see Trust), kept in the ConfigMap under TrustKey; empty
 	// without a cluster (a preview).
@@ -241,7 +244,7 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 		NodesService:   nodesService(owner, selector, labels),
 		PrimaryService: primaryService(owner, selector, labels),
 		UIService:      uiService(owner, cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), labels),
-		StatefulSet:    statefulSet(owner, spec, Members(owner.Name, spec, in.Primary), res, conf, cmp.Or(in.SnapshotImage, DefaultSnapshotImage), selector, labels),
+		StatefulSet:    statefulSet(owner, spec, Members(owner.Name, spec, in.Primary), res, conf, in.OpenSourceImage, cmp.Or(in.SnapshotImage, DefaultSnapshotImage), selector, labels),
 		ReplicasBudget: replicasBudget(owner, Nodes(spec), selector, labels),
 		PrimaryBudget:  primaryBudget(owner, selector, labels),
 	}, nil
@@ -250,17 +253,6 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 // Username returns spec.username, or its default.
 func Username(spec *redisv1alpha1.RedisEnterpriseClusterSpec) string {
 	return cmp.Or(spec.Username, redisv1alpha1.DefaultUsername)
-}
-
-// Image returns repository:versionTag, with the defaults.
-func Image(spec *redisv1alpha1.RedisEnterpriseClusterSpec) (string, corev1.PullPolicy) {
-	repo, tag, policy := redisv1alpha1.DefaultRepository, redisv1alpha1.DefaultVersionTag, corev1.PullIfNotPresent
-	if s := spec.RedisEnterpriseImageSpec; s != nil {
-		repo = cmp.Or(s.Repository, repo)
-		tag = cmp.Or(s.VersionTag, tag)
-		policy = cmp.Or(s.ImagePullPolicy, policy)
-	}
-	return repo + ":" + tag, policy
 }
 
 // Quantity parses a resource value as the API accepts it: a quantity in
@@ -455,8 +447,8 @@ func Args() []string {
 	}
 }
 
-func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, members int, res corev1.ResourceRequirements, conf, snapshotImage string, selector, labels map[string]string) *appsv1ac.StatefulSetApplyConfiguration {
-	image, pullPolicy := Image(spec)
+func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, members int, res corev1.ResourceRequirements, conf, openSource, snapshotImage string, selector, labels map[string]string) *appsv1ac.StatefulSetApplyConfiguration {
+	image, pullPolicy, _ := Image(spec, openSource)
 	sum := sha256.Sum256([]byte(conf))
 	probe := func() *corev1ac.ProbeApplyConfiguration {
 		return corev1ac.Probe().WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(PortName))).
