@@ -193,7 +193,8 @@ func installCRDs(root string, kubectl func(args ...string) error) error {
 }
 
 // applySamples applies every sample of config/samples into the demo's
-// namespace, and the EtcdCluster sample with the RealPods profile. It
+// namespace, and the EtcdCluster and RedisEnterpriseCluster samples with
+// the RealPods profile. It
 // returns a client of the cluster and the samples applied.
 func applySamples(ctx context.Context, c *cluster.Cluster, root string, profile cluster.Profile, kubectl func(args ...string) error) (client.Client, []sample, error) {
 	step("Applying every sample: kubectl apply -n " + demoNamespace + " -k config/samples")
@@ -228,10 +229,23 @@ func applySamples(ctx context.Context, c *cluster.Cluster, root string, profile 
 			return nil, nil, fmt.Errorf("create the EtcdCluster sample: %w", err)
 		}
 		samples = append(samples, etcd)
+		rec, err := redisSample(root)
+		if err != nil {
+			return nil, nil, err
+		}
+		step(fmt.Sprintf("Applying the RedisEnterpriseCluster sample (%s) with each node's CPU and memory at requests %s, %s and limits %s, %s: "+
+			"the sample's three nodes ask for 1.2 CPUs and 12 GiB, more than this machine gives beside the other samples. "+
+			"Its image, redislabs/redis, is Redis Enterprise's: the operator runs open-source Redis in its place and says so",
+			redisSamplePath, demoRedisResources["requests"].(map[string]any)["cpu"], demoRedisResources["requests"].(map[string]any)["memory"],
+			demoRedisResources["limits"].(map[string]any)["cpu"], demoRedisResources["limits"].(map[string]any)["memory"]))
+		if err := cl.Create(ctx, rec.obj.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, nil, fmt.Errorf("create the RedisEnterpriseCluster sample: %w", err)
+		}
+		samples = append(samples, rec)
 	} else {
 		step("The EtcdCluster sample (" + etcdSamplePath + ") is not applied: kwok's fake node runs no etcd")
+		step("The RedisEnterpriseCluster sample (" + redisSamplePath + ") is not applied: kwok's fake node runs no Redis")
 	}
-	step("The RedisEnterpriseCluster sample is not applied (its three nodes ask for 1.2 CPUs and 12 GiB of the machine's memory); test/realpods runs it")
 	return cl, samples, nil
 }
 
@@ -333,6 +347,8 @@ func lookCommand(smp sample) string {
 		return prefix + "get configmap " + name + ` -o jsonpath='{.data.index\.html}'   # the page nginx serves`
 	case "EtcdCluster":
 		return prefix + "get etcdcluster " + name + " -o jsonpath='{.status.members}'   # its members, as etcd reports them"
+	case "RedisEnterpriseCluster":
+		return prefix + "get rec " + name + " -o jsonpath='{.status.nodes}'   # its nodes and their roles"
 	}
 	return prefix + "describe " + strings.ToLower(smp.obj.GetKind()) + " " + name
 }

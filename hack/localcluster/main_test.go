@@ -20,9 +20,11 @@ import (
 // and once when everything is running: the demo exits 0, and no process it
 // started is left. When everything runs, every sample is Ready (with real
 // pods, every sample that can run, and the MicroServiceDeploy sample says
-// why it cannot, and the demo shows the MyWeb page and a memcached stats
-// line): the samples share one namespace and one cluster, as
-// config/samples' kustomization applies them.
+// why it cannot, and the demo shows the MyWeb page, a memcached stats
+// line, a key of the EtcdCluster sample and, for the RedisEnterpriseCluster
+// sample, run with the resources the demo names, its roles and a key
+// through its primary Service): the samples share one namespace and one
+// cluster, as config/samples' kustomization applies them.
 func TestDemoExitsCleanlyOnCtrlC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a local cluster")
@@ -136,6 +138,22 @@ func TestDemoExitsCleanlyOnCtrlC(t *testing.T) {
 				if realPods {
 					if !hasLine(out, "EtcdCluster ", ": Ready") || !hasLine(out, "    put demo, then get demo through ", `"written by make demo at `) {
 						t.Errorf("the demo did not show the EtcdCluster sample Ready and serving a key:\n%s", strings.Join(out, "\n"))
+					}
+				}
+				// With real pods, the RedisEnterpriseCluster sample runs with
+				// the resources the demo says, open-source Redis in place of
+				// its Redis Enterprise image, and a key written through its
+				// primary Service reads back.
+				if realPods {
+					if !hasLine(out, "==> Applying the RedisEnterpriseCluster sample", "requests 50m, 64Mi") ||
+						!hasLine(out, "RedisEnterpriseCluster ", ": Ready") ||
+						!hasLine(out, "RedisEnterpriseCluster redis-enterprise, nodes from its status: ", "(primary)") ||
+						!hasLine(out, "    ImageReplaced: ", "running redis:7.0.15 instead") ||
+						!hasLine(out, "    SET demo (WAIT 1: ", `"written by make demo at `) {
+						t.Errorf("the demo did not show the RedisEnterpriseCluster sample Ready, its roles and a key through its primary:\n%s", strings.Join(out, "\n"))
+					}
+					if !hasLine(out, "  RedisEnterpriseCluster ", "kubectl -n demo ") {
+						t.Errorf("no line says how to look at the RedisEnterpriseCluster sample:\n%s", strings.Join(out, "\n"))
 					}
 				}
 				// What the running samples serve, fetched by the demo.

@@ -35,7 +35,8 @@ func demoProfile(flag string) (cluster.Profile, error) {
 
 // showServing prints what the running samples serve: the MyWeb page through
 // its node port, a memcached's own statistics from a pod its Memcached
-// lists in status.nodes, and a key written to and read from an EtcdCluster.
+// lists in status.nodes, and a key written to and read from an EtcdCluster
+// and from a RedisEnterpriseCluster.
 func showServing(ctx context.Context, cl client.Client, samples []sample) {
 	for _, smp := range samples {
 		live := &unstructured.Unstructured{}
@@ -66,6 +67,8 @@ func showServing(ctx context.Context, cl client.Client, samples []sample) {
 			fmt.Println(indent(memcachedStats(addr, "version", "uptime", "curr_connections", "limit_maxbytes")))
 		case "EtcdCluster":
 			showEtcd(ctx, cl, live)
+		case "RedisEnterpriseCluster":
+			showRedis(ctx, cl, live)
 		}
 	}
 }
