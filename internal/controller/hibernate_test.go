@@ -90,7 +90,7 @@ func TestEtcdHibernateKeepsTheMembersAndWakes(t *testing.T) {
 	pass()
 	kept := claimsOf(t, f.obj.Namespace, etcdcluster.Selector("e"), "data-e-0", "data-e-1", "data-e-2")
 	ids := func() []string {
-		var out []string
+		out := make([]string, 0, len(f.obj.Status.Members))
 		for _, m := range f.obj.Status.Members {
 			out = append(out, m.Name+"="+m.ID)
 		}

@@ -126,7 +126,7 @@ func podsOf(t *testing.T, c client.Client, ns string, selector map[string]string
 	if err := c.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	out := make([]string, 0, len(pods.Items))
 	for _, p := range pods.Items {
 		out = append(out, p.Name)
 	}
