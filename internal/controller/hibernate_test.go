@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/api/conditions"
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/redisnode"
@@ -298,5 +300,35 @@ func TestRedisHibernateWithoutPersistenceIsRefused(t *testing.T) {
 	}
 	if sts := statefulSetOf(t, f.obj.Namespace, "r"); *sts.Spec.Replicas != 3 {
 		t.Errorf("StatefulSet replicas %d after a refused hibernation, want 3", *sts.Spec.Replicas)
+	}
+}
+
+// An EtcdBackup of a hibernated EtcdCluster takes no snapshot: it waits
+// for the cluster to wake, and says so.
+func TestEtcdBackupWaitsForAHibernatedCluster(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, k8s)
+	testenv.StartOperator(t, testCluster.Config(), testenv.StartOptions{Namespaces: []string{ns}, Options: controller.Options{SnapshotImage: snapshotImage}})
+	e := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sleepy"},
+		Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16", Hibernate: true}}
+	testenv.Create(t, k8s, e)
+	waitForCondition(t, e, conditions.Ready, metav1.ConditionTrue, conditions.ReasonHibernated)
+	b := &etcdv1beta2.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
+		Spec: etcdv1beta2.EtcdBackupSpec{ClusterName: "sleepy", StorageType: etcdv1beta2.BackupStorageTypePersistentVolumeClaim,
+			BackupPolicy:   &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 60},
+			BackupLocation: etcdv1beta2.BackupLocation{PersistentVolumeClaim: &etcdv1beta2.PVCBackupSource{ClaimName: "backups", Path: "etcd"}}},
+	}
+	testenv.Create(t, k8s, b)
+	c := waitForCondition(t, b, conditions.Progressing, metav1.ConditionTrue, etcdv1beta2.ReasonWaitingForCluster)
+	if !strings.Contains(c.Message, "hibernated") {
+		t.Errorf("Progressing: %q, want it to say the cluster is hibernated", c.Message)
+	}
+	jobs := &batchv1.JobList{}
+	if err := k8s.List(ctx, jobs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) > 0 {
+		t.Errorf("%d backup Jobs of a hibernated cluster, want none", len(jobs.Items))
 	}
 }
