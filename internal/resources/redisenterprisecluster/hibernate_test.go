@@ -38,6 +38,12 @@ func TestHibernation(t *testing.T) {
 			if got := *c.StatefulSet.Spec.Replicas; got != tt.replicas {
 				t.Errorf("replicas %d, want %d", got, tt.replicas)
 			}
+			// The role files stay: the nodes read them when they start.
+			for i := range 3 {
+				if _, ok := c.ConfigMap.Data[RoleFile(PodName("r", i))]; !ok {
+					t.Errorf("no role file for node %d", i)
+				}
+			}
 			if p := c.StatefulSet.Spec.PersistentVolumeClaimRetentionPolicy; tt.spec.PersistentSpec != nil && (p == nil || *p.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType) {
 				t.Errorf("retention %+v, want the claims retained when scaled", p)
 			}

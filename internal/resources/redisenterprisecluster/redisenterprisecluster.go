@@ -182,11 +182,6 @@ const maxNodes = 9
 // scale-in below its ordinal), so that its pod goes only once the operator
 // has handed the primary over to a node that stays.
 func Members(name string, spec *redisv1alpha1.RedisEnterpriseClusterSpec, primary string) int {
-	if spec.Hibernate {
-		// Every node stops; the claims stay (the retention policy keeps
-		// them when scaled).
-		return 0
-	}
 	n := Nodes(spec)
 	if s, ok := strings.CutPrefix(primary, name+"-"); ok {
 		if i, err := strconv.Atoi(s); err == nil && i >= n && i < maxNodes {
@@ -194,6 +189,17 @@ func Members(name string, spec *redisv1alpha1.RedisEnterpriseClusterSpec, primar
 		}
 	}
 	return n
+}
+
+// replicas is the StatefulSet's replica count: Members, or 0 while the
+// cluster hibernates (every node stops; the claims stay, as the retention
+// policy keeps them when scaled, and so do the role files, which the
+// nodes read when they start again).
+func replicas(name string, spec *redisv1alpha1.RedisEnterpriseClusterSpec, primary string) int {
+	if spec.Hibernate {
+		return 0
+	}
+	return Members(name, spec, primary)
 }
 
 // Input is what the builder needs beyond the spec.
@@ -244,7 +250,7 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 		NodesService:   nodesService(owner, selector, labels),
 		PrimaryService: primaryService(owner, selector, labels),
 		UIService:      uiService(owner, cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), labels),
-		StatefulSet:    statefulSet(owner, spec, Members(owner.Name, spec, in.Primary), res, conf, in.OpenSourceImage, cmp.Or(in.SnapshotImage, DefaultSnapshotImage), selector, labels),
+		StatefulSet:    statefulSet(owner, spec, replicas(owner.Name, spec, in.Primary), res, conf, in.OpenSourceImage, cmp.Or(in.SnapshotImage, DefaultSnapshotImage), selector, labels),
 		ReplicasBudget: replicasBudget(owner, Nodes(spec), selector, labels),
 		PrimaryBudget:  primaryBudget(owner, selector, labels),
 	}, nil
