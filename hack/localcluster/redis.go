@@ -100,5 +100,5 @@ func redisSetGet(ctx context.Context, cl client.Client, namespace, name string) 
 	if err != nil {
 		return "GET demo: " + err.Error()
 	}
-	return fmt.Sprintf("SET demo (WAIT 1: %d replicas hold it), then GET demo through Service %s (%s) as %s: %q", acked, name, addr, secret.Data["username"], got)
+	return fmt.Sprintf("SET demo (WAIT 1: %d replica(s) hold it), then GET demo through Service %s (%s) as %s: %q", acked, name, addr, secret.Data["username"], got)
 }
