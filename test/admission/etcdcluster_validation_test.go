@@ -51,6 +51,7 @@ func TestEtcdClusterAdmission(t *testing.T) {
 		{"size 1", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 1 }, ""},
 		{"size 9", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 9 }, ""},
 		{"an even size", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 4 }, ""},
+		{"hibernated", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Hibernate = true }, ""},
 		{"size 0", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 0 }, "spec.size"},
 		{"size 10", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = 10 }, "spec.size"},
 		{"a negative size", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Size = -3 }, "spec.size"},
