@@ -54,7 +54,7 @@ func root() *cobra.Command {
 	flags.StringVar(&s.loading.ExplicitPath, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	flags.StringVar(&s.overrides.CurrentContext, "context", "", "the kubeconfig context")
 	flags.StringVarP(&s.overrides.Context.Namespace, "namespace", "n", "", "the namespace (default: the context's)")
-	cmd.AddCommand(statusCmd(s), pauseCmd(s, true), pauseCmd(s, false), reportCmd(s))
+	cmd.AddCommand(statusCmd(s), pauseCmd(s, true), pauseCmd(s, false), hibernateCmd(s, true), hibernateCmd(s, false), reportCmd(s))
 	return cmd
 }
 
@@ -137,6 +137,28 @@ func pauseCmd(s *session, pause bool) *cobra.Command {
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", t.Kind.Name(), t.Obj.GetName(), what)
+			return err
+		},
+	}
+}
+
+func hibernateCmd(s *session, on bool) *cobra.Command {
+	use, short, what := "wake KIND NAME", "Start a hibernated etcd or Redis cluster again (spec.hibernate: false)", "waking"
+	if on {
+		use, short, what = "hibernate KIND NAME", "Stop every pod of an etcd or Redis cluster, keeping its data (spec.hibernate: true)", "hibernating"
+	}
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t, err := s.target(ctx, args)
+			if err != nil {
+				return err
+			}
+			if err := plugin.Hibernate(ctx, s.client, t.Obj, on); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s (kubectl app-operator status %s %s follows it)\n", t.Kind.Name(), t.Obj.GetName(), what, t.Kind.Name(), t.Obj.GetName())
 			return err
 		},
 	}

@@ -3,11 +3,14 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/api/conditions"
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 )
 
 // SetAnnotation sets the annotation key of obj to value, or removes it
@@ -31,4 +34,20 @@ func Pause(ctx context.Context, c client.Writer, obj client.Object) error {
 // Resume removes the pause annotation.
 func Resume(ctx context.Context, c client.Writer, obj client.Object) error {
 	return SetAnnotation(ctx, c, obj, conditions.PausedAnnotation, nil)
+}
+
+// Hibernate sets spec.hibernate of a data service to on: true stops every
+// pod and keeps every claim, false wakes it. Other kinds have no such
+// switch.
+func Hibernate(ctx context.Context, c client.Writer, obj client.Object, on bool) error {
+	switch obj.(type) {
+	case *etcdv1beta2.EtcdCluster, *redisv1alpha1.RedisEnterpriseCluster:
+	default:
+		return fmt.Errorf("only an EtcdCluster or a RedisEnterpriseCluster hibernates, not a %T", obj)
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]bool{"hibernate": on}})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 }

@@ -214,6 +214,39 @@ func TestPauseAndResumeWriteTheAnnotation(t *testing.T) {
 	}
 }
 
+// hibernate and wake set spec.hibernate of a data service, and refuse
+// any other kind.
+func TestHibernateAndWakeSetTheSpec(t *testing.T) {
+	ctx, ns := context.Background(), namespace(t)
+	// A cluster of persistent nodes: hibernation keeps their data.
+	r := &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
+		Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, PersistentSpec: &redisv1alpha1.PersistentSpec{Enabled: &redisv1alpha1.Flag{Value: true}}}}
+	if err := k8s.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := plugin.Hibernate(ctx, k8s, r, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Spec.Hibernate {
+		t.Errorf("spec.hibernate false after hibernate")
+	}
+	if err := plugin.Hibernate(ctx, k8s, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Spec.Hibernate {
+		t.Errorf("spec.hibernate true after wake")
+	}
+	if err := plugin.Hibernate(ctx, k8s, &corev1.ConfigMap{}, true); err == nil {
+		t.Errorf("a ConfigMap hibernated, want an error")
+	}
+}
+
 // The report holds the resource, what it owns directly and through its
 // StatefulSet (pods, claims), a Secret's keys but never its values, the
 // events of them all, and only the operator's log lines about it.
