@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/app-operator/app-operator/api/placement"
+	"github.com/app-operator/app-operator/api/switchover"
 )
 
 const (
@@ -163,6 +164,10 @@ type EtcdClusterStatus struct {
 	// Selector selects the member pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
+	// LastSwitchover is the last request to move the leadership (the
+	// app-operator/switchover annotation) the operator handled.
+	// +optional
+	LastSwitchover *switchover.Status `json:"lastSwitchover,omitempty"`
 	// ObservedGeneration is the generation the status reflects.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

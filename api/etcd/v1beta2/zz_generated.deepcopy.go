@@ -21,6 +21,7 @@ limitations under the License.
 package v1beta2
 
 import (
+	"github.com/app-operator/app-operator/api/switchover"
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -298,6 +299,11 @@ func (in *EtcdClusterStatus) DeepCopyInto(out *EtcdClusterStatus) {
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
+	}
+	if in.LastSwitchover != nil {
+		in, out := &in.LastSwitchover, &out.LastSwitchover
+		*out = new(switchover.Status)
+		(*in).DeepCopyInto(*out)
 	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/app-operator/app-operator/api/placement"
+	"github.com/app-operator/app-operator/api/switchover"
 )
 
 // The defaults of the optional fields. The CRD carries the same values (see
@@ -323,6 +324,10 @@ type RedisEnterpriseClusterStatus struct {
 	// spec.backup).
 	// +optional
 	BackupInfo *BackupInfo `json:"backupInfo,omitempty"`
+	// LastSwitchover is the last switchover request (the
+	// app-operator/switchover annotation) the operator handled.
+	// +optional
+	LastSwitchover *switchover.Status `json:"lastSwitchover,omitempty"`
 	// Conditions: Ready, Progressing and Degraded.
 	// +optional
 	// +listType=map

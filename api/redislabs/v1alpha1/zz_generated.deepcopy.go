@@ -21,6 +21,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"github.com/app-operator/app-operator/api/switchover"
 	"k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -336,6 +337,11 @@ func (in *RedisEnterpriseClusterStatus) DeepCopyInto(out *RedisEnterpriseCluster
 	if in.BackupInfo != nil {
 		in, out := &in.BackupInfo, &out.BackupInfo
 		*out = new(BackupInfo)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.LastSwitchover != nil {
+		in, out := &in.LastSwitchover, &out.LastSwitchover
+		*out = new(switchover.Status)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.Conditions != nil {

@@ -110,6 +110,10 @@ type Observed struct {
 	// answer, is removed (and added again later), so that it blocks no
 	// other change. DefaultJoinTimeout when zero.
 	JoinTimeout time.Duration
+	// Switchover is the member a request not yet handled moves the
+	// leadership to (switchover.Any for any); "" when there is none. It
+	// is answered once the cluster has no other step to take.
+	Switchover string
 }
 
 // DefaultJoinTimeout is the JoinTimeout of an Observed that sets none:
@@ -193,6 +197,10 @@ type Decision struct {
 	// Failure is set when the cluster cannot reach the spec without help
 	// (quorum lost, a refused scale-in, a version skew): no action then.
 	Failure bool
+	// Switchover is set on the MoveLeader that Observed.Switchover asks
+	// for; Refusal when that request is refused.
+	Switchover bool
+	Refusal    *SwitchoverRefusal
 }
 
 // Done reports whether the cluster is at the spec.
@@ -207,7 +215,14 @@ func (d Decision) Done() bool { return d.Reason == "" }
 // member healthy, except the removal of a member whose data is gone,
 // which needs a quorum of the others, and the restart of a member cut off
 // by a change of CA made at once, which comes first (see replaced).
+//
+// A request to move the leadership (Observed.Switchover) is answered only
+// when there is no other step to take.
 func Next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decision {
+	return requestedMove(next(spec, namespace, o), o)
+}
+
+func next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decision {
 	if d, ok := replaced(o); ok {
 		return d
 	}

@@ -162,6 +162,11 @@ type Decision struct {
 	// Failure is set when the cluster has no primary and no node can be
 	// made one.
 	Failure bool
+	// Switchover is set on the Handover that Observation.Switchover asks
+	// for; Refusal, when that request is refused (the step is then
+	// whatever else the cluster needs).
+	Switchover bool
+	Refusal    *SwitchoverRefusal
 	// State is the cluster's state.
 	State redisv1alpha1.ClusterState
 }
@@ -190,6 +195,11 @@ type Observation struct {
 	// the operator cannot prove which node holds every acknowledged write;
 	// it is not consulted otherwise.
 	Chosen string
+	// Switchover is the node a switchover request not yet handled moves
+	// the primary to (switchover.Any for the best one); "" when there is
+	// none. It is answered once the primary is healthy, every node has
+	// its role and the StatefulSet is settled.
+	Switchover string
 }
 
 // Plan returns the one next step for the observed cluster in.
@@ -308,6 +318,10 @@ func plan(in Observation) Decision {
 	}
 	if !in.Settled {
 		return waiting(d, "waiting for the StatefulSet controller to take the new spec")
+	}
+	var requested bool
+	if d, requested = requestedSwitchover(d, in, primary, answering); requested {
+		return d
 	}
 	// A replica down on an old template holds nothing the roll keeps: it
 	// is made again from the current one at once, rather than held until
