@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/api/switchover"
 	"github.com/app-operator/app-operator/internal/controller"
 	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 )
@@ -42,6 +43,13 @@ var handoverCases = []handoverCase{
 		f.mustPass()
 		f.settle()
 		cordon(0)
+		return f
+	}},
+	{"a switchover on demand", func(t *testing.T) *redisFixture {
+		f := newRedisFixture(t, handoverNodes())
+		f.mustPass()
+		f.settle()
+		f.annotate("r-1")
 		return f
 	}},
 	{"a rolling update to TLS", func(t *testing.T) *redisFixture {
@@ -106,9 +114,21 @@ func handoverStoppedAt(t *testing.T, c handoverCase, i int, after, killed bool) 
 	}
 	// A new operator, which knows only what the status and the nodes say.
 	f.r = controller.NewRedisReconciler(k8s, f.redis, f.clock, failoverWindow)
+	handoversBefore := len(f.redis.CallsMatching("failover"))
 	for range 8 {
 		f.clock.Step(failoverWindow)
 		_ = f.pass()
+	}
+	// A switchover on demand was recorded as handled before its first
+	// command: the new operator does not take it again, and settles its
+	// outcome.
+	if last := f.obj.Status.LastSwitchover; last != nil {
+		if n := len(f.redis.CallsMatching("failover")); n != handoversBefore {
+			t.Errorf("the new operator sent FAILOVER again for the request handled (calls %v)", f.redis.Calls)
+		}
+		if last.Outcome == switchover.InProgress {
+			t.Errorf("lastSwitchover left %+v", last)
+		}
 	}
 	primaries := redisPrimaries(f)
 	if len(primaries) != 1 || redisenterprisecluster.PodName("r", primaries[0]) != f.obj.Status.Primary {

@@ -22,10 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/api/switchover"
 	"github.com/app-operator/app-operator/internal/controller/stateful"
 	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/etcd"
@@ -141,6 +143,12 @@ func ClusterKind(opts Options) engine.Kind[*etcdv1beta2.EtcdCluster] {
 				return
 			}
 			status.EtcdCluster(&o.Status, o.Generation, &o.Spec, selector, etcdView(pass), report.Failure, now)
+			if rec := pass.Result.switchover; rec != nil {
+				o.Status.LastSwitchover = rec
+			} else if pass.Planned && pass.Observed.obs.Reachable {
+				o.Status.LastSwitchover = finishMove(o.Status.LastSwitchover, leaderOf(pass.Observed.obs))
+			}
+			moveCondition(&o.Status.Conditions, o.Status.LastSwitchover, o.Generation, now)
 		},
 	}.With(k)
 }
@@ -214,6 +222,9 @@ type etcdPrepared struct {
 // observation, the client URL of each member pod, the live StatefulSet
 // and start-up files, and the cluster's ID.
 type etcdObservation struct {
+	// request is the switchover request not yet handled ("" when none
+	// is); obs.Switchover its target.
+	request   string
 	obs       etcdcluster.Observed
 	urls      map[string]string
 	live      etcdcluster.Live
@@ -228,6 +239,9 @@ type etcdObservation struct {
 type etcdActed struct {
 	members []etcdv1beta2.EtcdMember
 	waiting string
+	// switchover is the outcome of the switchover request the step
+	// answered (nil when it answered none).
+	switchover *switchover.Status
 }
 
 // etcdOps looks at an EtcdCluster's members and performs its steps.
@@ -306,23 +320,35 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster, prepa
 		seen.pods, err = e.countPods(ctx, o)
 	}
 	seen.obs.Trust = prepared.trust
+	seen.request, seen.obs.Switchover = switchover.Pending(o.Annotations, o.Status.LastSwitchover)
 	return seen, err
 }
 
 // act takes the planner's step d, and says what the pass reports of it.
 func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, prepared etcdPrepared, seen *etcdObservation, d etcdcluster.Decision) (etcdActed, engine.Step, error) {
 	e.dial = prepared.dial
-	s := engine.Step{}
+	now := metav1.NewTime(e.clock.Now())
+	refused, notice := refusedMove(seen.request, d, leaderOf(seen.obs), now)
+	s := engine.Step{Notices: notice}
 	switch {
 	case d.Failure:
 		s.Failure = &conditions.Failure{Reason: d.Reason, Message: d.Message}
-		return etcdActed{}, s, nil
+		return etcdActed{switchover: refused}, s, nil
 	case d.Done():
 		s.RequeueAfter = etcdRecheck
-		return etcdActed{}, s, nil
+		return etcdActed{switchover: refused}, s, nil
 	case d.Action.Kind == etcdcluster.None:
 		s.Waiting = d.Message
-		return etcdActed{}, s, nil
+		return etcdActed{switchover: refused}, s, nil
+	}
+	var moved *switchover.Status
+	if d.Switchover {
+		claimed, err := e.claimMove(ctx, o, seen.request, d, now)
+		if err != nil {
+			return etcdActed{}, engine.Step{}, err
+		}
+		moved = ptr.To(*claimed)
+		moved.Outcome, moved.Message = switchover.Done, fmt.Sprintf("Moved the leadership to %s", d.Action.Member)
 	}
 	members, waiting, err := e.change(ctx, o, seen.obs, seen.urls, d.Action)
 	if err != nil {
@@ -333,7 +359,7 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, prepared 
 	} else {
 		s.Took, s.Event = d.Message, etcdStepEvent(d.Action.Kind)
 	}
-	return etcdActed{members: members, waiting: waiting}, s, nil
+	return etcdActed{members: members, waiting: waiting, switchover: moved}, s, nil
 }
 
 // observeMembers reads the member pods and their claims from the cache and,

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/api/switchover"
 	"github.com/app-operator/app-operator/internal/controller/stateful"
 	"github.com/app-operator/app-operator/internal/engine"
 	"github.com/app-operator/app-operator/internal/redisnode"
@@ -197,11 +199,16 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			}
 			if s := pass.Result; s != nil {
 				o.Status.Primary, o.Status.State, o.Status.Nodes = s.primary, s.state, s.nodes
+				if s.switchover != nil {
+					o.Status.LastSwitchover = s.switchover
+				}
+				o.Status.LastSwitchover = finishSwitchover(o.Status.LastSwitchover, o.Status.Primary, o.Status.Nodes)
 			}
 			if pass.Began {
 				ops.backups.setStatus(o, &pass.Observed.backups)
 			}
 			status.RedisEnterpriseCluster(&o.Status, o.Generation, report.Step.Took, report.Step.Waiting, report.Step.Cause, report.Failure, now)
+			switchoverCondition(&o.Status.Conditions, o.Status.LastSwitchover, o.Generation, now)
 		},
 	}.With(k)
 }
@@ -249,6 +256,9 @@ type redisPlan struct {
 	// hibernate: spec.hibernate is honoured: no step at all, and no
 	// backup, while the pods stop and until the cluster wakes.
 	hibernate bool
+	// request is the switchover request the plan answers ("" when none
+	// is pending).
+	request string
 }
 
 // redisStepped is what a step leaves for the status: the primary, the
@@ -257,6 +267,9 @@ type redisStepped struct {
 	primary string
 	state   redisv1alpha1.ClusterState
 	nodes   []redisv1alpha1.NodeStatus
+	// switchover is the outcome of the switchover request the step
+	// answered (nil when it answered none).
+	switchover *switchover.Status
 }
 
 // with returns the connector of one pass, with its clients.
@@ -447,6 +460,7 @@ func (ops *redisOps) plan(o *redisv1alpha1.RedisEnterpriseCluster, seen *redisOb
 	if sts == nil {
 		return redisPlan{waiting: "waiting for the StatefulSet"}
 	}
+	request, target := switchover.Pending(o.Annotations, o.Status.LastSwitchover)
 	in := redisenterprisecluster.Observation{
 		Want:           redisenterprisecluster.Nodes(&o.Spec),
 		Recorded:       o.Status.Primary,
@@ -454,6 +468,7 @@ func (ops *redisOps) plan(o *redisv1alpha1.RedisEnterpriseCluster, seen *redisOb
 		PrimaryDownFor: seen.primaryDownFor,
 		SafetyOnly:     scope == engine.SafetySteps,
 		Chosen:         o.Annotations[redisv1alpha1.ElectAnnotation],
+		Switchover:     target,
 		// The StatefulSet controller has seen the latest template: the
 		// pods' revisions say which run it.
 		Settled: sts.Status.ObservedGeneration >= sts.Generation,
@@ -465,7 +480,7 @@ func (ops *redisOps) plan(o *redisv1alpha1.RedisEnterpriseCluster, seen *redisOb
 		}
 		in.Nodes = append(in.Nodes, node)
 	}
-	return redisPlan{decision: redisenterprisecluster.Plan(in), backups: scope == engine.AllSteps}
+	return redisPlan{decision: redisenterprisecluster.Plan(in), backups: scope == engine.AllSteps, request: request}
 }
 
 // act takes the planned step, has the nodes reload their certificates
@@ -480,7 +495,7 @@ func (ops *redisOps) act(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCl
 	if plan.waiting != "" {
 		return nil, engine.Step{Waiting: plan.waiting, RequeueAfter: redisWaitInterval}, nil
 	}
-	stepped, s, err := ops.take(ctx, o, plan.decision, seen)
+	stepped, s, err := ops.take(ctx, o, plan.decision, plan.request, seen)
 	if plan.backups {
 		// Converged or not: a reload changes no data.
 		ops.reloadCertificates(ctx, pass.Prepared.tls, seen.nodes, seen.redis)
@@ -495,8 +510,11 @@ func (ops *redisOps) act(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCl
 	return stepped, b, err
 }
 
-// take claims the step d (see claim) and takes it on the nodes.
-func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, d redisenterprisecluster.Decision, seen *redisObservation) (*redisStepped, engine.Step, error) {
+// take claims the step d (see claim) and takes it on the nodes. request
+// is the switchover request d answers, if any: a handover it asks for is
+// recorded as handled with the claim, before a node is touched, so that
+// it is taken once whatever happens next.
+func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, d redisenterprisecluster.Decision, request string, seen *redisObservation) (*redisStepped, engine.Step, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if d.Action != redisenterprisecluster.None {
 		log.Info("Taking step", "step", d.Action, "node", d.Target, "reason", d.Message)
@@ -506,8 +524,13 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 	// The step labels pods: it works on a copy of the nodes observed.
 	nodes := slices.Clone(seen.nodes)
 	previous := o.Status.Primary
+	answered := switchoverRecord(request, d, previous, metav1.NewTime(ops.clock.Now()))
 	if d.Action != redisenterprisecluster.None && d.Action != redisenterprisecluster.Record {
-		if err := ops.claim(ctx, o, cmp.Or(d.Primary, previous), "Taking the step: "+d.Message); err != nil {
+		var claimed *switchover.Status
+		if d.Switchover {
+			claimed = answered
+		}
+		if err := ops.claimWith(ctx, o, cmp.Or(d.Primary, previous), "Taking the step: "+d.Message, claimed); err != nil {
 			return nil, engine.Step{}, fmt.Errorf("claim the step %s %s: %w", d.Action, d.Target, err)
 		}
 		if made, err := ops.change(ctx, o, previous, d, nodes, seen.redis); err != nil {
@@ -528,7 +551,12 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 				// it is the primary now was made one, though the answer
 				// was lost (the pass stopped as the command took effect):
 				// its claim stays.
-				undo := ops.claim(undoCtx, o, previous, "The step failed: "+err.Error())
+				var failed *switchover.Status
+				if claimed != nil {
+					failed = ptr.To(*claimed)
+					failed.Outcome, failed.Message = switchover.Failed, fmt.Sprintf("The primary stays %s: %v", previous, err)
+				}
+				undo := ops.claimWith(undoCtx, o, previous, "The step failed: "+err.Error(), failed)
 				if undo != nil {
 					err = errors.Join(err, fmt.Errorf("restore the recorded primary %s: %w", previous, undo))
 				}
@@ -541,16 +569,22 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 		}
 	}
 	primary := cmp.Or(d.Primary, o.Status.Primary)
-	stepped := &redisStepped{primary: primary, state: d.State, nodes: nodeStatuses(nodes, primary)}
+	stepped := &redisStepped{primary: primary, state: d.State, nodes: nodeStatuses(nodes, primary), switchover: answered}
+	if d.Switchover {
+		stepped.switchover = ptr.To(*answered)
+		stepped.switchover.Outcome = switchover.Done
+		stepped.switchover.Message = fmt.Sprintf("Moved the primary from %s to %s", previous, d.Target)
+	}
+	notice := refusedNotice(answered)
 	switch {
 	case d.Failure:
-		return stepped, engine.Step{Failure: &conditions.Failure{Reason: redisv1alpha1.ReasonNoPrimary, Message: d.Message}, RequeueAfter: redisWaitInterval}, nil
+		return stepped, engine.Step{Failure: &conditions.Failure{Reason: redisv1alpha1.ReasonNoPrimary, Message: d.Message}, Notices: notice, RequeueAfter: redisWaitInterval}, nil
 	case d.Action != redisenterprisecluster.None:
-		return stepped, engine.Step{Took: d.Message, Cause: d.Cause, Event: redisStepEvent(d.Action, o.Spec.Restore != nil && previous == ""), RequeueAfter: redisStepInterval}, nil
+		return stepped, engine.Step{Took: d.Message, Cause: d.Cause, Event: redisStepEvent(d.Action, o.Spec.Restore != nil && previous == ""), Notices: notice, RequeueAfter: redisStepInterval}, nil
 	case d.Waiting:
-		return stepped, engine.Step{Waiting: d.Message, Cause: d.Cause, RequeueAfter: redisWaitInterval}, nil
+		return stepped, engine.Step{Waiting: d.Message, Cause: d.Cause, Notices: notice, RequeueAfter: redisWaitInterval}, nil
 	}
-	return stepped, engine.Step{RequeueAfter: redisRecheck}, nil
+	return stepped, engine.Step{Notices: notice, RequeueAfter: redisRecheck}, nil
 }
 
 // claim writes primary (the node a step is about to make or keep the
@@ -565,8 +599,17 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 // changing (why: message): the status never says Running, Ready, beside a
 // primary that the nodes' roles it lists do not show yet.
 func (ops *redisOps) claim(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, primary, message string) error {
+	return ops.claimWith(ctx, o, primary, message, nil)
+}
+
+// claimWith is claim that also records last as the switchover request
+// handled, when it is not nil.
+func (ops *redisOps) claimWith(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, primary, message string, last *switchover.Status) error {
 	claimed := o.DeepCopy()
 	claimed.Status.Primary = primary
+	if last != nil {
+		claimed.Status.LastSwitchover = last
+	}
 	if primary != o.Status.Primary {
 		claimed.Status.State = redisv1alpha1.StateInitializing
 		status.RedisEnterpriseCluster(&claimed.Status, o.Generation, "", message, "", nil, metav1.NewTime(ops.clock.Now()))
