@@ -66,6 +66,10 @@ type Kind[T Object] struct {
 	// Forget drops what the kind keeps of a resource that is gone (its
 	// gauges); nil when nothing.
 	Forget func(key client.ObjectKey)
+	// WakeOn are annotations of the resource whose change wakes a pass,
+	// as a change of the spec does: a request a person makes through an
+	// annotation (a switchover) changes no generation.
+	WakeOn []string
 	// Watch adds watches beyond the owned children, e.g. pods by label,
 	// and registers the cache indexes its map functions and lookup use.
 	Watch func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error)

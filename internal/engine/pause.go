@@ -77,6 +77,20 @@ func (r *Reconciler[T]) recordResumed(before, after T) {
 	}
 }
 
+// annotationsChanged lets through an update that changes one of the
+// annotations keys (Kind.WakeOn).
+func annotationsChanged(keys []string) predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, after := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
+		for _, k := range keys {
+			if before[k] != after[k] {
+				return true
+			}
+		}
+		return false
+	}}
+}
+
 // pauseChanged lets through an update that sets or removes the pause: it
 // changes no generation, and the pass must see it.
 func pauseChanged() predicate.Funcs {

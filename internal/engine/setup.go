@@ -27,7 +27,7 @@ func (k Kind[T]) Setup(mgr ctrl.Manager, env *Env) error {
 		Named(k.Name).
 		For(k.New(), builder.WithPredicates(
 			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { r.statusWrites.ForgetIfShown(e.ObjectNew); return true }},
-			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pauseChanged()))).
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pauseChanged(), annotationsChanged(k.WakeOn)))).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: env.Options.MaxConcurrentReconciles})
 	for _, o := range k.Owns {
 		if _, ok := o.(*appsv1.Deployment); ok {

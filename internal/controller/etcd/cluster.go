@@ -93,6 +93,7 @@ func ClusterKind(opts Options) engine.Kind[*etcdv1beta2.EtcdCluster] {
 			gauges.forget(key)
 			ops.dialers.forget(key)
 		},
+		WakeOn: []string{switchover.Annotation},
 	}
 	return engine.Phases[*etcdv1beta2.EtcdCluster, etcdPrepared, etcdObservation, *etcdcluster.Decision, etcdActed]{
 		Prepare: func(ctx context.Context, c engine.Clients, o *etcdv1beta2.EtcdCluster) (etcdPrepared, error) {
