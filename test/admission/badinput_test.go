@@ -196,6 +196,8 @@ func badInputs() []badInput {
 			field: "spec.redisEnterpriseNodeResources.requests.cpu"},
 		{name: "RedisEnterpriseCluster unknown ui Service type", sample: testenv.RedisSample, edits: []edit{set("spec.uiServiceType", "Ingress")}, field: "spec.uiServiceType"},
 		{name: "RedisEnterpriseCluster misspelt field", sample: testenv.RedisSample, edits: []edit{set("spec.node", int64(3))}, field: "spec.node", strict: true},
+		{name: "RedisEnterpriseCluster parameter the operator owns", sample: testenv.RedisSample, edits: []edit{set("spec.redisConfig.requirepass", "x")}, field: "spec.redisConfig.requirepass"},
+		{name: "RedisEnterpriseCluster unknown parameter", sample: testenv.RedisSample, edits: []edit{set("spec.redisConfig.no-such-parameter", "1")}, field: "spec.redisConfig.no-such-parameter"},
 	}
 }
 

@@ -78,6 +78,21 @@ func TestRedisEnterpriseClusterAdmission(t *testing.T) {
 			unstructured.RemoveNestedField(u.Object, "spec", "persistentSpec")
 			set(true, "spec", "hibernate")(u)
 		}, "spec.hibernate needs spec.persistentSpec.enabled"},
+		{"should accept live and restart parameters", set(map[string]any{"maxmemory-policy": "allkeys-lru", "timeout": "300", "notify-keyspace-events": "",
+			"databases": "32"}, "spec", "redisConfig"), ""},
+		{"should reject a password set in redisConfig", set(map[string]any{"requirepass": "x"}, "spec", "redisConfig"), "spec.redisConfig.requirepass: the operator sets this parameter itself"},
+		{"should reject the port set in redisConfig", set(map[string]any{"timeout": "1", "port": "7000"}, "spec", "redisConfig"), "spec.redisConfig.port: the operator sets"},
+		{"should reject replicaof set in redisConfig", set(map[string]any{"replicaof": "a 1"}, "spec", "redisConfig"), "spec.redisConfig.replicaof: the operator sets"},
+		{"should reject masterauth set in redisConfig", set(map[string]any{"masterauth": "x"}, "spec", "redisConfig"), "spec.redisConfig.masterauth: the operator sets"},
+		{"should reject dir set in redisConfig", set(map[string]any{"dir": "/tmp"}, "spec", "redisConfig"), "spec.redisConfig.dir: the operator sets"},
+		{"should reject appendonly set in redisConfig", set(map[string]any{"appendonly": "no"}, "spec", "redisConfig"), "spec.redisConfig.appendonly: the operator sets"},
+		{"should reject bind set in redisConfig", set(map[string]any{"bind": "127.0.0.1"}, "spec", "redisConfig"), "spec.redisConfig.bind: the operator sets"},
+		{"should reject protected-mode set in redisConfig", set(map[string]any{"protected-mode": "yes"}, "spec", "redisConfig"), "spec.redisConfig.protected-mode: the operator sets"},
+		{"should reject a tls parameter in redisConfig", set(map[string]any{"tls-port": "6380"}, "spec", "redisConfig"), "spec.redisConfig.tls-port: the operator sets"},
+		{"should reject rename-command in redisConfig", set(map[string]any{"rename-command": "CONFIG x"}, "spec", "redisConfig"), "spec.redisConfig.rename-command: the operator sets"},
+		{"should reject an unknown parameter in redisConfig", set(map[string]any{"no-such-parameter": "1"}, "spec", "redisConfig"), "spec.redisConfig.no-such-parameter: not a parameter the operator can set"},
+		{"should reject a value with a line break", set(map[string]any{"timeout": "1\nreplicaof x 1"}, "spec", "redisConfig"), "spec.redisConfig.timeout"},
+		{"should reject a value with a quote", set(map[string]any{"notify-keyspace-events": "\"Ex"}, "spec", "redisConfig"), "spec.redisConfig.notify-keyspace-events"},
 		{"should reject a name too long for its pods", func(u *unstructured.Unstructured) {
 			u.SetName("redis-enterprise-with-a-name-much-too-long-for-its-pods")
 		}, "metadata.name"},

@@ -3,6 +3,7 @@ package fuzzspec
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,7 +53,7 @@ func Funcs() []any {
 		fillS3BackupSource, optional[etcdv1beta2.S3BackupSource],
 		fillPVCBackupSource, optional[etcdv1beta2.PVCBackupSource], fillBackupPolicy, optional[etcdv1beta2.BackupPolicy],
 		fillRedisBackup, optional[redislabsv1alpha1.Backup], fillRedisRestoreSource, optional[redislabsv1alpha1.RestoreSource],
-		fillRedisBackupStorage,
+		fillRedisBackupStorage, fillRedisConfig,
 	}
 }
 
@@ -386,6 +387,24 @@ func fillRedisEnterpriseClusterSpec(s *redislabsv1alpha1.RedisEnterpriseClusterS
 	}
 	if c.Intn(4) != 0 {
 		s.Restore = nil
+	}
+}
+
+// fillRedisConfig fills redis.conf parameters: mostly none, else one or
+// two the API admits (live or read at start), and one time in sixteen a
+// parameter the operator sets itself, which it refuses.
+func fillRedisConfig(m *redislabsv1alpha1.RedisConfig, c randfill.Continue) {
+	*m = nil
+	if c.Intn(2) == 0 {
+		return
+	}
+	*m = redislabsv1alpha1.RedisConfig{}
+	for range 1 + c.Intn(2) {
+		key := pick(c, append(slices.Clone(redislabsv1alpha1.LiveParameters), redislabsv1alpha1.RestartParameters...)...)
+		if c.Intn(16) == 0 {
+			key = pick(c, redislabsv1alpha1.OwnedParameters...)
+		}
+		(*m)[key] = redislabsv1alpha1.RedisConfigValue(pick(c, "", "1", "yes", "100mb", "allkeys-lru", label(c, 8)))
 	}
 }
 

@@ -123,6 +123,12 @@ type RedisEnterpriseClusterSpec struct {
 	// emptyDirs, lost with the pods, and hibernation is refused.
 	// +optional
 	Hibernate bool `json:"hibernate,omitempty"`
+
+	// RedisConfig sets redis.conf parameters of every node (see
+	// RedisConfig): those Redis takes at run time are applied without a
+	// restart.
+	// +optional
+	RedisConfig RedisConfig `json:"redisConfig,omitempty"`
 }
 
 // TLS is the TLS of a cluster's nodes.

@@ -74,6 +74,10 @@ type Node struct {
 	// Link is, for a replica that serves TLS and whose link is down, how
 	// it reaches its primary; LinkUnknown otherwise.
 	Link Link
+	// StaleConfig are the parameters of spec.redisConfig that Redis takes
+	// at run time and that the node, answering, reports at another value
+	// than the spec's (leaving out values it refused before), sorted.
+	StaleConfig []string
 }
 
 // Link is how a replica reaches its primary.
@@ -132,6 +136,10 @@ const (
 	Handover Action = "Handover"
 	// KillScript sends SCRIPT KILL to Target, a busy primary.
 	KillScript Action = "KillScript"
+	// Configure sets the parameters of spec.redisConfig that Target runs
+	// at other values (Node.StaleConfig) with CONFIG SET, and reads them
+	// back with CONFIG GET.
+	Configure Action = "Configure"
 	// ReplaceVolume deletes the claim and the pod of Target, a replica
 	// whose volume is local to a node that is gone or cordoned: the
 	// StatefulSet makes both again on a node that takes pods, where the
@@ -348,6 +356,16 @@ func plan(in Observation) Decision {
 	}
 	var handedOver bool
 	if d, handedOver = handover(d, in.Want, i, primary, nodes, answering); handedOver {
+		return d
+	}
+	// Parameters Redis takes at run time, on every node that answers;
+	// the primary first.
+	if n, ok := staleConfig(primary, nodes); ok {
+		d.Action, d.Target = Configure, n.Name
+		d.Message = fmt.Sprintf("set %s of spec.redisConfig on %s", strings.Join(n.StaleConfig, ", "), n.Name)
+		if !rolling {
+			d.State = redisv1alpha1.StateRunning
+		}
 		return d
 	}
 	if !rolling {

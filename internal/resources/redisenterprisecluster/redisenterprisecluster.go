@@ -243,10 +243,16 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 	}
 	selector := Selector(owner.Name)
 	labels := resources.Labels(selector)
-	conf := Config(res, spec.TLS != nil)
+	restart, live, err := parameterLines(spec.RedisConfig)
+	if err != nil {
+		return Children{}, err
+	}
+	// The pod template's hash covers redis.conf but the parameters Redis
+	// takes at run time: a change of those alone rolls no pod.
+	conf := Config(res, spec.TLS != nil) + restart
 	return Children{
 		Secret:         secret(owner, spec, in, labels),
-		ConfigMap:      configMap(owner, spec, in, conf, labels),
+		ConfigMap:      configMap(owner, spec, in, conf+live, labels),
 		NodesService:   nodesService(owner, selector, labels),
 		PrimaryService: primaryService(owner, selector, labels),
 		UIService:      uiService(owner, cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), labels),
