@@ -69,6 +69,12 @@ type FakeRedisNode struct {
 	// (tls-replication), for a node whose pod serves TLS.
 	ReplicationTLS bool
 	Info           redisnode.Info
+	// Config are the node's parameters (CONFIG GET, CONFIG SET); Refuse
+	// the values CONFIG SET refuses, as "key=value"; Reports the form a
+	// value set is reported in ("100mb" as "104857600"), by value.
+	Config  map[string]string
+	Refuse  map[string]bool
+	Reports map[string]string
 }
 
 // FakeRedis is Redis nodes by address, answering as their Info says and
@@ -119,7 +125,7 @@ func (f *FakeRedis) node(addr, call string) (*FakeRedisNode, error) {
 	if !ok || n.Silent {
 		return nil, fmt.Errorf("%s %s: %w", call, addr, errTimeout)
 	}
-	if call != "info" && call != "get replicationtls" {
+	if call != "info" && call != "get replicationtls" && call != "get config" {
 		crash := f.Crash != nil && f.Crash(f.sent, call+" "+addr)
 		f.sent++
 		if crash && !f.CrashAfter {
@@ -289,6 +295,42 @@ func (f *FakeRedis) KillScript(_ context.Context, addr string) (err error) {
 		return redisnode.ErrUnkillable
 	}
 	n.Busy = false
+	return nil
+}
+
+// ConfigGet returns a parameter of the node at addr, as
+// redisnode.Client does.
+func (f *FakeRedis) ConfigGet(_ context.Context, addr, key string) (string, error) {
+	n, err := f.node(addr, "get config")
+	if err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return n.Config[key], nil
+}
+
+// ConfigSet sets a parameter of the node at addr, as redisnode.Client
+// does; it is recorded as "config <addr> <key> <value>".
+func (f *FakeRedis) ConfigSet(_ context.Context, addr, key, value string) (err error) {
+	defer f.answered(&err)
+	n, err := f.node(addr, "config")
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Calls[len(f.Calls)-1] += " " + key + " " + value
+	if n.Refuse[key+"="+value] {
+		return redigo.Error("ERR CONFIG SET failed (possibly related to argument '" + key + "') - argument(s) must be one of the following")
+	}
+	if n.Config == nil {
+		n.Config = map[string]string{}
+	}
+	n.Config[key] = value
+	if r, ok := n.Reports[value]; ok {
+		n.Config[key] = r
+	}
 	return nil
 }
 

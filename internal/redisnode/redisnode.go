@@ -422,3 +422,30 @@ func (c Client) SetReplicationTLS(ctx context.Context, addr string, on bool) err
 	_, err := c.do(ctx, addr, "CONFIG", "SET", "tls-replication", value)
 	return err
 }
+
+// ConfigGet returns the value of the parameter key (CONFIG GET), as the
+// node reports it.
+func (c Client) ConfigGet(ctx context.Context, addr, key string) (string, error) {
+	kv, err := redis.Strings(c.do(ctx, addr, "CONFIG", "GET", key))
+	if err != nil {
+		return "", err
+	}
+	if len(kv) != 2 || kv[0] != key {
+		return "", fmt.Errorf("CONFIG GET %s answered %q", key, kv)
+	}
+	return kv[1], nil
+}
+
+// ConfigSet sets the parameter key to value (CONFIG SET). A value Redis
+// refuses is a redis.Error (see IsRefused).
+func (c Client) ConfigSet(ctx context.Context, addr, key, value string) error {
+	_, err := c.do(ctx, addr, "CONFIG", "SET", key, value)
+	return err
+}
+
+// IsRefused reports whether err is Redis's answer to a command it
+// refused (an error reply), rather than a failure to reach it.
+func IsRefused(err error) bool {
+	var e redis.Error
+	return errors.As(err, &e) && !IsBusy(err)
+}

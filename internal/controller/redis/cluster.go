@@ -109,6 +109,8 @@ type redisOps struct {
 	// image is the operator's open-source Redis image (see
 	// redisenterprisecluster.Image).
 	image string
+	// config is what the nodes answered to the parameters set on them.
+	config *liveConfig
 }
 
 // ClusterKind reconciles RedisEnterpriseCluster: the declarative
@@ -130,6 +132,7 @@ func ClusterKind(opts Options) engine.Kind[*redisv1alpha1.RedisEnterpriseCluster
 		backups:       newRedisBackups(opts.SnapshotImage, opts.Metrics),
 		remembered:    &remembered{},
 		image:         cmp.Or(opts.Image, redisenterprisecluster.DefaultImage),
+		config:        &liveConfig{},
 	}
 	return ops.kind()
 }
@@ -152,7 +155,9 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			ops.gauges.forget(key)
 			ops.backups.gauges.Forget(key)
 			ops.remembered.forget(key)
+			ops.config.forget(key)
 		},
+		WakeOn: []string{switchover.Annotation, redisv1alpha1.ElectAnnotation},
 	}
 	return engine.Phases[*redisv1alpha1.RedisEnterpriseCluster, redisPrepared, redisObservation, redisPlan, *redisStepped]{
 		Prepare: func(ctx context.Context, c engine.Clients, o *redisv1alpha1.RedisEnterpriseCluster) (redisPrepared, error) {
@@ -209,6 +214,9 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			}
 			status.RedisEnterpriseCluster(&o.Status, o.Generation, report.Step.Took, report.Step.Waiting, report.Step.Cause, report.Failure, now)
 			switchoverCondition(&o.Status.Conditions, o.Status.LastSwitchover, o.Generation, now)
+			if s := pass.Result; s != nil {
+				configCondition(&o.Status.Conditions, redisenterprisecluster.LiveConfig(&o.Spec), s.configRefused, s.configStale, o.Generation, now)
+			}
 		},
 	}.With(k)
 }
@@ -270,6 +278,10 @@ type redisStepped struct {
 	// switchover is the outcome of the switchover request the step
 	// answered (nil when it answered none).
 	switchover *switchover.Status
+	// configRefused are the values of spec.redisConfig a node refused;
+	// configStale, by node, the parameters still at other values.
+	configRefused []string
+	configStale   map[string][]string
 }
 
 // with returns the connector of one pass, with its clients.
@@ -437,6 +449,7 @@ func (ops *redisOps) observe(ctx context.Context, o *redisv1alpha1.RedisEnterpri
 	if seen.nodes, err = ops.observeNodes(ctx, o, pods.Items, seen.redis); err != nil {
 		return seen, err
 	}
+	ops.observeConfig(ctx, o, seen.nodes, seen.redis)
 	ops.gauges.record(client.ObjectKeyFromObject(o), redisSampleOf(o.Status.Primary, seen.nodes))
 	// A hibernated cluster's primary is not down: its window starts
 	// again when it wakes, from the first pass that misses it.
@@ -496,6 +509,9 @@ func (ops *redisOps) act(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCl
 		return nil, engine.Step{Waiting: plan.waiting, RequeueAfter: redisWaitInterval}, nil
 	}
 	stepped, s, err := ops.take(ctx, o, plan.decision, plan.request, seen)
+	if stepped != nil {
+		stepped.configRefused, stepped.configStale = ops.configState(o, plan.decision, seen.nodes)
+	}
 	if plan.backups {
 		// Converged or not: a reload changes no data.
 		ops.reloadCertificates(ctx, pass.Prepared.tls, seen.nodes, seen.redis)
@@ -833,6 +849,8 @@ func (ops *redisOps) change(ctx context.Context, o *redisv1alpha1.RedisEnterpris
 		return true, repoint()
 	case redisenterprisecluster.Repoint:
 		return false, repoint()
+	case redisenterprisecluster.Configure:
+		return false, ops.configure(ctx, o, node(d.Target), redis)
 	case redisenterprisecluster.KillScript:
 		err := redis.KillScript(ctx, node(d.Target).addr())
 		if errors.Is(err, redisnode.ErrUnkillable) {
