@@ -51,7 +51,7 @@ func TestRedisLiveConfigIsSetOnEveryNodeWithoutARoll(t *testing.T) {
 	for range 5 {
 		f.mustPass()
 	}
-	var want []string
+	want := make([]string, 0, 6)
 	for _, i := range []int{0, 1, 2} {
 		want = append(want, "config "+nodeAddr(i)+" maxmemory 100mb", "config "+nodeAddr(i)+" maxmemory-policy allkeys-lru")
 	}

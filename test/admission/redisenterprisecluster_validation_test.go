@@ -90,7 +90,8 @@ func TestRedisEnterpriseClusterAdmission(t *testing.T) {
 		{"should reject protected-mode set in redisConfig", set(map[string]any{"protected-mode": "yes"}, "spec", "redisConfig"), "spec.redisConfig.protected-mode: the operator sets"},
 		{"should reject a tls parameter in redisConfig", set(map[string]any{"tls-port": "6380"}, "spec", "redisConfig"), "spec.redisConfig.tls-port: the operator sets"},
 		{"should reject rename-command in redisConfig", set(map[string]any{"rename-command": "CONFIG x"}, "spec", "redisConfig"), "spec.redisConfig.rename-command: the operator sets"},
-		{"should reject an unknown parameter in redisConfig", set(map[string]any{"no-such-parameter": "1"}, "spec", "redisConfig"), "spec.redisConfig.no-such-parameter: not a parameter the operator can set"},
+		{"should reject an unknown parameter in redisConfig", set(map[string]any{"no-such-parameter": "1"}, "spec", "redisConfig"),
+			"spec.redisConfig.no-such-parameter: not a parameter the operator can set"},
 		{"should reject a value with a line break", set(map[string]any{"timeout": "1\nreplicaof x 1"}, "spec", "redisConfig"), "spec.redisConfig.timeout"},
 		{"should reject a value with a quote", set(map[string]any{"notify-keyspace-events": "\"Ex"}, "spec", "redisConfig"), "spec.redisConfig.notify-keyspace-events"},
 		{"should reject a name too long for its pods", func(u *unstructured.Unstructured) {

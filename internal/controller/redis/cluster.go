@@ -546,7 +546,7 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 		if d.Switchover {
 			claimed = answered
 		}
-		if err := ops.claimWith(ctx, o, cmp.Or(d.Primary, previous), "Taking the step: "+d.Message, claimed); err != nil {
+		if err := ops.claim(ctx, o, cmp.Or(d.Primary, previous), "Taking the step: "+d.Message, claimed); err != nil {
 			return nil, engine.Step{}, fmt.Errorf("claim the step %s %s: %w", d.Action, d.Target, err)
 		}
 		if made, err := ops.change(ctx, o, previous, d, nodes, seen.redis); err != nil {
@@ -572,7 +572,7 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 					failed = ptr.To(*claimed)
 					failed.Outcome, failed.Message = switchover.Failed, fmt.Sprintf("The primary stays %s: %v", previous, err)
 				}
-				undo := ops.claimWith(undoCtx, o, previous, "The step failed: "+err.Error(), failed)
+				undo := ops.claim(undoCtx, o, previous, "The step failed: "+err.Error(), failed)
 				if undo != nil {
 					err = errors.Join(err, fmt.Errorf("restore the recorded primary %s: %w", previous, undo))
 				}
@@ -614,13 +614,10 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 // changes the primary also says, in the conditions, that the cluster is
 // changing (why: message): the status never says Running, Ready, beside a
 // primary that the nodes' roles it lists do not show yet.
-func (ops *redisOps) claim(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, primary, message string) error {
-	return ops.claimWith(ctx, o, primary, message, nil)
-}
-
-// claimWith is claim that also records last as the switchover request
-// handled, when it is not nil.
-func (ops *redisOps) claimWith(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, primary, message string, last *switchover.Status) error {
+//
+// A claim also records last, when it is not nil, as the switchover request
+// handled.
+func (ops *redisOps) claim(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, primary, message string, last *switchover.Status) error {
 	claimed := o.DeepCopy()
 	claimed.Status.Primary = primary
 	if last != nil {

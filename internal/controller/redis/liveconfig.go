@@ -194,7 +194,7 @@ func (ops *redisOps) configState(o *redisv1alpha1.RedisEnterpriseCluster, d redi
 	want := redisenterprisecluster.LiveConfig(&o.Spec)
 	stale := map[string][]string{}
 	for _, n := range nodes {
-		if len(n.plan.StaleConfig) > 0 && !(d.Action == redisenterprisecluster.Configure && d.Target == n.plan.Name) {
+		if len(n.plan.StaleConfig) > 0 && (d.Action != redisenterprisecluster.Configure || d.Target != n.plan.Name) {
 			stale[n.plan.Name] = n.plan.StaleConfig
 		}
 	}

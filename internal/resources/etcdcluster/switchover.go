@@ -34,13 +34,12 @@ func requestedMove(d Decision, o Observed) Decision {
 	}
 	members := slices.Clone(o.Members)
 	slices.SortFunc(members, func(a, b Member) int { return compareNames(o.Cluster, a.Name, b.Name) })
-	leader := "no member"
-	if i := slices.IndexFunc(members, func(m Member) bool { return m.Leader }); i >= 0 {
-		leader = members[i].Name
-	} else {
+	i := slices.IndexFunc(members, func(m Member) bool { return m.Leader })
+	if i < 0 {
 		d.Refusal = &SwitchoverRefusal{Target: o.Switchover, Refusal: switchover.Refusal{Why: switchover.NotHealthy, Detail: "the cluster has no leader"}}
 		return d
 	}
+	leader := members[i].Name
 	var target Member
 	if o.Switchover == switchover.Any {
 		i := slices.IndexFunc(members, func(m Member) bool { return !m.Leader && whyNotLeader(m) == nil })
