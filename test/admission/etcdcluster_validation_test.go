@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	"github.com/app-operator/app-operator/api/placement"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -201,4 +204,122 @@ func TestEtcdClusterAdmission(t *testing.T) {
 		scale.Spec.Replicas = 10
 		testenv.ExpectAdmission(t, k8s.SubResource("scale").Update(ctx, live, client.WithSubResourceBody(scale)), "spec.size")
 	})
+}
+
+// TestEtcdClusterPodAndOptionsAdmission checks spec.pod's resources,
+// labels, annotations and priority class, spec.etcdOptions and
+// spec.storage: the operator's own labels, annotations and etcd flags are
+// refused naming the field and the key or flag, and a claim size may grow
+// but never shrink.
+func TestEtcdClusterPodAndOptionsAdmission(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, k8s)
+	sample := func(t *testing.T) *etcdv1beta2.EtcdCluster {
+		e := &etcdv1beta2.EtcdCluster{}
+		testenv.LoadSample(t, testenv.EtcdSample, e, ns)
+		e.Spec.Version = "3.6.16"
+		return e
+	}
+	pod := func(p etcdv1beta2.PodPolicy) func(*etcdv1beta2.EtcdCluster) {
+		return func(e *etcdv1beta2.EtcdCluster) { e.Spec.Pod = &p }
+	}
+	options := func(o ...etcdv1beta2.EtcdOption) func(*etcdv1beta2.EtcdCluster) {
+		return func(e *etcdv1beta2.EtcdCluster) { e.Spec.EtcdOptions = o }
+	}
+	size := func(s string) func(*etcdv1beta2.EtcdCluster) {
+		return func(e *etcdv1beta2.EtcdCluster) {
+			q := resource.MustParse(s)
+			e.Spec.Storage = &etcdv1beta2.Storage{Size: &q}
+		}
+	}
+	q := resource.MustParse
+	creates := []struct {
+		name   string
+		mutate func(*etcdv1beta2.EtcdCluster)
+		// wantErr is a fragment of the message; empty means accepted.
+		wantErr string
+	}{
+		{"resources with requests equal to limits", pod(etcdv1beta2.PodPolicy{Resources: &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("1Gi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("1Gi")}}}), ""},
+		{"requests above the limits", pod(etcdv1beta2.PodPolicy{Resources: &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: q("2Gi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}}}), "spec.pod.resources.requests must not exceed"},
+		{"a label of the user's", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"team": "storage", "app.kubernetes.io/part-of": "shop"}}), ""},
+		{"the selector's name label", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"app.kubernetes.io/name": "other"}}), "spec.pod.labels: app.kubernetes.io/name is set by the operator"},
+		{"the selector's instance label", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"app.kubernetes.io/instance": "x"}}), "spec.pod.labels: app.kubernetes.io/instance"},
+		{"the managed-by label", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"app.kubernetes.io/managed-by": "me"}}), "spec.pod.labels: app.kubernetes.io/managed-by"},
+		{"the TLS label", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"app-operator/tls": "true"}}), "spec.pod.labels: app-operator/tls"},
+		{"the StatefulSet's pod-name label", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"statefulset.kubernetes.io/pod-name": "x"}}), "spec.pod.labels: statefulset.kubernetes.io/pod-name"},
+		{"a label key that is no key", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"a b": "x"}}), "spec.pod.labels keys must be label keys"},
+		{"an annotation of the user's", pod(etcdv1beta2.PodPolicy{Annotations: map[string]string{"prometheus.io/scrape": "true"}}), ""},
+		{"the trust annotation", pod(etcdv1beta2.PodPolicy{Annotations: map[string]string{"app-operator/tls-ca": "x"}}), "spec.pod.annotations: app-operator/tls-ca is set by the operator"},
+		{"a priority class", pod(etcdv1beta2.PodPolicy{PriorityClassName: "system-cluster-critical"}), ""},
+		{"a priority class that is no name", pod(etcdv1beta2.PodPolicy{PriorityClassName: "High Priority"}), "spec.pod.priorityClassName"},
+		{"etcd options of the user's", options("--heartbeat-interval=200", "--election-timeout=2000", "--auto-compaction-retention=1", "--log-level=warn"), ""},
+		{"an option that is no flag", options("heartbeat-interval=200"), "is not a flag of the form --name=value"},
+		{"an option without a value", options("--heartbeat-interval"), "is not a flag of the form --name=value"},
+		{"the member's name", options("--name=other"), "spec.etcdOptions: --name is set by the operator"},
+		{"the data folder", options("--data-dir=/tmp"), "spec.etcdOptions: --data-dir is set by the operator"},
+		{"the listen client URLs", options("--listen-client-urls=http://0.0.0.0:2379"), "spec.etcdOptions: --listen-client-urls"},
+		{"the listen peer URLs", options("--listen-peer-urls=http://0.0.0.0:2380"), "spec.etcdOptions: --listen-peer-urls"},
+		{"the advertised client URLs", options("--advertise-client-urls=http://x:2379"), "spec.etcdOptions: --advertise-client-urls"},
+		{"the advertised peer URLs", options("--initial-advertise-peer-urls=http://x:2380"), "spec.etcdOptions: --initial-advertise-peer-urls"},
+		{"the initial cluster", options("--initial-cluster=a=http://x:2380"), "spec.etcdOptions: --initial-cluster"},
+		{"the initial cluster state", options("--initial-cluster-state=new"), "spec.etcdOptions: --initial-cluster-state"},
+		{"the cluster token", options("--initial-cluster-token=t"), "spec.etcdOptions: --initial-cluster-token"},
+		{"the metrics URLs", options("--listen-metrics-urls=http://0.0.0.0:2381"), "spec.etcdOptions: --listen-metrics-urls"},
+		{"a server certificate", options("--cert-file=/x"), "spec.etcdOptions: --cert-file"},
+		{"a peer key", options("--peer-key-file=/x"), "spec.etcdOptions: --peer-key-file"},
+		{"a trusted CA", options("--trusted-ca-file=/x"), "spec.etcdOptions: --trusted-ca-file"},
+		{"client certificate authentication", options("--client-cert-auth=false"), "spec.etcdOptions: --client-cert-auth"},
+		{"automatic TLS", options("--peer-auto-tls=true"), "spec.etcdOptions: --peer-auto-tls"},
+		{"skipping the peers' SAN check", options("--peer-skip-client-san-verification=false"), "spec.etcdOptions: --peer-skip-client-san-verification"},
+		{"a configuration file", options("--config-file=/x"), "spec.etcdOptions: --config-file"},
+		{"a new cluster forced", options("--force-new-cluster=true"), "spec.etcdOptions: --force-new-cluster"},
+		{"discovery", options("--discovery-srv=example.com"), "spec.etcdOptions: --discovery-srv"},
+		{"a claim size", size("8Gi"), ""},
+		{"a claim size of zero", size("0"), "spec.storage.size must be positive"},
+		{"a storage class that is no name", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Storage = &etcdv1beta2.Storage{StorageClassName: "Fast SSD"}
+		}, "spec.storage.storageClassName"},
+	}
+	for _, tt := range creates {
+		t.Run(tt.name, func(t *testing.T) {
+			e := sample(t)
+			tt.mutate(e)
+			testenv.ExpectAdmission(t, k8s.Create(ctx, e, client.DryRunAll), tt.wantErr)
+		})
+	}
+
+	// Size changes, from a stored 8Gi, and from none (4Gi).
+	sized := sample(t)
+	sized.Name = "sized"
+	size("8Gi")(sized)
+	testenv.Create(t, k8s, sized)
+	plain := sample(t)
+	plain.Name = "plain"
+	testenv.Create(t, k8s, plain)
+	for _, tt := range []struct {
+		name    string
+		from    *etcdv1beta2.EtcdCluster
+		mutate  func(*etcdv1beta2.EtcdCluster)
+		wantErr string
+	}{
+		{"8Gi to 16Gi", sized, size("16Gi"), ""},
+		{"8Gi to 8192Mi", sized, size("8192Mi"), ""},
+		{"8Gi to 4Gi", sized, size("4Gi"), "spec.storage.size cannot shrink"},
+		{"8Gi to left out (4Gi)", sized, func(e *etcdv1beta2.EtcdCluster) { e.Spec.Storage = nil }, "spec.storage.size cannot shrink"},
+		{"left out (4Gi) to 5Gi", plain, size("5Gi"), ""},
+		{"left out (4Gi) to 2Gi", plain, size("2Gi"), "spec.storage.size cannot shrink"},
+		{"a storage class set later", plain, func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Storage = &etcdv1beta2.Storage{StorageClassName: "fast"}
+		}, "spec.storage.storageClassName cannot change"},
+	} {
+		t.Run("storage "+tt.name, func(t *testing.T) {
+			e := tt.from.DeepCopy()
+			tt.mutate(e)
+			testenv.ExpectAdmission(t, k8s.Update(ctx, e, client.DryRunAll), tt.wantErr)
+		})
+	}
 }

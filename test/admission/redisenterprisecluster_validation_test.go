@@ -136,3 +136,43 @@ func TestRedisEnterpriseClusterRestoreIsSetOnlyAtCreation(t *testing.T) {
 	unstructured.RemoveNestedField(restored.Object, "spec", "restore")
 	testenv.ExpectAdmission(t, k8s.Update(ctx, restored), "spec.restore can only be set when the RedisEnterpriseCluster is created")
 }
+
+// spec.persistentSpec.volumeSize may grow (the claims are grown in
+// place), never shrink; left out, it is 1Gi.
+func TestRedisEnterpriseClusterVolumeSizeOnlyGrows(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, k8s)
+	for _, tt := range []struct {
+		name     string
+		from, to any // nil: left out
+		wantErr  string
+	}{
+		{"2Gi to 4Gi", "2Gi", "4Gi", ""},
+		{"2Gi to 2048Mi", "2Gi", "2048Mi", ""},
+		{"2Gi to 1Gi", "2Gi", "1Gi", "spec.persistentSpec.volumeSize cannot shrink"},
+		{"2Gi to left out (1Gi)", "2Gi", nil, "spec.persistentSpec.volumeSize cannot shrink"},
+		{"left out (1Gi) to 3Gi", nil, "3Gi", ""},
+		{"left out (1Gi) to 512Mi", nil, "512Mi", "spec.persistentSpec.volumeSize cannot shrink"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			u := testenv.RedisSampleObject(t, ns)
+			u.SetGenerateName("sized-")
+			setSize := func(v any) {
+				if v == nil {
+					unstructured.RemoveNestedField(u.Object, "spec", "persistentSpec", "volumeSize")
+					return
+				}
+				if err := unstructured.SetNestedField(u.Object, v, "spec", "persistentSpec", "volumeSize"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			setSize(tt.from)
+			u.SetName("")
+			if err := k8s.Create(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+			setSize(tt.to)
+			testenv.ExpectAdmission(t, k8s.Update(ctx, u, client.DryRunAll), tt.wantErr)
+		})
+	}
+}

@@ -22,6 +22,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || !(int(oldSelf.version.split('.')[0]) == 3 && int(oldSelf.version.split('.')[1]) == 5 && int(oldSelf.version.split('.')[2]) < 20 && int(self.version.split('.')[1]) >= 6)",message="spec.version may move from 3.5 to 3.6 only from 3.5.20 or later (etcd issue 19557: a member promoted from a learner before 3.5.20 comes back from 3.6 as a learner): move to the latest 3.5 patch first"
 // +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="spec.restore can only be set when the EtcdCluster is created"
 // +kubebuilder:validation:XValidation:rule="has(self.TLS) || !has(oldSelf.TLS)",message="spec.TLS cannot be removed: the members do not move back from TLS to plain URLs"
+// +kubebuilder:validation:XValidation:rule="quantity(has(self.storage) && has(self.storage.size) ? string(self.storage.size) : '4Gi').compareTo(quantity(has(oldSelf.storage) && has(oldSelf.storage.size) ? string(oldSelf.storage.size) : '4Gi')) >= 0",message="spec.storage.size cannot shrink: a claim never gets smaller (left out, it is 4Gi)",fieldPath=".storage"
+// +kubebuilder:validation:XValidation:rule="(has(self.storage) && has(self.storage.storageClassName)) == (has(oldSelf.storage) && has(oldSelf.storage.storageClassName)) && (!has(self.storage) || !has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)",message="spec.storage.storageClassName cannot change: a claim keeps its StorageClass",fieldPath=".storage"
 type EtcdClusterSpec struct {
 	// Size is the number of members, 1 to 9. The operator changes the
 	// membership one member at a time; the /scale subresource works on it
@@ -50,9 +52,22 @@ type EtcdClusterSpec struct {
 
 	// Pod is the policy of the member pods: where they may run and how
 	// they spread over the nodes (by default each on a node of its own,
-	// as a preference).
+	// as a preference), their resources, labels, annotations and
+	// priority class.
 	// +optional
 	Pod *PodPolicy `json:"pod,omitempty"`
+
+	// Storage is the size and StorageClass of each member's claim.
+	// +optional
+	Storage *Storage `json:"storage,omitempty"`
+
+	// EtcdOptions are etcd flags the operator does not set itself, each
+	// --name=value (--heartbeat-interval=200), written into every member's
+	// start-up file. A change reaches a member when its pod restarts.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	EtcdOptions []EtcdOption `json:"etcdOptions,omitempty"`
 
 	// Restore starts the cluster from a snapshot: its first member is
 	// restored from it, and the others join it one at a time. It is read
@@ -81,15 +96,6 @@ type EtcdClusterSpec struct {
 	// and the cluster forms its quorum again. See docs/kinds.md.
 	// +optional
 	Hibernate bool `json:"hibernate,omitempty"`
-}
-
-// PodPolicy is the policy of the member pods, at the place of the etcd
-// operator's own: spec.pod.nodeSelector, spec.pod.tolerations and
-// spec.pod.spread.
-type PodPolicy struct {
-	// Placement: the node selector and tolerations of the member pods,
-	// and how they spread over the nodes.
-	placement.Placement `json:",inline"`
 }
 
 // Placement is spec.pod's placement, empty when spec.pod is left out.

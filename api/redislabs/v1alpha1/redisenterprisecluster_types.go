@@ -39,6 +39,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore)",message="spec.restore can only be set when the RedisEnterpriseCluster is created"
 // +kubebuilder:validation:XValidation:rule="has(self.tls) || !has(oldSelf.tls)",message="spec.tls cannot be removed: the nodes do not move back from TLS to plain connections"
 // +kubebuilder:validation:XValidation:rule="!has(self.hibernate) || !self.hibernate || has(self.persistentSpec)",message="spec.hibernate needs spec.persistentSpec.enabled: without persistence every node keeps its data in an emptyDir, and hibernation would lose it all"
+// +kubebuilder:validation:XValidation:rule="quantity(has(self.persistentSpec) && has(self.persistentSpec.volumeSize) ? string(self.persistentSpec.volumeSize) : '1Gi').compareTo(quantity(has(oldSelf.persistentSpec) && has(oldSelf.persistentSpec.volumeSize) ? string(oldSelf.persistentSpec.volumeSize) : '1Gi')) >= 0",message="spec.persistentSpec.volumeSize cannot shrink: a claim never gets smaller (left out, it is 1Gi)",fieldPath=".persistentSpec"
 type RedisEnterpriseClusterSpec struct {
 	// Nodes is the number of Redis servers: one primary, the others its
 	// replicas. Odd, and at least 3, as in Redis Enterprise, so that a
@@ -165,7 +166,9 @@ type PersistentSpec struct {
 	StorageClassName string `json:"storageClassName,omitempty"`
 
 	// VolumeSize is the size each node's volume asks for (1Gi when left
-	// out).
+	// out). It may grow, never shrink: a larger size grows every claim in
+	// place, one at a time, where the StorageClass allows volume
+	// expansion.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.persistentSpec.volumeSize must be positive"
 	VolumeSize *resource.Quantity `json:"volumeSize,omitempty"`

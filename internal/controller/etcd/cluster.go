@@ -294,6 +294,7 @@ func (e *etcdOps) observe(ctx context.Context, o *etcdv1beta2.EtcdCluster, prepa
 	switch err := e.client.Get(ctx, client.ObjectKeyFromObject(o), sts); {
 	case err == nil:
 		seen.live.Replicas = sts.Spec.Replicas
+		seen.live.ClaimSize = resources.TemplateClaimSize(sts, etcdcluster.DataVolume)
 	case !apierrors.IsNotFound(err):
 		return seen, fmt.Errorf("get StatefulSet %s: %w", o.Name, err)
 	}

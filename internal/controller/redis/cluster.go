@@ -175,6 +175,7 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			}
 			input := redisenterprisecluster.Input{Primary: o.Status.Primary, SnapshotImage: ops.backups.image, OpenSourceImage: ops.image}
 			if pass.Began {
+				input.ClaimSize = resources.TemplateClaimSize(pass.Observed.sts, redisenterprisecluster.DataVolume)
 				input.Password = string(pass.Prepared.secret.Data[redisenterprisecluster.SecretPassword])
 				if t := pass.Prepared.tls; t != nil {
 					input.TLSTrust = t.trustBundle(pass.Observed.nodes)

@@ -90,9 +90,10 @@ const (
 	configVolume = "config"
 )
 
-// DataSize is the size each member's claim asks for: etcd's default
-// backend quota (2 GiB) and room for its write-ahead log and snapshots.
-var DataSize = resource.MustParse("4Gi")
+// DataSize is the size each member's claim asks for when
+// spec.storage.size is left out: etcd's default backend quota (2 GiB) and
+// room for its write-ahead log and snapshots.
+var DataSize = resource.MustParse(etcdv1beta2.DefaultStorageSize)
 
 // Children are the objects an EtcdCluster owns.
 type Children struct {
@@ -123,7 +124,7 @@ func Build(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, m Membershi
 	c := Children{
 		Service:       peerService(owner, selector, labels),
 		ClientService: clientService(owner, selector, labels),
-		ConfigMap:     configMap(owner, m.stages(spec), labels, m.Members, m.Kept, m.token(owner)),
+		ConfigMap:     configMap(owner, m.stages(spec), labels, m.Members, m.Kept, m.token(owner), spec.EtcdOptions),
 		StatefulSet:   statefulSet(owner, spec, selector, labels, m),
 	}
 	if len(m.Members) > 1 {
@@ -144,6 +145,9 @@ type Live struct {
 	// (TokenOf), when the ConfigMap is this EtcdCluster's own; empty
 	// otherwise.
 	Token string
+	// ClaimSize is the size the live StatefulSet's claim template asks
+	// for (resources.TemplateClaimSize); nil when there is none.
+	ClaimSize *resource.Quantity
 }
 
 // Membership is what the StatefulSet is sized from and the start-up files
@@ -171,6 +175,10 @@ type Membership struct {
 	// restore carry: the live files' (see Live.Token); empty gives a
 	// cluster formed now its own, ClusterToken.
 	Token string
+	// ClaimSize is the live claim template's size (Live.ClaimSize), which
+	// the StatefulSet keeps: its volumeClaimTemplates cannot change. Nil:
+	// spec.storage's size.
+	ClaimSize *resource.Quantity
 }
 
 // token is m.Token, or the token of a cluster owner forms now.
@@ -248,7 +256,7 @@ func MembershipOf(o Observed, live Live) Membership {
 	if o.Reachable {
 		members = Record(o, o.Members)
 	}
-	m := Membership{Members: members, Replicas: Replicas(o.Cluster, members), Token: live.Token}
+	m := Membership{Members: members, Replicas: Replicas(o.Cluster, members), Token: live.Token, ClaimSize: live.ClaimSize}
 	if o.Reachable && o.FromLeader {
 		return m
 	}
@@ -491,13 +499,11 @@ func MemberConfig(stages Stages, cluster, namespace string, m etcdv1beta2.EtcdMe
 	return c
 }
 
-func configMap(owner resources.Owner, stages Stages, labels map[string]string, members []etcdv1beta2.EtcdMember, kept map[string]string, token string) *corev1ac.ConfigMapApplyConfiguration {
+func configMap(owner resources.Owner, stages Stages, labels map[string]string, members []etcdv1beta2.EtcdMember, kept map[string]string, token string, options []etcdv1beta2.EtcdOption) *corev1ac.ConfigMapApplyConfiguration {
 	data := make(map[string]string, len(members)+len(kept))
 	maps.Copy(data, kept)
 	for _, m := range members {
-		// A struct of strings always marshals.
-		b, _ := yaml.Marshal(MemberConfig(stages, owner.Name, owner.Namespace, m, members, token))
-		data[ConfigKey(m.Name)] = string(b)
+		data[ConfigKey(m.Name)] = ConfigFile(MemberConfig(stages, owner.Name, owner.Namespace, m, members, token), options)
 	}
 	return corev1ac.ConfigMap(ConfigMapName(owner.Name), owner.Namespace).
 		WithLabels(labels).
@@ -535,7 +541,8 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 			WithAllowPrivilegeEscalation(false).
 			WithRunAsNonRoot(true).
 			WithReadOnlyRootFilesystem(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))).
+		WithResources(containerResources(spec))
 
 	if spec.TLSEnabled() {
 		withTLS(container)
@@ -562,7 +569,14 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 	resources.SpreadMembers(podSpec, place.Spread, selector)
 	resources.Place(podSpec, place)
 
+	if pod := spec.Pod; pod != nil && pod.PriorityClassName != "" {
+		podSpec.WithPriorityClassName(pod.PriorityClassName)
+	}
+
 	template := corev1ac.PodTemplateSpec().WithLabels(podLabels(spec, labels)).WithSpec(podSpec)
+	if spec.Pod != nil && len(spec.Pod.Annotations) > 0 {
+		template.WithAnnotations(spec.Pod.Annotations)
+	}
 	if spec.TLSEnabled() && !m.Trust.IsZero() {
 		// The pods the StatefulSet makes say which CAs their members
 		// trust (see retrust); updateStrategy OnDelete: a change here
@@ -592,26 +606,50 @@ func statefulSet(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, selec
 			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
 				WithWhenScaled(whenScaled).
 				WithWhenDeleted(appsv1.DeletePersistentVolumeClaimRetentionPolicyType)).
-			// On the cluster's default StorageClass.
 			WithVolumeClaimTemplates(corev1ac.PersistentVolumeClaim(DataVolume, "").
 				WithLabels(labels).
-				WithSpec(corev1ac.PersistentVolumeClaimSpec().
-					WithAccessModes(corev1.ReadWriteOnce).
-					WithResources(corev1ac.VolumeResourceRequirements().
-						WithRequests(corev1.ResourceList{corev1.ResourceStorage: DataSize})))).
+				WithSpec(claimSpec(spec, m))).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
 			WithTemplate(template))
 }
 
-// podLabels are the member pods' labels: with TLS, TLSLabel too, which
-// tells the members' PodMonitor to scrape the plain metrics port rather
-// than the client port.
+// claimSpec is the members' claim template: spec.storage's size and
+// class, but the live template's size once the StatefulSet exists (its
+// volumeClaimTemplates cannot change: a larger size grows the claims
+// themselves). Without a class, the cluster's default StorageClass.
+func claimSpec(spec *etcdv1beta2.EtcdClusterSpec, m Membership) *corev1ac.PersistentVolumeClaimSpecApplyConfiguration {
+	size := spec.StorageSize()
+	if m.ClaimSize != nil {
+		size = *m.ClaimSize
+	}
+	c := corev1ac.PersistentVolumeClaimSpec().
+		WithAccessModes(corev1.ReadWriteOnce).
+		WithResources(corev1ac.VolumeResourceRequirements().
+			WithRequests(corev1.ResourceList{corev1.ResourceStorage: size}))
+	if class := spec.StorageClassName(); class != "" {
+		c.WithStorageClassName(class)
+	}
+	return c
+}
+
+// podLabels are the member pods' labels: spec.pod.labels, then the
+// operator's (admission refuses spec.pod.labels of the operator's keys);
+// with TLS, TLSLabel too, which tells the members' PodMonitor to scrape
+// the plain metrics port rather than the client port.
 func podLabels(spec *etcdv1beta2.EtcdClusterSpec, labels map[string]string) map[string]string {
-	if !spec.TLSEnabled() {
+	if !spec.TLSEnabled() && (spec.Pod == nil || len(spec.Pod.Labels) == 0) {
 		return labels
 	}
-	l := maps.Clone(labels)
-	l[TLSLabel] = "true"
+	l := map[string]string{}
+	if spec.Pod != nil {
+		for k, v := range spec.Pod.Labels {
+			l[k] = string(v)
+		}
+	}
+	maps.Copy(l, labels)
+	if spec.TLSEnabled() {
+		l[TLSLabel] = "true"
+	}
 	return l
 }
 

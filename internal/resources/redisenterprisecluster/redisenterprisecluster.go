@@ -69,9 +69,11 @@ const (
 	EnvPodName = "POD_NAME"
 	// EnvCLIAuth is the password redis-cli reads, for a shell in the pod.
 	EnvCLIAuth = "REDISCLI_AUTH"
-	// dataVolume, configVolume, tlsVolume and authVolume name the pod's
-	// volumes.
-	dataVolume   = "data"
+	// DataVolume names the volume claim template (a node's claim is
+	// data-<pod>); dataVolume, configVolume, tlsVolume and authVolume
+	// name the pod's volumes.
+	DataVolume   = "data"
+	dataVolume   = DataVolume
 	configVolume = "config"
 	tlsVolume    = "tls"
 	authVolume   = "auth"
@@ -220,6 +222,12 @@ type Input struct {
 	// at a reload (see Trust), kept in the ConfigMap under TrustKey; empty
 	// without a cluster (a preview).
 	TLSTrust []byte
+	// ClaimSize is the size the live StatefulSet's claim template asks for
+	// (resources.TemplateClaimSize), which the StatefulSet keeps: its
+	// volumeClaimTemplates cannot change, and a larger
+	// spec.persistentSpec.volumeSize grows the claims themselves. Nil:
+	// the spec's size.
+	ClaimSize *resource.Quantity
 }
 
 // DefaultSnapshotImage is the image of the snapshot tool when
@@ -256,7 +264,7 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 		NodesService:   nodesService(owner, selector, labels),
 		PrimaryService: primaryService(owner, selector, labels),
 		UIService:      uiService(owner, cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), labels),
-		StatefulSet:    statefulSet(owner, spec, replicas(owner.Name, spec, in.Primary), res, conf, in.OpenSourceImage, cmp.Or(in.SnapshotImage, DefaultSnapshotImage), selector, labels),
+		StatefulSet:    statefulSet(owner, spec, replicas(owner.Name, spec, in.Primary), res, conf, in.OpenSourceImage, cmp.Or(in.SnapshotImage, DefaultSnapshotImage), in.ClaimSize, selector, labels),
 		ReplicasBudget: replicasBudget(owner, Nodes(spec), selector, labels),
 		PrimaryBudget:  primaryBudget(owner, selector, labels),
 	}, nil
@@ -459,7 +467,7 @@ func Args() []string {
 	}
 }
 
-func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, members int, res corev1.ResourceRequirements, conf, openSource, snapshotImage string, selector, labels map[string]string) *appsv1ac.StatefulSetApplyConfiguration {
+func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec, members int, res corev1.ResourceRequirements, conf, openSource, snapshotImage string, claimSize *resource.Quantity, selector, labels map[string]string) *appsv1ac.StatefulSetApplyConfiguration {
 	image, pullPolicy, _ := Image(spec, openSource)
 	sum := sha256.Sum256([]byte(conf))
 	probe := func() *corev1ac.ProbeApplyConfiguration {
@@ -539,9 +547,9 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 			WithAnnotations(map[string]string{ConfigHashAnnotation: hex.EncodeToString(sum[:])}).
 			WithSpec(podSpec))
 	if Persistent(spec) {
-		size := resource.MustParse(redisv1alpha1.DefaultVolumeSize)
-		if spec.PersistentSpec.VolumeSize != nil {
-			size = *spec.PersistentSpec.VolumeSize
+		size := VolumeSize(spec)
+		if claimSize != nil {
+			size = *claimSize
 		}
 		pvc := corev1ac.PersistentVolumeClaimSpec().
 			WithAccessModes(corev1.ReadWriteOnce).
@@ -563,6 +571,15 @@ func statefulSet(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClust
 		WithLabels(labels).
 		WithOwnerReferences(owner.Reference()).
 		WithSpec(stsSpec)
+}
+
+// VolumeSize is the size each node's claim asks for:
+// spec.persistentSpec.volumeSize, or DefaultVolumeSize.
+func VolumeSize(spec *redisv1alpha1.RedisEnterpriseClusterSpec) resource.Quantity {
+	if spec.PersistentSpec != nil && spec.PersistentSpec.VolumeSize != nil {
+		return *spec.PersistentSpec.VolumeSize
+	}
+	return resource.MustParse(redisv1alpha1.DefaultVolumeSize)
 }
 
 // MountsTLS reports whether pod, a node's, mounts the certificate of
