@@ -156,7 +156,7 @@ type need struct {
 // clusterScoped are the cluster-scoped resources the rules name, by group:
 // a namespace's Role cannot grant them, so they are checked cluster-wide.
 // The Helm chart's split of the rules names the same resources.
-var clusterScoped = map[string][]string{"": {"nodes", "persistentvolumes"}, "scheduling.k8s.io": {"priorityclasses"}}
+var clusterScoped = map[string][]string{"": {"nodes", "persistentvolumes"}, "scheduling.k8s.io": {"priorityclasses"}, "storage.k8s.io": {"storageclasses"}}
 
 func (n need) clusterScoped() bool { return slices.Contains(clusterScoped[n.group], n.resource) }
 

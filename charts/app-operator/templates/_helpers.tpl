@@ -33,11 +33,12 @@ The manager's rules split by the scope of their resources, for installs
 that grant the namespaced ones through a Role in each watched namespace: a
 Role cannot grant a cluster-scoped resource (the PriorityClass of the
 MicroServiceDeploy pods; the Nodes and PersistentVolumes a stateful
-member's volume stranded on a node is read from). A rule names resources of
+member's volume stranded on a node is read from; the StorageClass that
+says whether a data service's claims may grow). A rule names resources of
 one scope only (internal/permissions checks it).
 */}}
 {{- define "app-operator.clusterScopedResources" -}}
-{{- list "nodes" "persistentvolumes" "priorityclasses" | toJson -}}
+{{- list "nodes" "persistentvolumes" "priorityclasses" "storageclasses" | toJson -}}
 {{- end -}}
 
 {{- define "app-operator.namespacedManagerRules" -}}

@@ -135,7 +135,12 @@ func ClusterKind(opts Options) engine.Kind[*etcdv1beta2.EtcdCluster] {
 			}
 			ctx, cancel := context.WithTimeout(ctx, etcdStepBudget)
 			defer cancel()
-			return ops.with(c).act(ctx, o, pass.Prepared, &pass.Observed, *pass.Decision)
+			acted, s, err := ops.with(c).act(ctx, o, pass.Prepared, &pass.Observed, *pass.Decision)
+			if err != nil || s.Failure != nil {
+				return acted, s, err
+			}
+			acted.growth, s, err = growClaims(ctx, c, o, s)
+			return acted, s, err
 		},
 		SetStatus: func(o *etcdv1beta2.EtcdCluster, pass *etcdPass, report engine.Report, now metav1.Time) {
 			selector := labels.SelectorFromSet(etcdcluster.Selector(o.Name)).String()
@@ -150,6 +155,7 @@ func ClusterKind(opts Options) engine.Kind[*etcdv1beta2.EtcdCluster] {
 				o.Status.LastSwitchover = finishMove(o.Status.LastSwitchover, leaderOf(pass.Observed.obs))
 			}
 			moveCondition(&o.Status.Conditions, o.Status.LastSwitchover, o.Generation, now)
+			stateful.SetGrowthCondition(&o.Status.Conditions, o.Generation, pass.Result.growth, now)
 		},
 	}.With(k)
 }
@@ -243,6 +249,25 @@ type etcdActed struct {
 	// switchover is the outcome of the switchover request the step
 	// answered (nil when it answered none).
 	switchover *switchover.Status
+	// growth is the step taken toward spec.storage's size (see
+	// stateful.GrowClaims); nil when none was looked at.
+	growth *resources.ClaimGrowth
+}
+
+// growClaims grows the members' claims toward spec.storage's size, one at
+// a time, beside the membership step s, and comes back soon while one
+// grows.
+func growClaims(ctx context.Context, c engine.Clients, o *etcdv1beta2.EtcdCluster, s engine.Step) (*resources.ClaimGrowth, engine.Step, error) {
+	claims := stateful.Claims{Namespace: o.Namespace, StatefulSet: o.Name, Volume: etcdcluster.DataVolume,
+		Selector: resources.Labels(etcdcluster.Selector(o.Name))}
+	g, err := stateful.GrowClaims(ctx, c.Client, c.API, claims, o.Spec.StorageSize())
+	if err != nil {
+		return nil, s, err
+	}
+	if g.Expanding() && (s.RequeueAfter == 0 || s.RequeueAfter > stateful.GrowthInterval) {
+		s.RequeueAfter = stateful.GrowthInterval
+	}
+	return &g, s, nil
 }
 
 // etcdOps looks at an EtcdCluster's members and performs its steps.

@@ -193,6 +193,14 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 		Act: func(ctx context.Context, c engine.Clients, o *redisv1alpha1.RedisEnterpriseCluster, pass *redisPass) (*redisStepped, engine.Step, error) {
 			stepped, s, err := ops.with(c).act(ctx, o, gvk, pass)
 			s.Notices = append(s.Notices, imageNotices(o, ops.image)...)
+			if err != nil || s.Failure != nil || !pass.Decision.backups || !persistent(&o.Spec) {
+				return stepped, s, err
+			}
+			g, s, err := growClaims(ctx, c, o, s)
+			if stepped == nil {
+				stepped = &redisStepped{primary: o.Status.Primary, state: o.Status.State, nodes: o.Status.Nodes}
+			}
+			stepped.growth = g
 			return stepped, s, err
 		},
 		SetStatus: func(o *redisv1alpha1.RedisEnterpriseCluster, pass *redisPass, report engine.Report, now metav1.Time) {
@@ -217,6 +225,7 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			switchoverCondition(&o.Status.Conditions, o.Status.LastSwitchover, o.Generation, now)
 			if s := pass.Result; s != nil {
 				configCondition(&o.Status.Conditions, redisenterprisecluster.LiveConfig(&o.Spec), s.configRefused, s.configStale, o.Generation, now)
+				stateful.SetGrowthCondition(&o.Status.Conditions, o.Generation, s.growth, now)
 			}
 		},
 	}.With(k)
@@ -283,6 +292,29 @@ type redisStepped struct {
 	// configStale, by node, the parameters still at other values.
 	configRefused []string
 	configStale   map[string][]string
+	// growth is the step taken toward spec.persistentSpec.volumeSize
+	// (see stateful.GrowClaims); nil when none was looked at.
+	growth *resources.ClaimGrowth
+}
+
+// persistent reports whether the nodes keep their data on claims.
+func persistent(spec *redisv1alpha1.RedisEnterpriseClusterSpec) bool {
+	return spec.PersistentSpec != nil && spec.PersistentSpec.Enabled.True()
+}
+
+// growClaims grows the nodes' claims toward spec.persistentSpec.volumeSize,
+// one at a time, beside the step s, and comes back soon while one grows.
+func growClaims(ctx context.Context, c engine.Clients, o *redisv1alpha1.RedisEnterpriseCluster, s engine.Step) (*resources.ClaimGrowth, engine.Step, error) {
+	claims := stateful.Claims{Namespace: o.Namespace, StatefulSet: o.Name, Volume: redisenterprisecluster.DataVolume,
+		Selector: redisenterprisecluster.Selector(o.Name)}
+	g, err := stateful.GrowClaims(ctx, c.Client, c.API, claims, redisenterprisecluster.VolumeSize(&o.Spec))
+	if err != nil {
+		return nil, s, err
+	}
+	if g.Expanding() && (s.RequeueAfter == 0 || s.RequeueAfter > stateful.GrowthInterval) {
+		s.RequeueAfter = stateful.GrowthInterval
+	}
+	return &g, s, nil
 }
 
 // with returns the connector of one pass, with its clients.
