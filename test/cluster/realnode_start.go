@@ -81,7 +81,7 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir, objectStore string,
 		return err
 	}
 
-	fmt.Fprintf(progress, "Starting the volume provisioner of the StorageClasses %s (default) and %s\n", StorageClassStandard, StorageClassGP2)
+	fmt.Fprintf(progress, "Starting the volume provisioner of the StorageClasses %s (default), %s and %s (which allows volume expansion)\n", StorageClassStandard, StorageClassGP2, StorageClassExpandable)
 	if n.stopStorage, err = c.startStorage(ctx, n.agents); err != nil {
 		return err
 	}

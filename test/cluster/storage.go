@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -25,7 +27,8 @@ import (
 // (realnode/volumes/pvc-<uid> for the one node,
 // realnode/nodes/<node>/volumes/pvc-<uid> for each of several), pinned to
 // that node, and deletes a released volume with its folder. Sizes are
-// recorded, not enforced.
+// recorded, not enforced. A claim of the class StorageClassExpandable may
+// grow: the provisioner plays the volume resizer too (see resize).
 const (
 	// HostPathProvisioner is the provisioner name of the classes.
 	HostPathProvisioner = "app-operator.local/hostpath"
@@ -34,6 +37,9 @@ const (
 	// the cluster it was written for).
 	StorageClassStandard = "standard"
 	StorageClassGP2      = "gp2"
+	// StorageClassExpandable allows volume expansion
+	// (allowVolumeExpansion: true): a claim of it asked for more grows.
+	StorageClassExpandable = "expandable"
 	// provisionInterval is how often the provisioner looks for work.
 	provisionInterval = 500 * time.Millisecond
 )
@@ -56,12 +62,15 @@ func (c *Cluster) startStorage(ctx context.Context, agents []*agent) (func(), er
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range []string{StorageClassStandard, StorageClassGP2} {
+	for _, name := range []string{StorageClassStandard, StorageClassGP2, StorageClassExpandable} {
 		sc := &storagev1.StorageClass{
 			ObjectMeta:        metav1.ObjectMeta{Name: name},
 			Provisioner:       HostPathProvisioner,
 			ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 			VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
+		}
+		if name == StorageClassExpandable {
+			sc.AllowVolumeExpansion = ptr.To(true)
 		}
 		if name == StorageClassStandard {
 			sc.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
@@ -88,6 +97,7 @@ func (c *Cluster) startStorage(ctx context.Context, agents []*agent) (func(), er
 			// be briefly away, a claim may change under the provisioner.
 			_ = p.provision(ctx)
 			_ = p.reclaim(ctx)
+			_ = p.resize(ctx)
 			select {
 			case <-ctx.Done():
 				return
@@ -99,7 +109,61 @@ func (c *Cluster) startStorage(ctx context.Context, agents []*agent) (func(), er
 }
 
 func ours(class *string) bool {
-	return class != nil && (*class == StorageClassStandard || *class == StorageClassGP2)
+	return class != nil && (*class == StorageClassStandard || *class == StorageClassGP2 || *class == StorageClassExpandable)
+}
+
+// resize plays, for the claims of StorageClassExpandable, the volume
+// resizer of a real cluster (the external-resizer, then the kubelet, for
+// a file system that needs no online grow: a folder has no size). A bound
+// claim asking for more than its capacity is first marked Resizing; at the
+// next look its volume's capacity is set to the request, then the claim's
+// status.capacity, and its conditions cleared. So a claim takes at least
+// one provisionInterval to grow, as a real one takes a while.
+func (p *hostPathProvisioner) resize(ctx context.Context) error {
+	claims, err := p.cs.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, claim := range claims.Items {
+		requested, capacity := claim.Spec.Resources.Requests[corev1.ResourceStorage], claim.Status.Capacity[corev1.ResourceStorage]
+		if claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName != StorageClassExpandable || claim.Status.Phase != corev1.ClaimBound ||
+			claim.Spec.VolumeName == "" || requested.Cmp(capacity) <= 0 {
+			continue
+		}
+		errs = append(errs, p.resizeClaim(ctx, &claim, requested))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *hostPathProvisioner) resizeClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, requested resource.Quantity) error {
+	resizing := slices.ContainsFunc(claim.Status.Conditions, func(c corev1.PersistentVolumeClaimCondition) bool {
+		return c.Type == corev1.PersistentVolumeClaimResizing
+	})
+	if !resizing {
+		claim.Status.Conditions = append(claim.Status.Conditions, corev1.PersistentVolumeClaimCondition{
+			Type: corev1.PersistentVolumeClaimResizing, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
+		_, err := p.cs.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{})
+		return err
+	}
+	pv, err := p.cs.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if size := pv.Spec.Capacity[corev1.ResourceStorage]; size.Cmp(requested) < 0 {
+		pv.Spec.Capacity[corev1.ResourceStorage] = requested
+		if _, err := p.cs.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	claim.Status.Capacity[corev1.ResourceStorage] = requested
+	if claim.Status.AllocatedResources != nil {
+		claim.Status.AllocatedResources[corev1.ResourceStorage] = requested
+	}
+	claim.Status.AllocatedResourceStatuses = nil
+	claim.Status.Conditions = nil
+	_, err = p.cs.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{})
+	return err
 }
 
 // provision makes a volume for every pending claim of the classes whose
