@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,8 +18,12 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/redisnode"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -184,5 +189,83 @@ func TestEtcdClusterClaimsOfAClassWithoutExpansionDoNotGrow(t *testing.T) {
 	}
 	if r := meta.FindStatusCondition(f.obj.Status.Conditions, conditions.Ready); r == nil || r.Status != metav1.ConditionTrue {
 		t.Errorf("Ready %+v, want True: the members are as they were", r)
+	}
+}
+
+// A larger spec.persistentSpec.volumeSize grows a Redis cluster's claims
+// one at a time, as an EtcdCluster's; the StatefulSet keeps its template.
+func TestRedisClusterClaimsGrowOneAtATime(t *testing.T) {
+	ctx := context.Background()
+	one := resource.MustParse("1Gi")
+	primary := &controller.FakeRedisNode{Info: redisnode.Info{Primary: true, Offset: 1000,
+		ReplicaLag: map[string]time.Duration{podIP(1): 0, podIP(2): 0}}}
+	f := newRedisFixtureOf(t, redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3,
+		PersistentSpec: &redisv1alpha1.PersistentSpec{Enabled: &redisv1alpha1.Flag{Value: true}, VolumeSize: &one}},
+		map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 1000, true), 2: replicaOf(r0Host, 1000, true)})
+	ns := f.obj.Namespace
+	class := storageClass(t, true)
+	claim := func(i int) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("data-r-%d", i)}}
+	}
+	for i := range 3 {
+		pvc := claim(i)
+		pvc.Labels = resources.Labels(redisenterprisecluster.Selector("r"))
+		pvc.Spec = corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: &class, VolumeName: fmt.Sprintf("pv-%s-%d", ns, i),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: one}}}
+		testenv.Create(t, k8s, pvc)
+		setClaimStatus(t, pvc, "1Gi")
+	}
+	f.mustPass()
+	two := resource.MustParse("2Gi")
+	f.obj.Spec.PersistentSpec.VolumeSize = &two
+	if err := k8s.Update(ctx, f.obj); err != nil {
+		t.Fatal(err)
+	}
+	sizes := func() string {
+		var out []string
+		for i := range 3 {
+			pvc := claim(i)
+			get(t, pvc)
+			q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+			out = append(out, q.String())
+		}
+		return strings.Join(out, ",")
+	}
+	expansion := func() string {
+		if c := meta.FindStatusCondition(f.obj.Status.Conditions, conditions.VolumeExpansion); c != nil {
+			return c.Reason
+		}
+		return ""
+	}
+	for _, s := range []struct {
+		name           string
+		resize         func()
+		want, wantCond string
+	}{
+		{"the first claim grows", func() {}, "2Gi,1Gi,1Gi", conditions.ReasonExpanding},
+		{"not the next while the first has not grown", func() {}, "2Gi,1Gi,1Gi", conditions.ReasonExpanding},
+		{"the first grown, the second grows", func() { setClaimStatus(t, claim(0), "2Gi") }, "2Gi,2Gi,1Gi", conditions.ReasonExpanding},
+		{"the second grown, the third grows", func() { setClaimStatus(t, claim(1), "2Gi") }, "2Gi,2Gi,2Gi", conditions.ReasonExpanding},
+		{"all grown", func() { setClaimStatus(t, claim(2), "2Gi") }, "2Gi,2Gi,2Gi", conditions.ReasonExpanded},
+	} {
+		s.resize()
+		f.mustPass()
+		if got := sizes(); got != s.want {
+			t.Fatalf("%s: claims ask for %s, want %s", s.name, got, s.want)
+		}
+		if got := expansion(); got != s.wantCond {
+			t.Fatalf("%s: VolumeExpansion reason %q, want %q", s.name, got, s.wantCond)
+		}
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(f.obj), sts); err != nil {
+		t.Fatal(err)
+	}
+	if got := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(one) != 0 {
+		t.Errorf("the StatefulSet's claim template asks for %s, want the 1Gi it was made with", got.String())
+	}
+	if f.obj.Status.Primary != "r-0" {
+		t.Errorf("primary %q, want r-0 as it was", f.obj.Status.Primary)
 	}
 }
