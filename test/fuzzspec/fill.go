@@ -49,6 +49,7 @@ func Funcs() []any {
 		fillAppServiceSpec, fillServicePort, fillMyWebSpec, fillMicroServiceDeploySpec, fillEtcdClusterSpec,
 		fillRedisEnterpriseClusterSpec, fillRedisNodeResources, optional[redislabsv1alpha1.NodeResources], fillPullPolicy,
 		fillLabelValue, fillToleration, fillSpread, optional[placement.Spread],
+		fillEtcdOption, fillEtcdStorage, optional[etcdv1beta2.Storage],
 		fillEtcdBackupSpec, fillEtcdRestoreSpec, fillSnapshotSource, optional[etcdv1beta2.SnapshotSource],
 		fillS3BackupSource, optional[etcdv1beta2.S3BackupSource],
 		fillPVCBackupSource, optional[etcdv1beta2.PVCBackupSource], fillBackupPolicy, optional[etcdv1beta2.BackupPolicy],
@@ -370,6 +371,33 @@ func fillEtcdClusterSpec(s *etcdv1beta2.EtcdClusterSpec, c randfill.Continue) {
 		s.Version = pick(c, "3.5.21", "3.6.15", "3.6.16", "3.7.0")
 	default:
 		s.Version = fmt.Sprintf("%d.%d.%d", c.Intn(4), c.Intn(10), c.Intn(30))
+	}
+}
+
+// fillEtcdOption fills an etcd flag: mostly --name=value of a flag the
+// operator does not set, with a number, true or a word; one time in
+// 64 a flag the operator sets, and one time in 64 any string (the schema
+// refuses both: a spec holds several).
+func fillEtcdOption(o *etcdv1beta2.EtcdOption, c randfill.Continue) {
+	switch c.Intn(64) {
+	case 0:
+		var s string
+		fillString(&s, c)
+		*o = etcdv1beta2.EtcdOption(s)
+	case 1:
+		*o = etcdv1beta2.EtcdOption("--" + pick(c, "name", "data-dir", "listen-client-urls", "initial-cluster-token", "cert-file") + "=" + label(c, 10))
+	default:
+		name := pick(c, "heartbeat-interval", "election-timeout", "snapshot-count", "log-level", "auto-compaction-retention", "quota-backend-bytes", "enable-pprof")
+		*o = etcdv1beta2.EtcdOption("--" + name + "=" + pick(c, strconv.Itoa(c.Intn(5000)), "true", label(c, 10)))
+	}
+}
+
+// fillEtcdStorage fills a member's storage: a size of 1 to 64 GiB, zero
+// one time in eight (refused), and a class name.
+func fillEtcdStorage(s *etcdv1beta2.Storage, c randfill.Continue) {
+	c.FillNoCustom(s)
+	if s.Size != nil && !s.Size.IsZero() {
+		*s.Size = *resource.NewQuantity((1+c.Int63n(64))<<30, resource.BinarySI)
 	}
 }
 
