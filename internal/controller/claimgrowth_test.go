@@ -79,7 +79,7 @@ func setClaimStatus(t *testing.T, pvc *corev1.PersistentVolumeClaim, capacity st
 // by claim.
 func requests(t *testing.T, namespace string, n int) []string {
 	t.Helper()
-	var out []string
+	out := make([]string, 0, n)
 	for i := range n {
 		pvc := &corev1.PersistentVolumeClaim{}
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: etcdcluster.ClaimName(fmt.Sprintf("e-%d", i))}, pvc); err != nil {
@@ -223,7 +223,7 @@ func TestRedisClusterClaimsGrowOneAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	sizes := func() string {
-		var out []string
+		out := make([]string, 0, 3)
 		for i := range 3 {
 			pvc := claim(i)
 			get(t, pvc)

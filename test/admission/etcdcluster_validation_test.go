@@ -233,6 +233,9 @@ func TestEtcdClusterPodAndOptionsAdmission(t *testing.T) {
 		}
 	}
 	q := resource.MustParse
+	labels := func(k string) func(*etcdv1beta2.EtcdCluster) {
+		return pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{k: "x"}})
+	}
 	creates := []struct {
 		name   string
 		mutate func(*etcdv1beta2.EtcdCluster)
@@ -246,11 +249,11 @@ func TestEtcdClusterPodAndOptionsAdmission(t *testing.T) {
 			Requests: corev1.ResourceList{corev1.ResourceMemory: q("2Gi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}}}), "spec.pod.resources.requests must not exceed"},
 		{"a label of the user's", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"team": "storage", "app.kubernetes.io/part-of": "shop"}}), ""},
-		{"the selector's name label", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"app.kubernetes.io/name": "other"}}), "spec.pod.labels: app.kubernetes.io/name is set by the operator"},
+		{"the selector's name label", labels("app.kubernetes.io/name"), "spec.pod.labels: app.kubernetes.io/name is set by the operator"},
 		{"the selector's instance label", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"app.kubernetes.io/instance": "x"}}), "spec.pod.labels: app.kubernetes.io/instance"},
 		{"the managed-by label", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"app.kubernetes.io/managed-by": "me"}}), "spec.pod.labels: app.kubernetes.io/managed-by"},
 		{"the TLS label", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"app-operator/tls": "true"}}), "spec.pod.labels: app-operator/tls"},
-		{"the StatefulSet's pod-name label", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"statefulset.kubernetes.io/pod-name": "x"}}), "spec.pod.labels: statefulset.kubernetes.io/pod-name"},
+		{"the StatefulSet's pod-name label", labels("statefulset.kubernetes.io/pod-name"), "spec.pod.labels: statefulset.kubernetes.io/pod-name"},
 		{"a label key that is no key", pod(etcdv1beta2.PodPolicy{Labels: map[string]placement.LabelValue{"a b": "x"}}), "spec.pod.labels keys must be label keys"},
 		{"an annotation of the user's", pod(etcdv1beta2.PodPolicy{Annotations: map[string]string{"prometheus.io/scrape": "true"}}), ""},
 		{"the trust annotation", pod(etcdv1beta2.PodPolicy{Annotations: map[string]string{"app-operator/tls-ca": "x"}}), "spec.pod.annotations: app-operator/tls-ca is set by the operator"},

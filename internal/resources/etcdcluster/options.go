@@ -73,8 +73,11 @@ func optionValue(name, value string) any {
 	if stringOptions[name] {
 		return value
 	}
-	if b, err := strconv.ParseBool(value); err == nil && (value == "true" || value == "false") {
-		return b
+	switch value {
+	case "true":
+		return true
+	case "false":
+		return false
 	}
 	if n, err := strconv.ParseInt(value, 10, 64); err == nil {
 		return n
