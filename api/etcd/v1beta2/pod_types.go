@@ -16,7 +16,7 @@ type PodPolicy struct {
 	placement.Placement `json:",inline"`
 
 	// Resources are the etcd container's requests and limits. Left out,
-	// requests and limits are both 200m CPU and 256Mi of memory (the pods
+	// requests and limits are both 150m CPU and 256Mi of memory (the pods
 	// are Guaranteed), enough for a small cluster; a busy one needs more.
 	// A change reaches a member when its pod restarts.
 	// +optional

@@ -15,10 +15,11 @@ import (
 // DefaultResources are the etcd container's requests and limits when
 // spec.pod.resources is left out: equal, so that the members are
 // Guaranteed and the last pods a node under pressure evicts, and small
-// enough that a few clusters fit on a node of two cores.
+// enough that two clusters of five members fit on a node of two cores
+// (1.9 of them allocatable), as the real-pods suite runs them.
 var DefaultResources = corev1.ResourceRequirements{
-	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-	Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("150m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+	Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("150m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
 }
 
 // containerResources are the etcd container's requests and limits:
