@@ -74,11 +74,9 @@ func optionValue(name, value string) any {
 	if stringOptions[name] {
 		return value
 	}
-	switch value {
-	case "true":
-		return true
-	case "false":
-		return false
+	// Only true and false: ParseBool takes 1, t and TRUE too.
+	if b, err := strconv.ParseBool(value); err == nil && strconv.FormatBool(b) == value {
+		return b
 	}
 	if n, err := strconv.ParseInt(value, 10, 64); err == nil {
 		return n
