@@ -27,6 +27,12 @@ type Status struct {
 	Alarms []Alarm
 	// Errors are the other errors the member reports (no leader, say).
 	Errors []string
+	// Revision is the cluster's revision the member has applied.
+	Revision int64
+	// DBSize is the size of the member's backend database file, in bytes;
+	// DBSizeInUse is the part of it that holds data: the rest is free
+	// pages, which only a defragmentation gives back.
+	DBSize, DBSizeInUse int64
 }
 
 // Alarm is an alarm raised in the cluster.
@@ -78,6 +84,16 @@ type Client interface {
 	UpdateMember(ctx context.Context, id uint64, peerURLs []string) error
 	// MoveLeader hands the leadership to member id; only the leader can.
 	MoveLeader(ctx context.Context, id uint64) error
+	// Compact compacts the key space up to revision, the history
+	// before it dropped, and waits until every member's backend has
+	// applied it; a revision compacted already is no error.
+	Compact(ctx context.Context, revision int64) error
+	// Defragment rewrites the backend of the member at endpoint (one of
+	// the client's), giving its free pages back to the file system. The
+	// member serves nothing meanwhile.
+	Defragment(ctx context.Context, endpoint string) error
+	// AlarmDisarm disarms the alarm a.
+	AlarmDisarm(ctx context.Context, a Alarm) error
 	Close() error
 }
 

@@ -17,7 +17,8 @@ type Fake struct {
 	// endpoint missing from it does not answer.
 	Endpoints map[string]*FakeMember
 	// Calls records the changes asked for, in order ("add", "promote",
-	// "remove", "update", "move-leader", with their argument).
+	// "remove", "update", "move-leader", "compact", "defragment",
+	// "disarm", with their argument).
 	Calls []string
 	// Refuse, when set, is returned by every membership change.
 	Refuse error
@@ -38,6 +39,10 @@ type FakeMember struct {
 	Status Status
 	// Members is the membership this member knows.
 	Members []Member
+	// Compactable is how much of Status.DBSizeInUse a compaction frees
+	// (the history a client left); a defragmentation then shrinks
+	// Status.DBSize to what is in use.
+	Compactable int64
 }
 
 var errUnreachable = errors.New("fake: endpoint does not answer")
@@ -212,6 +217,56 @@ func (c *fakeClient) MoveLeader(_ context.Context, id uint64) error {
 	}
 	for _, o := range c.f.cluster(m) {
 		o.Status.Leader = id
+	}
+	return c.f.stopped(crash)
+}
+
+func (c *fakeClient) Compact(_ context.Context, revision int64) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	m, crash, err := c.change(fmt.Sprintf("compact %d", revision))
+	if err != nil {
+		return err
+	}
+	for _, o := range c.f.cluster(m) {
+		o.Status.DBSizeInUse -= o.Compactable
+		o.Compactable = 0
+	}
+	return c.f.stopped(crash)
+}
+
+func (c *fakeClient) Defragment(_ context.Context, endpoint string) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if !slices.Contains(c.endpoints, endpoint) {
+		return fmt.Errorf("fake: %s is not an endpoint of the client", endpoint)
+	}
+	m, err := c.member(endpoint)
+	if err != nil {
+		return err
+	}
+	crash := c.f.Crash != nil && c.f.Crash(c.f.changes, "defragment "+endpoint)
+	c.f.changes++
+	if crash && !c.f.CrashAfter {
+		return c.f.stopped(true)
+	}
+	c.f.Calls = append(c.f.Calls, fmt.Sprintf("defragment %x", m.Status.MemberID))
+	if c.f.Refuse != nil {
+		return c.f.Refuse
+	}
+	m.Status.DBSize = m.Status.DBSizeInUse
+	return c.f.stopped(crash)
+}
+
+func (c *fakeClient) AlarmDisarm(_ context.Context, a Alarm) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	m, crash, err := c.change(fmt.Sprintf("disarm %s %x", a.Name, a.MemberID))
+	if err != nil {
+		return err
+	}
+	for _, o := range c.f.cluster(m) {
+		o.Status.Alarms = slices.DeleteFunc(slices.Clone(o.Status.Alarms), func(x Alarm) bool { return x == a })
 	}
 	return c.f.stopped(crash)
 }

@@ -82,12 +82,24 @@ type (
 	responseHeader struct {
 		ClusterID uint64 `json:"cluster_id,string"`
 		MemberID  uint64 `json:"member_id,string"`
+		Revision  int64  `json:"revision,string"`
 	}
 	statusResponse struct {
-		Header  *responseHeader `json:"header"`
-		Leader  uint64          `json:"leader,string"`
-		Version string          `json:"version"`
-		Errors  []string        `json:"errors"`
+		Header      *responseHeader `json:"header"`
+		Leader      uint64          `json:"leader,string"`
+		Version     string          `json:"version"`
+		Errors      []string        `json:"errors"`
+		DBSize      int64           `json:"dbSize,string"`
+		DBSizeInUse int64           `json:"dbSizeInUse,string"`
+	}
+	compactionRequest struct {
+		Revision int64 `json:"revision,string"`
+		Physical bool  `json:"physical"`
+	}
+	alarmRequest struct {
+		Action   string `json:"action"`
+		MemberID uint64 `json:"memberID,string"`
+		Alarm    string `json:"alarm"`
 	}
 	memberMessage struct {
 		ID         uint64   `json:"ID,string"`
@@ -130,7 +142,8 @@ func (c *gateway) Status(ctx context.Context, endpoint string) (*Status, error) 
 	if resp.Header == nil {
 		return nil, errors.New("status without a header")
 	}
-	st := &Status{ClusterID: resp.Header.ClusterID, MemberID: resp.Header.MemberID, Leader: resp.Leader, Version: resp.Version}
+	st := &Status{ClusterID: resp.Header.ClusterID, MemberID: resp.Header.MemberID, Leader: resp.Leader, Version: resp.Version,
+		Revision: resp.Header.Revision, DBSize: resp.DBSize, DBSizeInUse: resp.DBSizeInUse}
 	for _, e := range resp.Errors {
 		if alarm, ok := alarmOf(e); ok {
 			st.Alarms = append(st.Alarms, alarm)
@@ -196,6 +209,26 @@ func (c *gateway) UpdateMember(ctx context.Context, id uint64, peerURLs []string
 
 func (c *gateway) MoveLeader(ctx context.Context, id uint64) error {
 	return c.call(ctx, c.endpoints, "/v3/maintenance/transfer-leadership", moveLeaderRequest{TargetID: id}, nil)
+}
+
+// compactedMessage is etcd's refusal of a compaction to a revision
+// compacted already (rpctypes.ErrGRPCCompacted).
+const compactedMessage = "mvcc: required revision has been compacted"
+
+func (c *gateway) Compact(ctx context.Context, revision int64) error {
+	err := c.call(ctx, c.endpoints, "/v3/kv/compaction", compactionRequest{Revision: revision, Physical: true}, nil)
+	if r, ok := errors.AsType[*Refusal](err); ok && strings.Contains(r.Message, compactedMessage) {
+		return nil
+	}
+	return err
+}
+
+func (c *gateway) Defragment(ctx context.Context, endpoint string) error {
+	return c.call(ctx, []string{endpoint}, "/v3/maintenance/defragment", struct{}{}, nil)
+}
+
+func (c *gateway) AlarmDisarm(ctx context.Context, a Alarm) error {
+	return c.call(ctx, c.endpoints, "/v3/maintenance/alarm", alarmRequest{Action: "DEACTIVATE", MemberID: a.MemberID, Alarm: a.Name}, nil)
 }
 
 // Close implements Client: the connections are shared (gatewayHTTP).

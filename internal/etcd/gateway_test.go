@@ -105,6 +105,26 @@ func TestGatewayAgainstRealEtcd(t *testing.T) {
 	if !slices.Equal(st.Alarms, []etcd.Alarm{{Name: "NOSPACE", MemberID: st.MemberID}}) || len(st.Errors) != 0 {
 		t.Errorf("status %+v: want the NOSPACE alarm of member %d and no other error", st, st.MemberID)
 	}
+	// What frees the space: a compaction (again: no error), a
+	// defragmentation of the member, then the alarm disarmed.
+	if st.Revision < 1 || st.DBSize <= 0 || st.DBSizeInUse <= 0 || st.DBSizeInUse > st.DBSize {
+		t.Errorf("status %+v: want a revision and the database's sizes", st)
+	}
+	if err := cli.Compact(ctx, st.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.Compact(ctx, st.Revision); err != nil {
+		t.Errorf("compacting to a revision compacted already: %v", err)
+	}
+	if err := cli.Defragment(ctx, endpoint); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.AlarmDisarm(ctx, st.Alarms[0]); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = cli.Status(ctx, endpoint); err != nil || len(st.Alarms) != 0 {
+		t.Errorf("status %+v, %v after the alarm was disarmed: want no alarm", st, err)
+	}
 }
 
 // TestGatewayNoMemberAnswers: a call through members none of which can be
