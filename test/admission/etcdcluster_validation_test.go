@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/app-operator/app-operator/api/conditions"
@@ -66,6 +68,33 @@ func TestEtcdClusterAdmission(t *testing.T) {
 		{"a repository with a tag", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Repository = "quay.io/coreos/etcd:v3" }, ""},
 		{"a name of 41 characters", func(e *etcdv1beta2.EtcdCluster) { e.Name = strings.Repeat("e", 41) }, "metadata.name"},
 		{"a name with a dot", func(e *etcdv1beta2.EtcdCluster) { e.Name = "my.etcd" }, "metadata.name"},
+		{"maintenance: empty", func(e *etcdv1beta2.EtcdCluster) { e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{} }, ""},
+		{"maintenance: every field", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{CompactionRetention: &metav1.Duration{Duration: 5 * time.Minute},
+				BackendQuota: ptr.To(resource.MustParse("32Mi")), Defragmentation: &etcdv1beta2.DefragmentationPolicy{
+					MinInterval: &metav1.Duration{Duration: time.Minute}, FragmentedPercent: ptr.To[int32](30), MinSize: ptr.To(resource.MustParse("1Mi"))}}
+		}, ""},
+		{"maintenance: the largest quota", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{BackendQuota: ptr.To(etcdv1beta2.MaxBackendQuota)}
+		}, ""},
+		{"maintenance: a quota beyond the claim", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{BackendQuota: ptr.To(resource.MustParse("2Gi"))}
+		}, "spec.maintenance.backendQuota must be between 16Mi and 1792Mi"},
+		{"maintenance: a tiny quota", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{BackendQuota: ptr.To(resource.MustParse("1Mi"))}
+		}, "spec.maintenance.backendQuota must be between 16Mi and 1792Mi"},
+		{"maintenance: a retention of 10s", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{CompactionRetention: &metav1.Duration{Duration: 10 * time.Second}}
+		}, "spec.maintenance.compactionRetention must be between 1m and 720h"},
+		{"maintenance: a defragmentation every 10s", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{Defragmentation: &etcdv1beta2.DefragmentationPolicy{MinInterval: &metav1.Duration{Duration: 10 * time.Second}}}
+		}, "spec.maintenance.defragmentation.minInterval must be between 1m and 8760h"},
+		{"maintenance: fragmented 100%", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{Defragmentation: &etcdv1beta2.DefragmentationPolicy{FragmentedPercent: ptr.To[int32](100)}}
+		}, "spec.maintenance.defragmentation.fragmentedPercent"},
+		{"maintenance: a negative minimal size", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{Defragmentation: &etcdv1beta2.DefragmentationPolicy{MinSize: ptr.To(resource.MustParse("-1Mi"))}}
+		}, "spec.maintenance.defragmentation.minSize must not be negative"},
 	}
 	for _, tt := range creates {
 		t.Run(tt.name, func(t *testing.T) {

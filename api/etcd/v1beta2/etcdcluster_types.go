@@ -88,6 +88,14 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.TLS cannot change: renew the Secrets' contents instead"
 	TLS *TLSPolicy `json:"TLS,omitempty"`
 
+	// Maintenance keeps the members' databases small: etcd's periodic
+	// compaction, a backend quota, and defragmentation by the operator.
+	// Its defaults apply when it is left out. The compaction and the
+	// quota are start-up settings: a change reaches a member when it next
+	// restarts.
+	// +optional
+	Maintenance *MaintenancePolicy `json:"maintenance,omitempty"`
+
 	// Hibernate, true, stops every member pod (the StatefulSet at 0
 	// replicas) and keeps every claim, Secret and ConfigMap: the members
 	// stay in etcd's member list, and no member is added, removed or
@@ -138,6 +146,11 @@ type EtcdMember struct {
 	// data.
 	// +optional
 	AddedAt *metav1.Time `json:"addedAt,omitempty"`
+	// DefragmentedAt is when the operator last defragmented the member:
+	// outside a NOSPACE alarm, not again before
+	// spec.maintenance.defragmentation.minInterval has passed.
+	// +optional
+	DefragmentedAt *metav1.Time `json:"defragmentedAt,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state.
@@ -159,6 +172,10 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=16
 	ClusterID string `json:"clusterID,omitempty"`
+	// NoSpaceRemedy is set while the operator frees the space of a
+	// cluster that raised its NOSPACE alarm: the compaction it made.
+	// +optional
+	NoSpaceRemedy *NoSpaceRemedy `json:"noSpaceRemedy,omitempty"`
 	// CurrentVersion is the lowest version the members run.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
