@@ -22,12 +22,13 @@ const (
 )
 
 var (
-	// MaxBackendQuota is the largest backend quota a member's claim
-	// (4Gi) holds: the write-ahead log and snapshots (up to 512Mi), the
-	// database, and the copy of it a defragmentation writes beside it.
-	// The builder's quota of a cluster that sets none is this, from the
-	// claim's size (etcdcluster.DefaultBackendQuota).
-	MaxBackendQuota = resource.MustParse("1792Mi")
+	// MinBackendQuota and MaxBackendQuota bound spec.maintenance's
+	// backend quota: etcd suggests at most 8Gi. A cluster that sets none
+	// gets half of what its claim holds beside the write-ahead log
+	// (etcdcluster.DefaultBackendQuota), within them: 1792Mi for the
+	// default claim of 4Gi.
+	MinBackendQuota = resource.MustParse("16Mi")
+	MaxBackendQuota = resource.MustParse("8Gi")
 	// DefaultDefragmentationMinSize is the database size below which a
 	// member is not defragmented on schedule: the space it would give
 	// back is not worth a member that serves nothing meanwhile.
@@ -50,11 +51,13 @@ type MaintenancePolicy struct {
 
 	// BackendQuota is the size a member's database may reach
 	// (--quota-backend-bytes): beyond it, etcd raises its NOSPACE alarm
-	// and refuses writes until the operator has freed the space. 1792Mi
-	// when left out, the most the member's claim (4Gi) holds with its
-	// write-ahead log and the copy a defragmentation writes.
+	// and refuses writes until the operator has freed the space. When
+	// left out, half of what the member's claim (spec.storage.size) holds
+	// beside 512Mi for its write-ahead log, since a defragmentation writes
+	// a copy of the database beside it: 1792Mi for the default 4Gi. At
+	// most that for the claim's size, between 16Mi and 8Gi.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('16Mi')) >= 0 && quantity(string(self)).compareTo(quantity('1792Mi')) <= 0",message="spec.maintenance.backendQuota must be between 16Mi and 1792Mi: the member's claim (4Gi) also holds its write-ahead log and, while it is defragmented, a second copy of its database"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('16Mi')) >= 0 && quantity(string(self)).compareTo(quantity('8Gi')) <= 0",message="spec.maintenance.backendQuota must be between 16Mi and 8Gi"
 	BackendQuota *resource.Quantity `json:"backendQuota,omitempty"`
 
 	// Defragmentation is when the operator defragments a member, outside

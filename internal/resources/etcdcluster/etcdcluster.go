@@ -91,8 +91,9 @@ const (
 )
 
 // DataSize is the size each member's claim asks for when
-// spec.storage.size is left out: etcd's default backend quota (2 GiB) and
-// room for its write-ahead log and snapshots.
+// spec.storage.size is left out: the backend quota (see
+// DefaultBackendQuota), a defragmentation's copy of the database, and room
+// for the write-ahead log and snapshots.
 var DataSize = resource.MustParse(etcdv1beta2.DefaultStorageSize)
 
 // Children are the objects an EtcdCluster owns.
@@ -124,7 +125,7 @@ func Build(owner resources.Owner, spec *etcdv1beta2.EtcdClusterSpec, m Membershi
 	c := Children{
 		Service:       peerService(owner, selector, labels),
 		ClientService: clientService(owner, selector, labels),
-		ConfigMap:     configMap(owner, m.stages(spec), labels, m.Members, m.Kept, m.token(owner), spec.EtcdOptions),
+		ConfigMap:     configMap(owner, m.stages(spec), SpaceOf(spec), labels, m.Members, m.Kept, m.token(owner), spec.EtcdOptions),
 		StatefulSet:   statefulSet(owner, spec, selector, labels, m),
 	}
 	if len(m.Members) > 1 {
@@ -430,6 +431,8 @@ type Config struct {
 	ListenMetricsURLs       string             `json:"listen-metrics-urls,omitempty"`
 	ClientTransportSecurity *TransportSecurity `json:"client-transport-security,omitempty"`
 	PeerTransportSecurity   *TransportSecurity `json:"peer-transport-security,omitempty"`
+	// Space bounds the member's database (see SpaceOf).
+	Space `json:",inline"`
 }
 
 // TransportSecurity is the TLS of one side of a member (clients or
@@ -499,11 +502,13 @@ func MemberConfig(stages Stages, cluster, namespace string, m etcdv1beta2.EtcdMe
 	return c
 }
 
-func configMap(owner resources.Owner, stages Stages, labels map[string]string, members []etcdv1beta2.EtcdMember, kept map[string]string, token string, options []etcdv1beta2.EtcdOption) *corev1ac.ConfigMapApplyConfiguration {
+func configMap(owner resources.Owner, stages Stages, space Space, labels map[string]string, members []etcdv1beta2.EtcdMember, kept map[string]string, token string, options []etcdv1beta2.EtcdOption) *corev1ac.ConfigMapApplyConfiguration {
 	data := make(map[string]string, len(members)+len(kept))
 	maps.Copy(data, kept)
 	for _, m := range members {
-		data[ConfigKey(m.Name)] = ConfigFile(MemberConfig(stages, owner.Name, owner.Namespace, m, members, token), options)
+		c := MemberConfig(stages, owner.Name, owner.Namespace, m, members, token)
+		c.Space = space
+		data[ConfigKey(m.Name)] = ConfigFile(c, options)
 	}
 	return corev1ac.ConfigMap(ConfigMapName(owner.Name), owner.Namespace).
 		WithLabels(labels).

@@ -3,9 +3,13 @@ package etcdcluster
 import (
 	"slices"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
@@ -121,5 +125,54 @@ func TestMemberReadinessLeavesNoSpaceOut(t *testing.T) {
 	probe := sts.Spec.Template.Spec.Containers[0].ReadinessProbe
 	if probe == nil || probe.HTTPGet == nil || *probe.HTTPGet.Path != "/health?exclude=NOSPACE" {
 		t.Fatalf("readiness probe %+v, want an HTTP GET of /health?exclude=NOSPACE", probe)
+	}
+}
+
+// TestSpaceBoundsEveryStartUpFile: every member starts with periodic
+// compaction and a backend quota, spec.maintenance's or the defaults, the
+// default quota sized from the claim.
+func TestSpaceBoundsEveryStartUpFile(t *testing.T) {
+	for _, c := range []struct {
+		size string
+		want int64
+	}{
+		{"", 1792 << 20},     // the default claim, 4Gi: (4Gi - 512Mi) / 2
+		{"10Gi", 4864 << 20}, // (10Gi - 512Mi) / 2
+		{"20Gi", 8 << 30},    // capped at etcd's suggested maximum
+		{"512Mi", 16 << 20},  // nothing beside the log: the least the API accepts
+	} {
+		spec := &etcdv1beta2.EtcdClusterSpec{}
+		if c.size != "" {
+			size := resource.MustParse(c.size)
+			spec.Storage = &etcdv1beta2.Storage{Size: &size}
+		}
+		if got := DefaultBackendQuota(spec); got != c.want {
+			t.Errorf("default quota %d from a claim of %q, want %d", got, c.size, c.want)
+		}
+	}
+	for _, tt := range []struct {
+		name        string
+		maintenance *etcdv1beta2.MaintenancePolicy
+		want        Space
+	}{
+		{"defaults", nil, Space{AutoCompactionMode: "periodic", AutoCompactionRetention: "1h0m0s", QuotaBackendBytes: 1792 << 20}},
+		{"empty", &etcdv1beta2.MaintenancePolicy{}, Space{AutoCompactionMode: "periodic", AutoCompactionRetention: "1h0m0s", QuotaBackendBytes: 1792 << 20}},
+		{"set", &etcdv1beta2.MaintenancePolicy{CompactionRetention: &metav1.Duration{Duration: 5 * time.Minute}, BackendQuota: ptr.To(resource.MustParse("32Mi"))},
+			Space{AutoCompactionMode: "periodic", AutoCompactionRetention: "5m0s", QuotaBackendBytes: 32 << 20}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := spec(3, "3.6.16")
+			s.Maintenance = tt.maintenance
+			c := Build(testOwner(), s, FromStatus("example", []etcdv1beta2.EtcdMember{{Name: "example-0", ID: "1"}, {Name: "example-1", ID: "2"}}))
+			for key, file := range c.ConfigMap.Data {
+				var got Config
+				if err := yaml.UnmarshalStrict([]byte(file), &got); err != nil {
+					t.Fatal(err)
+				}
+				if got.Space != tt.want {
+					t.Errorf("%s: %+v, want %+v", key, got.Space, tt.want)
+				}
+			}
+		})
 	}
 }

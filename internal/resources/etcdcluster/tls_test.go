@@ -108,8 +108,11 @@ func TestMembersWithoutTLSKeepTheirStartUpFileAndProbe(t *testing.T) {
 	c := Build(owner, spec(1, "3.6.16"), m)
 	file := c.ConfigMap.Data[ConfigKey("example-0")]
 	// The file of a cluster without TLS is what it was before TLS
-	// existed: a new key would change every running cluster's ConfigMap.
+	// existed, with the keys that bound its database (SpaceOf): a new key
+	// changes every running cluster's ConfigMap (one apply, no restart).
 	want := `advertise-client-urls: http://example-0.example.ns.svc:2379
+auto-compaction-mode: periodic
+auto-compaction-retention: 1h0m0s
 data-dir: /var/run/etcd/data
 initial-advertise-peer-urls: http://example-0.example.ns.svc:2380
 initial-cluster: example-0=http://example-0.example.ns.svc:2380
@@ -118,6 +121,7 @@ initial-cluster-token: ns/example
 listen-client-urls: http://0.0.0.0:2379
 listen-peer-urls: http://0.0.0.0:2380
 name: example-0
+quota-backend-bytes: 1879048192
 `
 	if file != want {
 		t.Errorf("start-up file:\n%s\nwant:\n%s", file, want)

@@ -249,6 +249,7 @@ func TestAMemberAtDualServesClientsInBothSchemesAndReachesPeersInEither(t *testi
 		ListenMetricsURLs:        "http://0.0.0.0:2381",
 		ClientTransportSecurity:  transportSecurity(ServerTLSDir),
 		PeerTransportSecurity:    &TransportSecurity{CertFile: PeerTLSDir + "/tls.crt", KeyFile: PeerTLSDir + "/tls.key", TrustedCAFile: PeerTLSDir + "/ca.crt", ClientCertAuth: true, SkipClientSANVerification: true},
+		Space:                    SpaceOf(tlsSpec()),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("start-up file at Dual (-want +got):\n%s", diff)
