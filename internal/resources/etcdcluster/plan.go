@@ -35,6 +35,11 @@ type Member struct {
 	Version string
 	// Alarms are the alarms the member reports raised in the cluster.
 	Alarms []Alarm
+	// Revision is the revision the member has applied; DBSize and
+	// DBSizeInUse are its database file's size and the part of it that
+	// holds data (the rest, free pages, a defragmentation gives back).
+	Revision            int64
+	DBSize, DBSizeInUse int64
 }
 
 // Alarm is an alarm raised in the cluster.
@@ -94,6 +99,9 @@ type Observed struct {
 	Foreign []string
 	// Recorded is the membership the operator recorded (status.members).
 	Recorded []etcdv1beta2.EtcdMember
+	// Remedy is the NOSPACE remedy recorded (status.noSpaceRemedy): the
+	// compaction made; nil when none is under way.
+	Remedy *etcdv1beta2.NoSpaceRemedy
 	// Pods are the member pods that exist and are not being deleted, by name.
 	Pods map[string]Pod
 	// Claims are the members' claims that exist, by name, with their uids:
@@ -184,6 +192,8 @@ type Action struct {
 	PeerURL string
 	// Image is the image an upgraded member's pod gets.
 	Image string
+	// Revision is the revision Compact compacts to.
+	Revision int64
 }
 
 // Decision is the planner's answer: one action (or none), and what the
@@ -248,7 +258,7 @@ func next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 	if healthyVoters < Quorum(voters) {
 		return noQuorum(o, members, voters, healthyVoters)
 	}
-	if d, ok := alarmed(o, members); ok {
+	if d, ok := alarmed(spec, o, members); ok {
 		return d
 	}
 	// A member that has not joined and that the spec no longer asks for,
@@ -355,6 +365,9 @@ func next(spec *etcdv1beta2.EtcdClusterSpec, namespace string, o Observed) Decis
 		return Decision{Action: Action{Kind: Remove, Member: victim.Name, ID: victim.ID}, Reason: etcdv1beta2.ReasonScaling,
 			Message: fmt.Sprintf("Removing member %s (%d of %d)", victim.Name, len(members)-1, size)}
 	}
+	if d, ok := scheduledDefrag(spec, o, members); ok {
+		return d
+	}
 	return Decision{Message: fmt.Sprintf("%d members at version %s", len(members), spec.Version)}
 }
 
@@ -412,7 +425,7 @@ func noQuorum(o Observed, members []Member, voters, healthyVoters int) Decision 
 // meanwhile. CORRUPT (Corrupt) comes first, then NOSPACE (NoSpace), then
 // any other (Alarm); the message names the others raised beside. false
 // when no member reports an alarm.
-func alarmed(o Observed, members []Member) (Decision, bool) {
+func alarmed(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Member) (Decision, bool) {
 	type raised struct{ by, forMembers []string }
 	alarms := map[string]*raised{}
 	for _, m := range members {
@@ -458,6 +471,9 @@ func alarmed(o Observed, members []Member) (Decision, bool) {
 			"etcd raised its CORRUPT alarm for %s (reported by %s): its corruption check found data that differs between members, and the cluster refuses writes until the alarm is disarmed. The operator changes nothing meanwhile. Find the member whose data differs from the others' (etcdctl endpoint hashkv --cluster; etcd suspects %s), %s, then disarm the alarm (etcdctl alarm disarm): the operator replaces that member by one that copies the others' data. Or restore a snapshot into a new cluster (EtcdRestore)",
 			suspect, by, suspect, mend)}
 	case AlarmNoSpace:
+		if len(names) == 1 {
+			return remedyNoSpace(spec, o, members, by), true
+		}
 		d = Decision{Reason: etcdv1beta2.ReasonNoSpace, Message: fmt.Sprintf(
 			"etcd raised its NOSPACE alarm (reported by %s): a member's backend reached its quota, and the cluster refuses writes until the alarm is disarmed (compact, defragment, then etcdctl alarm disarm). The operator changes nothing meanwhile",
 			by)}

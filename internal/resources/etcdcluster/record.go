@@ -16,7 +16,7 @@ import (
 // Next). A member healthy on another claim has its data there (restored).
 // A member that has not joined (not started, or a learner) keeps the
 // addedAt recorded, or gets o.Now: when the operator added it, or first
-// saw it not joined.
+// saw it not joined. The defragmentedAt recorded stays.
 func Record(o Observed, members []Member) []etcdv1beta2.EtcdMember {
 	recorded := map[string]etcdv1beta2.EtcdMember{}
 	for _, r := range o.Recorded {
@@ -26,7 +26,7 @@ func Record(o Observed, members []Member) []etcdv1beta2.EtcdMember {
 	for _, m := range members {
 		id := strconv.FormatUint(m.ID, 16)
 		e := etcdv1beta2.EtcdMember{Name: m.Name, ID: id, Healthy: m.Healthy, Learner: m.Learner, Leader: m.Leader, Version: m.Version,
-			ClaimUID: recorded[id].ClaimUID}
+			ClaimUID: recorded[id].ClaimUID, DefragmentedAt: recorded[id].DefragmentedAt}
 		if pod, ok := o.Pods[m.Name]; ok && pod.ClaimUID != "" && m.Started && m.Healthy {
 			e.ClaimUID = pod.ClaimUID
 		}
