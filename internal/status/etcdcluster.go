@@ -21,6 +21,8 @@ type EtcdView struct {
 	ClusterID string
 	// Step is what the planner decided.
 	Step EtcdStep
+	// NoSpaceRemedy is the NOSPACE remedy to record (when Observed).
+	NoSpaceRemedy *etcdv1beta2.NoSpaceRemedy
 }
 
 // EtcdStep is an EtcdCluster planner's decision, as the status reports it.
@@ -47,6 +49,9 @@ func EtcdCluster(st *etcdv1beta2.EtcdClusterStatus, generation int64, spec *etcd
 	}
 	if view.ClusterID != "" {
 		st.ClusterID = view.ClusterID
+	}
+	if view.Observed {
+		st.NoSpaceRemedy = view.NoSpaceRemedy
 	}
 	st.Size = int32(len(st.Members))
 	st.Leader = ""

@@ -10,6 +10,11 @@ const (
 	EventLeaderMoved     = "LeaderMoved"
 	EventPeerURLUpdated  = "PeerURLUpdated"
 	EventRestoreStarted  = "RestoreStarted"
+	// The steps that keep a member's database small, and remedy a
+	// NOSPACE alarm.
+	EventCompacted     = "Compacted"
+	EventDefragmented  = "Defragmented"
+	EventAlarmDisarmed = "AlarmDisarmed"
 )
 
 // RestoredByAnnotation on an EtcdCluster names the EtcdRestore that

@@ -133,7 +133,11 @@ func ClusterKind(opts Options) engine.Kind[*etcdv1beta2.EtcdCluster] {
 			if pass.Decision == nil {
 				return etcdActed{}, engine.Step{}, nil
 			}
-			ctx, cancel := context.WithTimeout(ctx, etcdStepBudget)
+			budget := etcdStepBudget
+			if isUpkeep(pass.Decision.Action.Kind) {
+				budget = etcdUpkeepBudget
+			}
+			ctx, cancel := context.WithTimeout(ctx, budget)
 			defer cancel()
 			acted, s, err := ops.with(c).act(ctx, o, pass.Prepared, &pass.Observed, *pass.Decision)
 			if err != nil || s.Failure != nil {
@@ -210,6 +214,10 @@ func etcdView(pass *etcdPass) status.EtcdView {
 	if acted.members != nil {
 		view.Members = acted.members
 	}
+	view.NoSpaceRemedy = etcdcluster.RemedyRecord(seen.obs)
+	if acted.remedySet {
+		view.NoSpaceRemedy = acted.remedy
+	}
 	return view
 }
 
@@ -252,6 +260,10 @@ type etcdActed struct {
 	// growth is the step taken toward spec.storage's size (see
 	// stateful.GrowClaims); nil when none was looked at.
 	growth *resources.ClaimGrowth
+	// remedy is the NOSPACE remedy to record when remedySet: the
+	// compaction a step made, or none once the alarm is disarmed.
+	remedy    *etcdv1beta2.NoSpaceRemedy
+	remedySet bool
 }
 
 // growClaims grows the members' claims toward spec.storage's size, one at
@@ -361,12 +373,20 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, prepared 
 	case d.Failure:
 		s.Failure = &conditions.Failure{Reason: d.Reason, Message: d.Message}
 		return etcdActed{switchover: refused}, s, nil
-	case d.Done():
+	case d.Done() && d.Action.Kind == etcdcluster.None:
 		s.RequeueAfter = etcdRecheck
 		return etcdActed{switchover: refused}, s, nil
 	case d.Action.Kind == etcdcluster.None:
 		s.Waiting = d.Message
 		return etcdActed{switchover: refused}, s, nil
+	case isUpkeep(d.Action.Kind):
+		acted, err := e.upkeep(ctx, seen, d.Action)
+		if err != nil {
+			return etcdActed{}, engine.Step{}, fmt.Errorf("%s: %w", d.Message, err)
+		}
+		acted.switchover = refused
+		s.Took, s.Event = d.Message, etcdStepEvent(d.Action.Kind)
+		return acted, s, nil
 	}
 	var moved *switchover.Status
 	if d.Switchover {
@@ -394,7 +414,7 @@ func (e *etcdOps) act(ctx context.Context, o *etcdv1beta2.EtcdCluster, prepared 
 // members etcd reports and each one's health. urls maps a member name to
 // its client URL; clusterID is the cluster the members counted belong to.
 func (e *etcdOps) observeMembers(ctx context.Context, o *etcdv1beta2.EtcdCluster) (etcdcluster.Observed, map[string]string, uint64, error) {
-	obs := etcdcluster.Observed{Cluster: o.Name, Recorded: o.Status.Members, Pods: map[string]etcdcluster.Pod{}, Claims: map[string]string{}, JoinTimeout: e.joinTimeout}
+	obs := etcdcluster.Observed{Cluster: o.Name, Recorded: o.Status.Members, Remedy: o.Status.NoSpaceRemedy, Pods: map[string]etcdcluster.Pod{}, Claims: map[string]string{}, JoinTimeout: e.joinTimeout}
 	if e.clock != nil {
 		obs.Now = e.clock.Now()
 	}
@@ -476,6 +496,7 @@ func askMembers(ctx context.Context, dial etcd.Dialer, cluster, namespace string
 			PeerTLS: etcdcluster.PeerTLS(m.PeerURLs), Serving: etcdcluster.ServingStage(m.PeerURLs, m.ClientURLs)}
 		if st := m.Status; st != nil {
 			member.Version = st.Version
+			member.Revision, member.DBSize, member.DBSizeInUse = st.Revision, st.DBSize, st.DBSizeInUse
 			member.Healthy = st.Leader != 0 && len(st.Errors) == 0
 			for _, a := range st.Alarms {
 				member.Alarms = append(member.Alarms, etcdcluster.Alarm{Name: a.Name, Member: a.MemberID})

@@ -29,6 +29,12 @@ func etcdStepEvent(k etcdcluster.ActionKind) *engine.StepEvent {
 		reason, typ = conditions.EventVolumeReplaced, corev1.EventTypeWarning
 	case etcdcluster.SecurePeer:
 		reason = etcdv1beta2.EventPeerURLUpdated
+	case etcdcluster.Compact:
+		reason = etcdv1beta2.EventCompacted
+	case etcdcluster.Defragment:
+		reason = etcdv1beta2.EventDefragmented
+	case etcdcluster.Disarm:
+		reason = etcdv1beta2.EventAlarmDisarmed
 	default:
 		return nil
 	}
