@@ -92,6 +92,12 @@ type etcdHistory struct {
 	// lost is the number of acknowledged puts missing from the keys'
 	// history (set by check).
 	lost int
+	// revisions are the revisions of the acknowledged puts, by value.
+	revisions map[string]int64
+	// compacted is the revision etcd's history was compacted to (the
+	// operator's remedy of a NOSPACE alarm); 0 while it holds every
+	// revision (set by check).
+	compacted int64
 }
 
 // historyKeys are the registers the clients write and read.
@@ -115,7 +121,7 @@ func startEtcdHistory(t *testing.T, endpoint string, clients int) *etcdHistory {
 func startEtcdHistoryAt(t *testing.T, endpoints []string, clients int) *etcdHistory {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &etcdHistory{start: time.Now(), stop: cancel, acked: map[string][]string{}, failures: map[string]int{}}
+	h := &etcdHistory{start: time.Now(), stop: cancel, acked: map[string][]string{}, failures: map[string]int{}, revisions: map[string]int64{}}
 	for id := range clients {
 		cli, err := etcdClient([]string{endpoints[id%len(endpoints)]})
 		if err != nil {
@@ -132,8 +138,12 @@ func startEtcdHistoryAt(t *testing.T, endpoints []string, clients int) *etcdHist
 				c, done := context.WithTimeout(ctx, 2*time.Second)
 				var out kvOutput
 				var err error
+				var rev int64
 				if in.put {
-					_, err = cli.Put(c, key, in.value)
+					var resp *clientv3.PutResponse
+					if resp, err = cli.Put(c, key, in.value); err == nil {
+						rev = resp.Header.Revision
+					}
 				} else {
 					var resp *clientv3.GetResponse
 					if resp, err = cli.Get(c, key); err == nil && len(resp.Kvs) > 0 {
@@ -148,6 +158,7 @@ func startEtcdHistoryAt(t *testing.T, endpoints []string, clients int) *etcdHist
 					h.ops = append(h.ops, porcupine.Operation{ClientId: id, Input: in, Call: call, Output: out, Return: ret})
 					if in.put {
 						h.acked[key] = append(h.acked[key], in.value)
+						h.revisions[in.value] = rev
 					}
 				case in.put && errors.Is(err, rpctypes.ErrNoSpace):
 					h.refused++
@@ -199,7 +210,8 @@ func (h *etcdHistory) waitAcknowledged(t *testing.T, n int) {
 
 // check stops the clients and checks the history: it is linearizable
 // (porcupine), and every acknowledged put is in its key's history as etcd
-// keeps it (a watch from the first revision: nothing is compacted), read
+// keeps it (a watch from the first revision, or, once compacted, from the
+// compacted revision, where each key's last value before it counts), read
 // through cli.
 func (h *etcdHistory) check(t *testing.T, cli *clientv3.Client) {
 	t.Helper()
@@ -215,7 +227,10 @@ func (h *etcdHistory) check(t *testing.T, cli *clientv3.Client) {
 	ops := make([]porcupine.Operation, 0, len(h.ops))
 	for _, op := range h.ops {
 		if op.Return < 0 {
-			if !seen[op.Input.(kvInput).value] {
+			// Past a compaction, a put that is not seen may have taken
+			// effect before it: it is checked as one that may take
+			// effect at any time.
+			if !seen[op.Input.(kvInput).value] && h.compacted == 0 {
 				continue
 			}
 			op.Return = end
@@ -233,7 +248,9 @@ func (h *etcdHistory) check(t *testing.T, cli *clientv3.Client) {
 	var missing []string
 	for _, vs := range h.acked {
 		for _, v := range vs {
-			if !seen[v] {
+			// A put overwritten before the compaction is gone from etcd's
+			// history; the last one before it was read at its revision.
+			if !seen[v] && h.revisions[v] >= h.compacted {
 				missing = append(missing, v)
 			}
 		}
@@ -264,6 +281,21 @@ func (h *etcdHistory) applied(t *testing.T, cli *clientv3.Client) map[string]boo
 		resp, ok := <-wc
 		if !ok {
 			t.Fatalf("the watch of the history ended before revision %d: %v", lastRev, ctx.Err())
+		}
+		if resp.CompactRevision > 0 && h.compacted == 0 {
+			// Compacted (the operator's NOSPACE remedy): the history
+			// starts at the compacted revision, where each key holds
+			// the last value put before it.
+			h.compacted = resp.CompactRevision
+			at, err := cli.Get(ctx, "history/", clientv3.WithPrefix(), clientv3.WithRev(h.compacted))
+			if err != nil {
+				t.Fatalf("read the history at its compacted revision %d: %v", h.compacted, err)
+			}
+			for _, kv := range at.Kvs {
+				seen[string(kv.Value)] = true
+			}
+			wc = cli.Watch(ctx, "history/", clientv3.WithPrefix(), clientv3.WithRev(h.compacted))
+			continue
 		}
 		if err := resp.Err(); err != nil {
 			t.Fatalf("watch the history: %v", err)

@@ -375,11 +375,9 @@ func TestEtcdFaultLearnerThatNeverComesBackDoesNotBlockTheScale(t *testing.T) {
 // backend at its quota (--quota-backend-bytes): the alarm goes through
 // raft, and every member then applies writes with its capped applier,
 // which refuses each put with "mvcc: database space exceeded" until the
-// alarm is disarmed. The EtcdCluster spec has no quota to set low, and
-// filling the default 2 GiB on the test machine would take minutes, so
-// the cell raises the alarm itself; what follows is the same. Disarming
-// is what an administrator does once compaction and defragmentation have
-// freed space (etcdctl alarm disarm).
+// alarm is disarmed. The cell raises it itself, with the members far
+// from their quota (TestEtcdFillsItsQuotaAndKeepsTakingWrites fills a
+// small one); what follows is the same.
 func setNoSpaceAlarm(ctx context.Context, cli *clientv3.Client, id uint64, raise bool) error {
 	return setAlarm(ctx, cli, id, pb.AlarmType_NOSPACE, raise)
 }
@@ -398,12 +396,13 @@ func setAlarm(ctx context.Context, cli *clientv3.Client, id uint64, alarm pb.Ala
 
 // etcd's NOSPACE alarm raised while clients write (through the Alarm
 // call of etcd's maintenance API; see setNoSpaceAlarm): etcd refuses the
-// puts, none is acknowledged, and the status says Ready=False NoSpace
-// (not QuorumLost) for as long as the alarm lasts, while the operator
-// removes, replaces and restarts nothing. Disarmed, the status is Ready
-// again; every acknowledged write is kept, the history is linearizable
-// and every member ends with the same HashKV.
-func TestEtcdFaultNoSpaceAlarmRefusesWritesAndChangesNothing(t *testing.T) {
+// puts, and the status says Ready=False NoSpace (not QuorumLost) while
+// the operator remedies it with no one acting: it compacts, defragments
+// each member and disarms the alarm, and restarts, removes and replaces
+// nothing. The status is Ready again; every acknowledged write is kept,
+// the history is linearizable and every member ends with the same
+// HashKV.
+func TestEtcdFaultNoSpaceAlarmIsRemediedWithNoMemberChanged(t *testing.T) {
 	ctx := context.Background()
 	cell := startEtcdCell(t, "nospace", etcdVersion)
 	c, e, h := cell.c, cell.e, cell.h
@@ -439,67 +438,18 @@ func TestEtcdFaultNoSpaceAlarmRefusesWritesAndChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("raise the NOSPACE alarm: %v", err)
 	}
-	raised := time.Since(h.start).Nanoseconds()
 	start := time.Now()
 	cond := waitCondition(t, c, e, func() []metav1.Condition { return e.Status.Conditions },
 		conditions.Ready, metav1.ConditionFalse, etcdv1beta2.ReasonNoSpace, 2*time.Minute)
 	t.Logf("NOSPACE raised: Ready=False %s %s after: %s", cond.Reason, time.Since(start).Round(100*time.Millisecond), cond.Message)
-	// Some time for a wrong step to show.
-	time.Sleep(20 * time.Second)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
-		t.Fatal(err)
-	}
-	if r := findCondition(e.Status.Conditions, conditions.Ready); r == nil || r.Reason != etcdv1beta2.ReasonNoSpace {
-		t.Errorf("Ready %+v 20 s into the alarm, want NoSpace", r)
-	}
-	checkMembersKept(t, c, e, "the NOSPACE alarm", ids, pods, claims)
-	if got := etcdRestarts(t, c, e); !maps.Equal(got, restarts) {
-		t.Errorf("container restarts %v during the alarm, want %v: no member restarted", got, restarts)
-	}
-	// The pods stay ready (their probe leaves NOSPACE out): the client
-	// Service still takes the connections that read, delete and compact.
-	ready := 0
-	podList := &corev1.PodList{}
-	if err := c.List(ctx, podList, client.InNamespace(e.Namespace), client.MatchingLabels(etcdcluster.Selector(e.Name))); err != nil {
-		t.Fatal(err)
-	}
-	for i := range podList.Items {
-		if podReady(&podList.Items[i]) {
-			ready++
-		}
-	}
-	if ready != len(podList.Items) {
-		t.Errorf("20 s into the alarm: %d of %d member pods ready, want all: the client Service must still reach the members", ready, len(podList.Items))
-	}
-
-	disarmed := time.Since(h.start).Nanoseconds()
-	start = time.Now()
-	rc, cancel = context.WithTimeout(ctx, 10*time.Second)
-	err = setNoSpaceAlarm(rc, admin, id, false)
-	cancel()
-	if err != nil {
-		t.Fatalf("disarm the NOSPACE alarm: %v", err)
-	}
 	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
 	toReady := time.Since(start)
 	stopWatch()
 	<-watched
 
-	// No put called after the alarm was raised and answered before it
-	// was disarmed was acknowledged.
 	h.mu.Lock()
-	var acked []string
-	for _, op := range h.ops {
-		in, out := op.Input.(kvInput), op.Output.(kvOutput)
-		if in.put && !out.unknown && op.Call > raised && op.Return >= 0 && op.Return < disarmed {
-			acked = append(acked, in.value)
-		}
-	}
 	refused := h.refused
 	h.mu.Unlock()
-	if len(acked) > 0 {
-		t.Errorf("%d puts acknowledged while the NOSPACE alarm was raised: %v", len(acked), acked)
-	}
 	if refused == 0 {
 		t.Errorf("no put refused with NOSPACE while the alarm was raised (clients saw: %s)", h.failureSummary())
 	}
@@ -509,11 +459,11 @@ func TestEtcdFaultNoSpaceAlarmRefusesWritesAndChangesNothing(t *testing.T) {
 		t.Errorf("the status said QuorumLost during the NOSPACE alarm (reasons seen: %v)", reasons)
 	}
 	mu.Unlock()
-	checkMembersKept(t, c, e, "the NOSPACE alarm and its disarm", ids, pods, claims)
+	checkMembersKept(t, c, e, "the NOSPACE alarm and its remedy", ids, pods, claims)
 	if got := etcdRestarts(t, c, e); !maps.Equal(got, restarts) {
 		t.Errorf("container restarts %v after the alarm, want %v: no member restarted", got, restarts)
 	}
-	cell.finish(t, "NOSPACE alarm raised, then disarmed", toReady)
+	cell.finish(t, "NOSPACE alarm raised, remedied by the operator", toReady)
 }
 
 // podVersions maps e's member pods to the version of their etcd image,
