@@ -113,7 +113,7 @@ func (f *etcdFiller) counts() (refused, ackedAfter int) {
 func (f *etcdFiller) errors() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var parts []string
+	parts := make([]string, 0, len(f.errs))
 	for m, n := range f.errs {
 		parts = append(parts, fmt.Sprintf("%d× %s", n, m))
 	}
