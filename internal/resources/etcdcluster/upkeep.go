@@ -60,6 +60,10 @@ func remedyNoSpace(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Memb
 		for _, m := range members {
 			rev = max(rev, m.Revision)
 		}
+		if rev < 1 {
+			d.Message = prefix + "waiting for the members to report their revision"
+			return d
+		}
 		d.Action = Action{Kind: Compact, Revision: rev}
 		d.Message = prefix + fmt.Sprintf("compacting the history before revision %d", rev)
 		return d
