@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -106,7 +107,33 @@ func observedFrom(data []byte) (*etcdv1beta2.EtcdClusterSpec, Observed) {
 		spec.TLS = &etcdv1beta2.TLSPolicy{}
 		o.Trust = fuzzTrusts[0]
 	}
+	upkeepFrom(&r, &o)
 	return spec, o
+}
+
+// upkeepFrom fills, from the bytes past those of observedFrom (so that
+// older inputs keep their meaning), each member's database, revision and
+// NOSPACE alarm, when each was last defragmented, and the NOSPACE remedy
+// recorded.
+func upkeepFrom(r *bytesReader, o *Observed) {
+	for i := range o.Members {
+		b := r.next()
+		m := &o.Members[i]
+		m.Revision = int64(b>>4) * 10
+		m.DBSize = int64(b&3) * 600 << 20
+		m.DBSizeInUse = m.DBSize / int64(1+(b>>2)&3)
+		if b&64 != 0 {
+			m.Alarms = append(m.Alarms, Alarm{Name: AlarmNoSpace, Member: m.ID})
+		}
+		for j := range o.Recorded {
+			if o.Recorded[j].ID == strconv.FormatUint(m.ID, 16) && b&128 != 0 {
+				o.Recorded[j].DefragmentedAt = &metav1.Time{Time: o.Now.Add(-time.Duration(r.next()%16) * time.Hour)}
+			}
+		}
+	}
+	if b := r.next(); b%2 == 1 {
+		o.Remedy = &etcdv1beta2.NoSpaceRemedy{CompactedAt: metav1.Time{Time: o.Now.Add(-time.Duration(b>>1%16) * time.Hour)}, CompactedRevision: 10}
+	}
 }
 
 // claimUID is a claim uid of two bits: 0 is no claim.
@@ -190,6 +217,9 @@ func checkDecision(spec *etcdv1beta2.EtcdClusterSpec, o Observed, d Decision) er
 			return fmt.Errorf("quorum lost (%d of %d) but %s / %s", healthy, voters, a.Kind, d.Reason)
 		}
 		return nil
+	}
+	if err := checkUpkeep(o, d, allWell); err != nil {
+		return err
 	}
 	switch a.Kind {
 	case Seed:
@@ -342,6 +372,57 @@ func checkRetrust(o Observed, d Decision) error {
 	}
 	if restarted.Leader && len(o.Members) > 1 {
 		return fmt.Errorf("restarted the leader %s for new CAs", d.Action.Member)
+	}
+	return nil
+}
+
+// checkUpkeep checks a compaction, a defragmentation or a disarm: each
+// needs every member healthy; a compaction and a disarm a NOSPACE alarm
+// raised, the disarm after every member was defragmented since the
+// remedy's compaction; a defragmentation outside an alarm every pod
+// ready, and the leader only once no follower is due.
+func checkUpkeep(o Observed, d Decision, allWell bool) error {
+	a := d.Action
+	if a.Kind != Compact && a.Kind != Defragment && a.Kind != Disarm {
+		return nil
+	}
+	noSpace := false
+	for _, m := range o.Members {
+		noSpace = noSpace || slices.ContainsFunc(m.Alarms, func(x Alarm) bool { return x.Name == AlarmNoSpace })
+	}
+	switch {
+	case !allWell:
+		return fmt.Errorf("%s with a member not well", a.Kind)
+	case (a.Kind == Compact || a.Kind == Disarm) && !noSpace:
+		return fmt.Errorf("%s without a NOSPACE alarm", a.Kind)
+	case a.Kind == Compact && (o.Remedy != nil || a.Revision < 1):
+		return fmt.Errorf("compacted to %d with a remedy recorded (%v)", a.Revision, o.Remedy)
+	case a.Kind == Defragment && !noSpace && !allReady(o):
+		return fmt.Errorf("defragmented %s on schedule with a pod not ready", a.Member)
+	case a.Kind == Defragment && noSpace && o.Remedy == nil:
+		return fmt.Errorf("defragmented %s before the remedy's compaction", a.Member)
+	}
+	if a.Kind == Disarm {
+		for _, m := range o.Members {
+			if r := recordedOf(o, m); r.DefragmentedAt == nil || r.DefragmentedAt.Before(&o.Remedy.CompactedAt) {
+				return fmt.Errorf("disarmed with %s not defragmented since the compaction", m.Name)
+			}
+		}
+	}
+	if a.Kind == Defragment {
+		for _, m := range o.Members {
+			if m.Name == a.Member && m.Leader && len(o.Members) > 1 {
+				for _, f := range o.Members {
+					r := recordedOf(o, f)
+					if f.Leader {
+						continue
+					}
+					if noSpace && (r.DefragmentedAt == nil || r.DefragmentedAt.Before(&o.Remedy.CompactedAt)) {
+						return fmt.Errorf("defragmented the leader %s before follower %s", a.Member, f.Name)
+					}
+				}
+			}
+		}
 	}
 	return nil
 }
