@@ -6,10 +6,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/randfill"
 
 	appv1 "github.com/app-operator/app-operator/api/app/v1"
@@ -47,6 +50,7 @@ func Funcs() []any {
 		fillCapability,
 		fillProfile, fillServiceType, fillProtocol,
 		fillAppServiceSpec, fillServicePort, fillMyWebSpec, fillMicroServiceDeploySpec, fillEtcdClusterSpec,
+		fillMaintenancePolicy, optional[etcdv1beta2.MaintenancePolicy],
 		fillRedisEnterpriseClusterSpec, fillRedisNodeResources, optional[redislabsv1alpha1.NodeResources], fillPullPolicy,
 		fillLabelValue, fillToleration, fillSpread, optional[placement.Spread],
 		fillEtcdOption, fillEtcdStorage, optional[etcdv1beta2.Storage],
@@ -387,7 +391,7 @@ func fillEtcdOption(o *etcdv1beta2.EtcdOption, c randfill.Continue) {
 	case 1:
 		*o = etcdv1beta2.EtcdOption("--" + pick(c, "name", "data-dir", "listen-client-urls", "initial-cluster-token", "cert-file") + "=" + label(c, 10))
 	default:
-		name := pick(c, "heartbeat-interval", "election-timeout", "snapshot-count", "log-level", "auto-compaction-retention", "quota-backend-bytes", "enable-pprof")
+		name := pick(c, "heartbeat-interval", "election-timeout", "snapshot-count", "log-level", "max-txn-ops", "max-request-bytes", "enable-pprof")
 		*o = etcdv1beta2.EtcdOption("--" + name + "=" + pick(c, strconv.Itoa(c.Intn(5000)), "true", label(c, 10)))
 	}
 }
@@ -398,6 +402,36 @@ func fillEtcdStorage(s *etcdv1beta2.Storage, c randfill.Continue) {
 	c.FillNoCustom(s)
 	if s.Size != nil && !s.Size.IsZero() {
 		*s.Size = *resource.NewQuantity((1+c.Int63n(64))<<30, resource.BinarySI)
+	}
+}
+
+// fillMaintenancePolicy fills spec.maintenance with values the schema
+// admits seven times in eight (each left out one time in four), else with
+// any.
+func fillMaintenancePolicy(m *etcdv1beta2.MaintenancePolicy, c randfill.Continue) {
+	if c.Intn(8) == 0 {
+		c.FillNoCustom(m)
+		return
+	}
+	*m = etcdv1beta2.MaintenancePolicy{}
+	if c.Intn(4) != 0 {
+		m.CompactionRetention = &metav1.Duration{Duration: time.Duration(1+c.Int63n(720*60)) * time.Minute}
+	}
+	if c.Intn(4) != 0 {
+		m.BackendQuota = resource.NewQuantity((16+c.Int63n(1792-16+1))<<20, resource.BinarySI)
+	}
+	if c.Intn(4) != 0 {
+		d := &etcdv1beta2.DefragmentationPolicy{}
+		if c.Intn(4) != 0 {
+			d.MinInterval = &metav1.Duration{Duration: time.Duration(1+c.Int63n(8760*60)) * time.Minute}
+		}
+		if c.Intn(4) != 0 {
+			d.FragmentedPercent = ptr.To(1 + c.Int31n(99))
+		}
+		if c.Intn(4) != 0 {
+			d.MinSize = resource.NewQuantity(c.Int63n(1<<30), resource.BinarySI)
+		}
+		m.Defragmentation = d
 	}
 }
 

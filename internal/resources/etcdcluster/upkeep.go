@@ -47,12 +47,12 @@ func remedyNoSpace(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Memb
 	d := Decision{Reason: etcdv1beta2.ReasonNoSpace}
 	var down []string
 	for _, m := range members {
-		if !m.Healthy {
+		if !m.Healthy || !m.Started {
 			down = append(down, m.Name)
 		}
 	}
 	if len(down) > 0 {
-		d.Message = prefix + fmt.Sprintf("waiting for members %s to be healthy, to defragment every member", strings.Join(down, ", "))
+		d.Message = prefix + fmt.Sprintf("waiting for members %s to be started and healthy, to defragment every member", strings.Join(down, ", "))
 		return d
 	}
 	if o.Remedy == nil {
@@ -132,7 +132,7 @@ func scheduledDefrag(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Me
 	}
 	u := spec.Upkeep()
 	for _, m := range defragOrder(members) {
-		if !m.Healthy || m.Learner || m.DBSize <= 0 || m.DBSize < u.DefragMinSize {
+		if !m.Healthy || !m.Started || m.Learner || m.DBSize <= 0 || m.DBSize < u.DefragMinSize {
 			continue
 		}
 		if at := defragmentedAt(o, m); at != nil && o.Now.Sub(*at) < u.DefragInterval {

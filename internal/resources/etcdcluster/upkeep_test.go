@@ -73,7 +73,7 @@ func TestNoSpaceIsRemediedStepByStep(t *testing.T) {
 		{name: "every member defragmented: disarm", members: members, remedy: compacted, done: defragged("example-0", "example-1", "example-2"),
 			want: Action{Kind: Disarm}, message: "3/3 members defragmented, disarming the alarm"},
 		{name: "a member down: wait, nothing done", members: []Member{full(m(0, 1)), full(leader(m(1, 2))), with(m(2, 3), func(x *Member) { x.Healthy = false })},
-			done: defragged(), message: "waiting for members example-2 to be healthy"},
+			done: defragged(), message: "waiting for members example-2 to be started and healthy"},
 		{name: "live data that fills the quota is not disarmed",
 			members: []Member{full(m(0, 1)), alarm(sized(leader(m(1, 2)), 1700, 1700), AlarmNoSpace, 0), full(m(2, 3))},
 			remedy:  compacted, done: defragged("example-0", "example-1", "example-2"), failure: true,
