@@ -35,7 +35,8 @@ func (e *etcdOps) upkeep(ctx context.Context, seen *etcdObservation, a etcdclust
 	obs := seen.obs
 	var endpoints []string
 	for _, m := range obs.Members {
-		if url, ok := seen.urls[m.Name]; ok && m.Healthy && (a.Kind != etcdcluster.Defragment || m.Name == a.Member) {
+		// A learner takes neither a compaction nor a disarm.
+		if url, ok := seen.urls[m.Name]; ok && m.Healthy && !m.Learner && (a.Kind != etcdcluster.Defragment || m.Name == a.Member) {
 			endpoints = append(endpoints, url)
 		}
 	}

@@ -404,7 +404,7 @@ func checkUpkeep(o Observed, d Decision, allWell bool) error {
 	}
 	if a.Kind == Disarm {
 		for _, m := range o.Members {
-			if r := recordedOf(o, m); r.DefragmentedAt == nil || r.DefragmentedAt.Before(&o.Remedy.CompactedAt) {
+			if r := recordedOf(o, m); !m.Learner && (r.DefragmentedAt == nil || r.DefragmentedAt.Before(&o.Remedy.CompactedAt)) {
 				return fmt.Errorf("disarmed with %s not defragmented since the compaction", m.Name)
 			}
 		}
@@ -414,7 +414,7 @@ func checkUpkeep(o Observed, d Decision, allWell bool) error {
 			if m.Name == a.Member && m.Leader && len(o.Members) > 1 {
 				for _, f := range o.Members {
 					r := recordedOf(o, f)
-					if f.Leader {
+					if f.Leader || f.Learner {
 						continue
 					}
 					if noSpace && (r.DefragmentedAt == nil || r.DefragmentedAt.Before(&o.Remedy.CompactedAt)) {

@@ -68,7 +68,9 @@ func remedyNoSpace(spec *etcdv1beta2.EtcdClusterSpec, o Observed, members []Memb
 		d.Message = prefix + fmt.Sprintf("compacting the history before revision %d", rev)
 		return d
 	}
-	order := defragOrder(members)
+	// A learner serves no defragmentation (etcd takes only a status
+	// call and serializable reads from one); it is not counted.
+	order := slices.DeleteFunc(defragOrder(members), func(m Member) bool { return m.Learner })
 	for i, m := range order {
 		if at := defragmentedAt(o, m); at == nil || at.Before(o.Remedy.CompactedAt.Time) {
 			d.Action = Action{Kind: Defragment, Member: m.Name, ID: m.ID}

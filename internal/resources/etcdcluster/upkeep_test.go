@@ -190,3 +190,24 @@ func TestRecordKeepsWhenAMemberWasDefragmented(t *testing.T) {
 		t.Errorf("recorded %+v: want example-0 defragmented at %s, example-1 never", got, at)
 	}
 }
+
+// A learner is not defragmented in a NOSPACE remedy: etcd refuses the
+// call from one.
+func TestNoSpaceRemedyLeavesLearnersOut(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	compacted := &etcdv1beta2.NoSpaceRemedy{CompactedAt: metav1.Time{Time: now.Add(-time.Minute)}, CompactedRevision: 100}
+	full := func(mem Member) Member { return alarm(sized(mem, 1800, 1000), AlarmNoSpace, 0) }
+	members := []Member{full(with(m(0, 1), func(x *Member) { x.Leader = true })), full(m(1, 2)), full(with(m(2, 3), func(x *Member) { x.Learner = true }))}
+	after := now.Add(-30 * time.Second)
+	done := func(n string) *time.Time {
+		if n == "example-2" {
+			return nil
+		}
+		return &after
+	}
+	o := Observed{Cluster: "example", Reachable: true, Members: members, Pods: pods(img3616, members...),
+		Recorded: defragRecord(done, members...), Remedy: compacted, Now: now}
+	if d := Next(spec(3, "3.6.16"), ns, o); d.Action.Kind != Disarm || !strings.Contains(d.Message, "2/2 members defragmented") {
+		t.Errorf("decision %+v: want the alarm disarmed, the learner left out", d)
+	}
+}
