@@ -74,15 +74,27 @@ func TestEtcdClusterAdmission(t *testing.T) {
 				BackendQuota: ptr.To(resource.MustParse("32Mi")), Defragmentation: &etcdv1beta2.DefragmentationPolicy{
 					MinInterval: &metav1.Duration{Duration: time.Minute}, FragmentedPercent: ptr.To[int32](30), MinSize: ptr.To(resource.MustParse("1Mi"))}}
 		}, ""},
-		{"maintenance: the largest quota", func(e *etcdv1beta2.EtcdCluster) {
+		{"maintenance: the largest quota the default claim holds", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{BackendQuota: ptr.To(resource.MustParse("1792Mi"))}
+		}, ""},
+		{"maintenance: a quota beyond the default claim", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{BackendQuota: ptr.To(resource.MustParse("1793Mi"))}
+		}, "spec.maintenance.backendQuota must be at most half of spec.storage.size"},
+		{"maintenance: the largest quota, on a claim that holds it", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Storage = &etcdv1beta2.Storage{Size: ptr.To(resource.MustParse("20Gi"))}
 			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{BackendQuota: ptr.To(etcdv1beta2.MaxBackendQuota)}
 		}, ""},
-		{"maintenance: a quota beyond the claim", func(e *etcdv1beta2.EtcdCluster) {
-			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{BackendQuota: ptr.To(resource.MustParse("2Gi"))}
-		}, "spec.maintenance.backendQuota must be between 16Mi and 1792Mi"},
+		{"maintenance: a quota beyond a small claim", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Storage = &etcdv1beta2.Storage{Size: ptr.To(resource.MustParse("1Gi"))}
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{BackendQuota: ptr.To(resource.MustParse("257Mi"))}
+		}, "spec.maintenance.backendQuota must be at most half of spec.storage.size"},
+		{"maintenance: a quota beyond etcd's suggested maximum", func(e *etcdv1beta2.EtcdCluster) {
+			e.Spec.Storage = &etcdv1beta2.Storage{Size: ptr.To(resource.MustParse("64Gi"))}
+			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{BackendQuota: ptr.To(resource.MustParse("9Gi"))}
+		}, "spec.maintenance.backendQuota must be between 16Mi and 8Gi"},
 		{"maintenance: a tiny quota", func(e *etcdv1beta2.EtcdCluster) {
 			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{BackendQuota: ptr.To(resource.MustParse("1Mi"))}
-		}, "spec.maintenance.backendQuota must be between 16Mi and 1792Mi"},
+		}, "spec.maintenance.backendQuota must be between 16Mi and 8Gi"},
 		{"maintenance: a retention of 10s", func(e *etcdv1beta2.EtcdCluster) {
 			e.Spec.Maintenance = &etcdv1beta2.MaintenancePolicy{CompactionRetention: &metav1.Duration{Duration: 10 * time.Second}}
 		}, "spec.maintenance.compactionRetention must be between 1m and 720h"},
@@ -288,7 +300,9 @@ func TestEtcdClusterPodAndOptionsAdmission(t *testing.T) {
 		{"the trust annotation", pod(etcdv1beta2.PodPolicy{Annotations: map[string]string{"app-operator/tls-ca": "x"}}), "spec.pod.annotations: app-operator/tls-ca is set by the operator"},
 		{"a priority class", pod(etcdv1beta2.PodPolicy{PriorityClassName: "system-cluster-critical"}), ""},
 		{"a priority class that is no name", pod(etcdv1beta2.PodPolicy{PriorityClassName: "High Priority"}), "spec.pod.priorityClassName"},
-		{"etcd options of the user's", options("--heartbeat-interval=200", "--election-timeout=2000", "--auto-compaction-retention=1", "--log-level=warn"), ""},
+		{"etcd options of the user's", options("--heartbeat-interval=200", "--election-timeout=2000", "--max-txn-ops=256", "--log-level=warn"), ""},
+		{"the quota as an etcd option, which spec.maintenance sets", options("--quota-backend-bytes=1000"), "--quota-backend-bytes is set by the operator"},
+		{"the compaction as an etcd option, which spec.maintenance sets", options("--auto-compaction-retention=1"), "--auto-compaction-retention is set by the operator"},
 		{"an option that is no flag", options("heartbeat-interval=200"), "is not a flag of the form --name=value"},
 		{"an option without a value", options("--heartbeat-interval"), "is not a flag of the form --name=value"},
 		{"the member's name", options("--name=other"), "spec.etcdOptions: --name is set by the operator"},
