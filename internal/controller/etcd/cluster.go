@@ -158,7 +158,7 @@ func ClusterKind(opts Options) engine.Kind[*etcdv1beta2.EtcdCluster] {
 			} else if pass.Planned && pass.Observed.obs.Reachable {
 				o.Status.LastSwitchover = finishMove(o.Status.LastSwitchover, leaderOf(pass.Observed.obs))
 			}
-			moveCondition(&o.Status.Conditions, o.Status.LastSwitchover, o.Generation, now)
+			status.Switchover(&o.Status.Conditions, o.Status.LastSwitchover, o.Generation, now)
 			stateful.SetGrowthCondition(&o.Status.Conditions, o.Generation, pass.Result.growth, now)
 		},
 	}.With(k)

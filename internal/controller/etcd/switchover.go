@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,20 +54,6 @@ func finishMove(last *switchover.Status, leader string) *switchover.Status {
 		out.Outcome, out.Message = switchover.Failed, fmt.Sprintf("The leadership did not move to %s: %s leads", last.Target, leader)
 	}
 	return &out
-}
-
-// moveCondition is the Switchover condition of the last request handled;
-// none before the first.
-func moveCondition(conds *[]metav1.Condition, last *switchover.Status, generation int64, now metav1.Time) {
-	if last == nil {
-		return
-	}
-	st := metav1.ConditionFalse
-	if last.Outcome == switchover.Done {
-		st = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(conds, metav1.Condition{Type: switchover.ConditionType, Status: st, Reason: last.Outcome,
-		Message: fmt.Sprintf("%s=%s: %s", switchover.Annotation, last.Request, last.Message), ObservedGeneration: generation, LastTransitionTime: now})
 }
 
 // leaderOf is the member that leads, as observed; "" when none does.

@@ -222,7 +222,7 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 				ops.backups.setStatus(o, &pass.Observed.backups)
 			}
 			status.RedisEnterpriseCluster(&o.Status, o.Generation, report.Step.Took, report.Step.Waiting, report.Step.Cause, report.Failure, now)
-			switchoverCondition(&o.Status.Conditions, o.Status.LastSwitchover, o.Generation, now)
+			status.Switchover(&o.Status.Conditions, o.Status.LastSwitchover, o.Generation, now)
 			if s := pass.Result; s != nil {
 				configCondition(&o.Status.Conditions, redisenterprisecluster.LiveConfig(&o.Spec), s.configRefused, s.configStale, o.Generation, now)
 				stateful.SetGrowthCondition(&o.Status.Conditions, o.Generation, s.growth, now)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
@@ -63,18 +62,4 @@ func finishSwitchover(last *switchover.Status, primary string, nodes []redisv1al
 		}
 	}
 	return last
-}
-
-// switchoverCondition is the Switchover condition of the last request
-// handled; none before the first.
-func switchoverCondition(conds *[]metav1.Condition, last *switchover.Status, generation int64, now metav1.Time) {
-	if last == nil {
-		return
-	}
-	st := metav1.ConditionFalse
-	if last.Outcome == switchover.Done {
-		st = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(conds, metav1.Condition{Type: switchover.ConditionType, Status: st, Reason: last.Outcome,
-		Message: fmt.Sprintf("%s=%s: %s", switchover.Annotation, last.Request, last.Message), ObservedGeneration: generation, LastTransitionTime: now})
 }
