@@ -33,7 +33,7 @@ import (
 // with no acknowledged write lost.
 func TestRedisFaultPasswordSecretDeletedThenThePrimaryFails(t *testing.T) {
 	c, _, r := startCell(t, "nosecret", true)
-	ctx, ns, old := context.Background(), r.rec.Namespace, r.rec.Status.Primary
+	ctx, ns := context.Background(), r.rec.Namespace
 	secret := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: r.rec.Name}, secret); err != nil {
 		t.Fatal(err)
@@ -51,21 +51,8 @@ func TestRedisFaultPasswordSecretDeletedThenThePrimaryFails(t *testing.T) {
 		t.Fatalf("the password Secret was made again (%v): the running nodes would refuse a new password", err)
 	}
 
-	deleted := time.Now()
-	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: old}}); err != nil {
-		t.Fatal(err)
-	}
-	var primary string
-	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
-		r.refresh()
-		primary = r.rec.Status.Primary
-		if primary == old {
-			return false, "the primary is still " + old
-		}
-		info, err := r.replication(primary)
-		return err == nil && info["role"] == "master", fmt.Sprintf("%s: role %s (%v)", primary, info["role"], err)
-	})
-	t.Logf("with the Secret missing, %s was promoted %v after %s's pod was deleted", primary, time.Since(deleted).Round(100*time.Millisecond), old)
+	old, deleted := r.deletePrimaryAndWaitForANewOne()
+	t.Logf("with the Secret missing, %s was promoted %v after %s's pod was deleted", r.rec.Status.Primary, time.Since(deleted).Round(100*time.Millisecond), old)
 	waitWrites(t, w, 50)
 
 	made := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret.Name, Labels: secret.Labels}, Type: secret.Type, Data: secret.Data}
@@ -140,19 +127,7 @@ func TestRedisFaultRenewalRefusedByAPolicyWhileThePrimaryFails(t *testing.T) {
 		conditions.Ready, metav1.ConditionFalse, conditions.ReasonApplyRejected, 3*time.Minute)
 	t.Logf("the renewal refused: Ready=False %s: %s", cond.Reason, cond.Message)
 
-	old := r.rec.Status.Primary
-	deleted := time.Now()
-	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: old}}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
-		r.refresh()
-		if r.rec.Status.Primary == old {
-			return false, "the primary is still " + old
-		}
-		info, err := r.replication(r.rec.Status.Primary)
-		return err == nil && info["role"] == "master", fmt.Sprintf("%s: role %s (%v)", r.rec.Status.Primary, info["role"], err)
-	})
+	old, deleted := r.deletePrimaryAndWaitForANewOne()
 	t.Logf("with the renewal refused, %s was promoted %v after %s's pod was deleted", r.rec.Status.Primary, time.Since(deleted).Round(100*time.Millisecond), old)
 	waitWrites(t, w, 50)
 
@@ -212,19 +187,7 @@ func TestRedisFaultIssuedCASecretDeletedThenThePrimaryFails(t *testing.T) {
 		t.Fatalf("the CA Secret was made again (%v): the running nodes would not trust a new CA", err)
 	}
 
-	old := r.rec.Status.Primary
-	deleted := time.Now()
-	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: old}}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
-		r.refresh()
-		if r.rec.Status.Primary == old {
-			return false, "the primary is still " + old
-		}
-		info, err := r.replication(r.rec.Status.Primary)
-		return err == nil && info["role"] == "master", fmt.Sprintf("%s: role %s (%v)", r.rec.Status.Primary, info["role"], err)
-	})
+	old, deleted := r.deletePrimaryAndWaitForANewOne()
 	t.Logf("with the CA Secret missing, %s was promoted %v after %s's pod was deleted", r.rec.Status.Primary, time.Since(deleted).Round(100*time.Millisecond), old)
 	waitWrites(t, w, 50)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: certName}, cert); err != nil {
@@ -246,4 +209,25 @@ func TestRedisFaultIssuedCASecretDeletedThenThePrimaryFails(t *testing.T) {
 	}
 	acked, lost := r.finish(w, "TLS issued: the CA Secret deleted, then the primary's pod deleted; the CA Secret restored", toReady)
 	t.Logf("the primary is %s; Running %v after the pod was deleted; %d writes acknowledged, %d lost", r.rec.Status.Primary, toReady.Round(100*time.Millisecond), acked, lost)
+}
+
+// deletePrimaryAndWaitForANewOne deletes the pod of the recorded primary
+// and waits until the status names another node, which answers as a
+// primary; it returns the old primary and when its pod was deleted.
+func (r *redisCluster) deletePrimaryAndWaitForANewOne() (string, time.Time) {
+	r.t.Helper()
+	old := r.rec.Status.Primary
+	deleted := time.Now()
+	if err := r.c.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.rec.Namespace, Name: old}}); err != nil {
+		r.t.Fatal(err)
+	}
+	testenv.Eventually(r.t, 3*time.Minute, func() (bool, string) {
+		r.refresh()
+		if r.rec.Status.Primary == old {
+			return false, "the primary is still " + old
+		}
+		info, err := r.replication(r.rec.Status.Primary)
+		return err == nil && info["role"] == "master", fmt.Sprintf("%s: role %s (%v)", r.rec.Status.Primary, info["role"], err)
+	})
+	return old, deleted
 }
