@@ -18,6 +18,7 @@ import (
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/etcdcluster"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/cluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -166,4 +167,77 @@ func TestEtcdClaimsGrowOneAtATimeWhileClientsWrite(t *testing.T) {
 	cell.h.check(t, etcdClientOf(t, c, e))
 	checkHashKV(t, c, e)
 	t.Logf("%d writes acknowledged, %d lost; client errors: %s", cell.h.acknowledged(), cell.h.lost, cell.h.failureSummary())
+}
+
+// A RedisEnterpriseCluster with persistence on the StorageClass that
+// allows volume expansion: spec.persistentSpec.volumeSize raised from 1Gi
+// to 2Gi while a client writes (SET, DEL, INCR, each acknowledged by
+// WAIT 1): every node's claim (and its volume) grows, one claim at a
+// time, with no pod restarted and the primary kept; the status says
+// Expanded once all are at the size; no acknowledged write is lost.
+func TestRedisClaimsGrowOneAtATimeWhileAClientWrites(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx := context.Background()
+	c := operatorClient(t)
+	ns := testenv.NewNamespace(t, c)
+	startOperator(t, cellOperatorOptions(ns))
+	r := newRedisCellWith(t, c, ns, "grow", false, 3,
+		fmt.Sprintf("  persistentSpec: {enabled: true, storageClassName: %s, volumeSize: 1Gi}\n", cluster.StorageClassExpandable))
+	primary := r.rec.Status.Primary
+	before := map[string]string{}
+	for _, n := range r.rec.Status.Nodes {
+		before[n.Name] = string(r.podUID(n.Name))
+	}
+	w := r.startWriterWaiting("grow", 1, cellWritePause)
+	waitWrites(t, w, 200)
+
+	large := resource.MustParse("2Gi")
+	claims := watchClaims(c, ns, resources.Labels(redisenterprisecluster.Selector(r.rec.Name)), large)
+	start := time.Now()
+	r.refresh()
+	r.rec.Spec.PersistentSpec.VolumeSize = &large
+	if err := c.Update(ctx, r.rec); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"data-grow-0", "data-grow-1", "data-grow-2"}
+	testenv.EventuallyInNamespace(t, c, ns, 5*time.Minute, func() (bool, string) {
+		var short []string
+		for _, name := range want {
+			pvc := &corev1.PersistentVolumeClaim{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+				return false, err.Error()
+			}
+			if capacity := pvc.Status.Capacity[corev1.ResourceStorage]; capacity.Cmp(large) < 0 {
+				short = append(short, fmt.Sprintf("%s (%s)", name, capacity.String()))
+			}
+		}
+		r.refresh()
+		cond := meta.FindStatusCondition(r.rec.Status.Conditions, conditions.VolumeExpansion)
+		if len(short) > 0 || cond == nil || cond.Reason != conditions.ReasonExpanded {
+			return false, fmt.Sprintf("claims below %s: %v; VolumeExpansion %+v", large.String(), short, cond)
+		}
+		return true, ""
+	})
+	grown := time.Since(start)
+	mostGrowing, order := claims.Stop()
+	r.waitRunning(time.Minute)
+	if mostGrowing != 1 {
+		t.Errorf("at most %d claims growing at once, want 1", mostGrowing)
+	}
+	if len(order) != len(want) {
+		t.Errorf("claims asked for %s: %v, want all of %v", large.String(), order, want)
+	}
+	after := map[string]string{}
+	for _, n := range r.rec.Status.Nodes {
+		after[n.Name] = string(r.podUID(n.Name))
+	}
+	if !maps.Equal(after, before) {
+		t.Errorf("node pods %v after the claims grew, want the same pods %v: none restarted", after, before)
+	}
+	if r.rec.Status.Primary != primary {
+		t.Errorf("the primary is %s after the claims grew, want %s kept", r.rec.Status.Primary, primary)
+	}
+	acked, lost := r.finish(w, "persistence on: every claim grown from 1Gi to 2Gi, one at a time", grown)
+	t.Logf("3 claims grown in the order %v in %s; %d writes acknowledged, %d lost", order, grown.Round(100*time.Millisecond), acked, lost)
 }
