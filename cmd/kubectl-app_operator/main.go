@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/app-operator/app-operator/api/switchover"
 	"github.com/app-operator/app-operator/internal/plugin"
 )
 
@@ -54,7 +55,7 @@ func root() *cobra.Command {
 	flags.StringVar(&s.loading.ExplicitPath, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	flags.StringVar(&s.overrides.CurrentContext, "context", "", "the kubeconfig context")
 	flags.StringVarP(&s.overrides.Context.Namespace, "namespace", "n", "", "the namespace (default: the context's)")
-	cmd.AddCommand(statusCmd(s), pauseCmd(s, true), pauseCmd(s, false), hibernateCmd(s, true), hibernateCmd(s, false), reportCmd(s))
+	cmd.AddCommand(statusCmd(s), pauseCmd(s, true), pauseCmd(s, false), hibernateCmd(s, true), hibernateCmd(s, false), switchoverCmd(s), reportCmd(s))
 	return cmd
 }
 
@@ -162,6 +163,33 @@ func hibernateCmd(s *session, on bool) *cobra.Command {
 			return err
 		},
 	}
+}
+
+func switchoverCmd(s *session) *cobra.Command {
+	var to string
+	cmd := &cobra.Command{
+		Use:   "switchover KIND NAME [--to NODE]",
+		Short: "Move the Redis primary or the etcd leader to a node in sync (--to; the best one when left out)",
+		Example: `  kubectl app-operator switchover rec redis-enterprise --to redis-enterprise-2
+  kubectl app-operator switchover etcd example`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t, err := s.target(ctx, args)
+			if err != nil {
+				return err
+			}
+			value, err := plugin.Switchover(ctx, s.client, t.Obj, to, time.Now())
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: asked for a switchover (%s=%s); its Switchover condition says how it went\n",
+				t.Kind.Name(), t.Obj.GetName(), switchover.Annotation, value)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", switchover.Any, "the node (member) to move to; \""+switchover.Any+"\": the one furthest along of those in sync")
+	return cmd
 }
 
 func reportCmd(s *session) *cobra.Command {

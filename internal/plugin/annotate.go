@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,6 +13,7 @@ import (
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/api/switchover"
 )
 
 // SetAnnotation sets the annotation key of obj to value, or removes it
@@ -50,4 +53,18 @@ func Hibernate(ctx context.Context, c client.Writer, obj client.Object, on bool)
 		return err
 	}
 	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}
+
+// Switchover asks the operator to move the primary (the leader) of a data
+// service to target, a node (member) name or switchover.Any: it sets the
+// switchover annotation to target and a request ID made of now, so that
+// a request for the same target as an earlier one is a new request.
+func Switchover(ctx context.Context, c client.Writer, obj client.Object, target string, now time.Time) (string, error) {
+	switch obj.(type) {
+	case *etcdv1beta2.EtcdCluster, *redisv1alpha1.RedisEnterpriseCluster:
+	default:
+		return "", fmt.Errorf("only an EtcdCluster or a RedisEnterpriseCluster has a primary or a leader to move, not a %T", obj)
+	}
+	value := target + "/" + strconv.FormatInt(now.Unix(), 10)
+	return value, SetAnnotation(ctx, c, obj, switchover.Annotation, &value)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/api/switchover"
 	"github.com/app-operator/app-operator/internal/pki"
 	"github.com/app-operator/app-operator/internal/plugin"
 	"github.com/app-operator/app-operator/internal/resources"
@@ -244,6 +245,30 @@ func TestHibernateAndWakeSetTheSpec(t *testing.T) {
 	}
 	if err := plugin.Hibernate(ctx, k8s, &corev1.ConfigMap{}, true); err == nil {
 		t.Errorf("a ConfigMap hibernated, want an error")
+	}
+}
+
+// switchover sets the switchover annotation to the target and a new
+// request ID each time, on a data service only.
+func TestSwitchoverSetsANewRequestEachTime(t *testing.T) {
+	ctx, ns := context.Background(), namespace(t)
+	r := newRedis(t, ns, "cache")
+	first, err := plugin.Switchover(ctx, k8s, r, "cache-2", time.Unix(100, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := plugin.Switchover(ctx, k8s, r, "cache-2", time.Unix(200, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Annotations[switchover.Annotation]; got != second || first == second || !strings.HasPrefix(got, "cache-2/") {
+		t.Errorf("annotation %q after asking twice (%q, %q), want a new request for cache-2", got, first, second)
+	}
+	if _, err := plugin.Switchover(ctx, k8s, &corev1.ConfigMap{}, "x", time.Now()); err == nil {
+		t.Errorf("a switchover of a ConfigMap asked, want an error")
 	}
 }
 
