@@ -83,8 +83,11 @@ func TestRedisClusterGaugesAreScrapedAndFollowAFailover(t *testing.T) {
 		series("nodes", ""): 3, series("nodes_healthy", ""): 3, series("has_primary", ""): 1,
 		series("replica_lag_bytes", `,replica="r-1"`): 100, series("replica_lag_bytes", `,replica="r-2"`): 0,
 	}
-	if diff := cmp.Diff(want, scrape(t, reg, "app_operator_")); diff != "" {
+	if diff := cmp.Diff(want, scrape(t, reg, "app_operator_redisenterprisecluster_")); diff != "" {
 		t.Fatalf("a healthy cluster's metrics (-want +got):\n%s", diff)
+	}
+	if up := scrape(t, reg, "app_operator_redis_node_up"); len(up) != 3 {
+		t.Errorf("node metrics %v, want each of the 3 nodes up", up)
 	}
 	if got := eventsOf(recorder); slices.Contains(got, "Warning "+redisv1alpha1.EventFailedOver) {
 		t.Errorf("events %v before any failover", got)
@@ -97,7 +100,7 @@ func TestRedisClusterGaugesAreScrapedAndFollowAFailover(t *testing.T) {
 	}
 	f.mustPass()
 	want = map[string]float64{series("nodes", ""): 3, series("nodes_healthy", ""): 0, series("has_primary", ""): 0}
-	if diff := cmp.Diff(want, scrape(t, reg, "app_operator_")); diff != "" {
+	if diff := cmp.Diff(want, scrape(t, reg, "app_operator_redisenterprisecluster_")); diff != "" {
 		t.Errorf("a cluster whose primary is down (-want +got):\n%s", diff)
 	}
 	f.clock.Step(failoverWindow)
