@@ -160,7 +160,9 @@ var envVarName = regexp.MustCompile(`^[ -<>-~]+$`)
 // A RedisEnterpriseCluster's requests and limits are compared only when
 // the cluster is reconciled: the operator reports a request above its
 // limit (or a value that is no quantity) with reason InvalidSpec, and the
-// builder refuses it.
+// builder refuses it. So is spec.hibernate with persistence present but
+// off: spec.persistentSpec.enabled is a bool or a string, which a CEL rule
+// cannot read; the operator reports it InvalidSpec, naming the field.
 func knownGap(obj client.Object) string {
 	var spec *appv1.AppServiceSpec
 	switch o := obj.(type) {
@@ -171,6 +173,9 @@ func knownGap(obj client.Object) string {
 	case *redislabsv1alpha1.RedisEnterpriseCluster:
 		if _, err := redisenterprisecluster.Resources(o.Spec.RedisEnterpriseNodeResources); err != nil {
 			return "spec.redisEnterpriseNodeResources: a request above its limit, or no quantity, is refused on reconcile (InvalidSpec)"
+		}
+		if o.Spec.Hibernate && !redisenterprisecluster.Persistent(&o.Spec) {
+			return "spec.hibernate without spec.persistentSpec.enabled true is refused on reconcile (InvalidSpec): admission cannot read a bool-or-string"
 		}
 		return ""
 	default:
