@@ -52,7 +52,7 @@ OLM_VERSION := $(call pin,github.com/operator-framework/operator-controller,hack
 OLM := $(LOCALBIN)/olm/operator-controller-$(OLM_VERSION)
 REALNODE := $(LOCALBIN)/realnode/k8s-$(K8S_VERSION)_containerd-$(CONTAINERD_VERSION)_runc-$(RUNC_VERSION)_registry-$(REGISTRY_VERSION)_metrics-server-$(METRICS_SERVER_VERSION)_coredns-$(COREDNS_VERSION)
 
-GO_TEST_FLAGS ?= -count=1 -timeout=40m
+GO_TEST_FLAGS ?= -count=1 -timeout=55m
 
 # Every go command here builds as the images and the cluster's components
 # are built: static (CGO_ENABLED=0) and with -trimpath. Both are part of

@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 MAKE=make
-: "${GO_TEST_FLAGS:=-count=1 -timeout=40m}" "${HELM:?}" "${PROMTOOL:?}" "${OBJECTSTORE:?}"
+: "${GO_TEST_FLAGS:=-count=1 -timeout=55m}" "${HELM:?}" "${PROMTOOL:?}" "${OBJECTSTORE:?}"
 export HELM PROMTOOL OBJECTSTORE
 read -r -a flags <<<"$GO_TEST_FLAGS"
 
