@@ -412,25 +412,8 @@ func TestEtcdFaultNoSpaceAlarmIsRemediedWithNoMemberChanged(t *testing.T) {
 	// The alarm as a member whose backend is full raises it: the leader's.
 	id, _ := strconv.ParseUint(ids[e.Status.Leader], 16, 64)
 
-	// Every Ready reason the status gives while the alarm is raised.
-	reasons := map[string]int{}
-	var mu sync.Mutex
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for watchCtx.Err() == nil {
-			got := &etcdv1beta2.EtcdCluster{}
-			if c.Get(watchCtx, client.ObjectKeyFromObject(e), got) == nil {
-				if r := findCondition(got.Status.Conditions, conditions.Ready); r != nil {
-					mu.Lock()
-					reasons[string(r.Status)+" "+r.Reason]++
-					mu.Unlock()
-				}
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}()
+	// Every Ready status and reason the status gives meanwhile.
+	stopWatch := watchReadyReasons(c, e)
 
 	rc, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err := setNoSpaceAlarm(rc, admin, id, true)
@@ -444,8 +427,7 @@ func TestEtcdFaultNoSpaceAlarmIsRemediedWithNoMemberChanged(t *testing.T) {
 	t.Logf("NOSPACE raised: Ready=False %s %s after: %s", cond.Reason, time.Since(start).Round(100*time.Millisecond), cond.Message)
 	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
 	toReady := time.Since(start)
-	stopWatch()
-	<-watched
+	reasons := stopWatch()
 
 	h.mu.Lock()
 	refused := h.refused
@@ -453,12 +435,10 @@ func TestEtcdFaultNoSpaceAlarmIsRemediedWithNoMemberChanged(t *testing.T) {
 	if refused == 0 {
 		t.Errorf("no put refused with NOSPACE while the alarm was raised (clients saw: %s)", h.failureSummary())
 	}
-	mu.Lock()
 	t.Logf("Ready reasons seen while the alarm was raised and after: %v", reasons)
 	if reasons[string(metav1.ConditionFalse)+" "+etcdv1beta2.ReasonQuorumLost] > 0 {
 		t.Errorf("the status said QuorumLost during the NOSPACE alarm (reasons seen: %v)", reasons)
 	}
-	mu.Unlock()
 	checkMembersKept(t, c, e, "the NOSPACE alarm and its remedy", ids, pods, claims)
 	if got := etcdRestarts(t, c, e); !maps.Equal(got, restarts) {
 		t.Errorf("container restarts %v after the alarm, want %v: no member restarted", got, restarts)

@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/test/testenv"
 	"github.com/app-operator/app-operator/test/workload"
@@ -174,24 +173,7 @@ func TestEtcdFillsItsQuotaAndKeepsTakingWrites(t *testing.T) {
 	pods, claims, restarts := etcdPodUIDs(t, c, e), etcdClaimUIDs(t, c, e), etcdRestarts(t, c, e)
 
 	// Every Ready status and reason the status gives meanwhile.
-	reasons := map[string]int{}
-	var mu sync.Mutex
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for watchCtx.Err() == nil {
-			got := &etcdv1beta2.EtcdCluster{}
-			if c.Get(watchCtx, client.ObjectKeyFromObject(e), got) == nil {
-				if r := findCondition(got.Status.Conditions, conditions.Ready); r != nil {
-					mu.Lock()
-					reasons[string(r.Status)+" "+r.Reason]++
-					mu.Unlock()
-				}
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}()
+	stopWatch := watchReadyReasons(c, e)
 	defer stopWatch()
 
 	start := time.Now()
@@ -206,8 +188,7 @@ func TestEtcdFillsItsQuotaAndKeepsTakingWrites(t *testing.T) {
 	rep := f.check(t, etcdClientOf(t, c, e))
 	refused, after := f.counts()
 	waitEtcdReady(t, c, e, 3, etcdVersion, 3*time.Minute)
-	stopWatch()
-	<-watched
+	reasons := stopWatch()
 
 	if err := c.Get(ctx, client.ObjectKeyFromObject(e), e); err != nil {
 		t.Fatal(err)
@@ -230,7 +211,6 @@ func TestEtcdFillsItsQuotaAndKeepsTakingWrites(t *testing.T) {
 			t.Errorf("no %s event (events seen: %v)", reason, seen)
 		}
 	}
-	mu.Lock()
 	if reasons[string(metav1.ConditionFalse)+" "+etcdv1beta2.ReasonNoSpace] == 0 {
 		t.Errorf("the status never said NoSpace (seen: %v)", reasons)
 	}
@@ -238,7 +218,6 @@ func TestEtcdFillsItsQuotaAndKeepsTakingWrites(t *testing.T) {
 		t.Errorf("the status said QuorumLost (seen: %v)", reasons)
 	}
 	t.Logf("Ready statuses seen: %v", reasons)
-	mu.Unlock()
 	checkMembersKept(t, c, e, "the quota filled and freed", ids, pods, claims)
 	if got := etcdRestarts(t, c, e); !maps.Equal(got, restarts) {
 		t.Errorf("container restarts %v, want %v: no member restarted", got, restarts)

@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/app-operator/app-operator/api/conditions"
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
@@ -235,4 +237,30 @@ func (w *notReadyWatch) Stop() int {
 	w.stop()
 	<-w.done
 	return w.most
+}
+
+// watchReadyReasons polls e's Ready condition every 200 ms until the
+// returned function is called, which returns how often each status and
+// reason ("False NoSpace") was seen.
+func watchReadyReasons(c client.Client, e *etcdv1beta2.EtcdCluster) func() map[string]int {
+	reasons := map[string]int{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			got := &etcdv1beta2.EtcdCluster{}
+			if c.Get(ctx, client.ObjectKeyFromObject(e), got) == nil {
+				if r := findCondition(got.Status.Conditions, conditions.Ready); r != nil {
+					reasons[string(r.Status)+" "+r.Reason]++
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	return func() map[string]int {
+		cancel()
+		<-done
+		return reasons
+	}
 }
