@@ -123,6 +123,13 @@ type RestoreSource struct {
 	BackupStorage `json:",inline"`
 }
 
+// BackupNowAnnotation, set on a RedisEnterpriseCluster that has
+// spec.backup, asks for a backup now, beside the schedule. Its value is a
+// request ID of the user's choice: a value already handled
+// (status.backupInfo.lastRequest) is not acted on again, so a second
+// backup takes a new ID.
+const BackupNowAnnotation = "app-operator/backup"
+
 // Backup statuses, as status.backupInfo.backupStatus reports them.
 const (
 	BackupStatusScheduled = "Scheduled"
@@ -158,6 +165,11 @@ type BackupInfo struct {
 	// LastScheduleTime is when the last backup started.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// LastRequest is the last app-operator/backup annotation value the
+	// operator handled: a backup was started for it, or refused (see the
+	// cluster's events).
+	// +optional
+	LastRequest string `json:"lastRequest,omitempty"`
 }
 
 // Every is the time between two backups: interval, or

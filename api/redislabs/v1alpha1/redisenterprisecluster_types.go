@@ -311,6 +311,24 @@ type NodeStatus struct {
 	Healthy bool `json:"healthy"`
 }
 
+// MaxPrimaryHistory is how many primary changes status.primaryHistory
+// keeps.
+const MaxPrimaryHistory = 10
+
+// PrimaryChange is one change of the cluster's primary.
+type PrimaryChange struct {
+	// From is the node that was the primary.
+	From string `json:"from"`
+	// To is the node that became the primary.
+	To string `json:"to"`
+	// Reason is why: Failover (the primary was lost), Switchover (asked
+	// for by the app-operator/switchover annotation) or Handover (the
+	// operator moved it to restart or update the old primary's pod).
+	Reason string `json:"reason"`
+	// Time is when the operator made the change.
+	Time metav1.Time `json:"time"`
+}
+
 // RedisEnterpriseClusterStatus is the observed state.
 type RedisEnterpriseClusterStatus struct {
 	// State is the cluster's state: BootstrappingFirstPod, Initializing,
@@ -337,6 +355,11 @@ type RedisEnterpriseClusterStatus struct {
 	// app-operator/switchover annotation) the operator handled.
 	// +optional
 	LastSwitchover *switchover.Status `json:"lastSwitchover,omitempty"`
+	// PrimaryHistory is the last changes of the primary, newest first (at
+	// most ten).
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	PrimaryHistory []PrimaryChange `json:"primaryHistory,omitempty"`
 	// Conditions: Ready, Progressing and Degraded.
 	// +optional
 	// +listType=map
