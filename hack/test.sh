@@ -37,6 +37,15 @@ touch "$APP_OPERATOR_TEST_SUMMARY"
 # the others' (see hack/download.sh).
 hack/download.sh . hack/controlplane
 hack/download.sh hack/realnode hack/objectstore hack/promtool >"$work/download.log" 2>&1 &
+# The browser the console's tests drive (hack/chromium.sh), installed
+# while the builds run; the lanes wait for it before their first tests.
+(hack/chromium.sh >"$work/chromium.log" 2>&1; touch "$work/chromium-done") &
+
+# browser_ready waits for that install to end, and prints what it said.
+browser_ready() {
+  while [[ ! -e "$work/chromium-done" ]]; do sleep 2; done
+  cat "$work/chromium.log"
+}
 
 # Every package needs the control plane; build it first. The clusters with
 # real pods need no kwok: the other lane builds it.
@@ -55,6 +64,7 @@ realnode_lane() {
   # Waits for the download begun above, if it has not ended.
   hack/download.sh hack/realnode hack/objectstore || return
   $MAKE --no-print-directory -j2 -Otarget realnode objectstore CONTROLPLANE_PARTS=kubernetes || return
+  browser_ready
   echo "test: the real-node packages started; their output follows the other packages'"
   go test "${flags[@]}" "${realnode_packages[0]}" || rc=$?
   while [[ ! -e "$work/tools-built" ]]; do
@@ -82,6 +92,7 @@ others_lane() {
   local skip rc=0
   skip=$(printf '%s$|' "${realnode_packages[@]#.}" "${promtool_package#.}")
   mapfile -t packages < <(go list ./... | grep -Ev "(${skip%|})")
+  browser_ready
   go test "${flags[@]}" -p 2 "${packages[@]}" || rc=$?
   hack/download.sh hack/promtool && $MAKE --no-print-directory promtool || return
   go test "${flags[@]}" "$promtool_package" || rc=$?
