@@ -79,6 +79,9 @@ type Usage struct {
 	// Commands is the number of commands processed since Redis started
 	// (total_commands_processed).
 	Commands int64
+	// OpsPerSec is the commands the node processed per second of late
+	// (instantaneous_ops_per_sec, Redis's own sample of the last seconds).
+	OpsPerSec int64
 	// LastSave is when the last RDB save succeeded (rdb_last_save_time);
 	// SaveFailed whether the last background save failed
 	// (rdb_last_bgsave_status:err).
@@ -350,7 +353,7 @@ func parseUsage(fields map[string]string) Usage {
 		return n
 	}
 	u := Usage{UsedMemory: number("used_memory"), MaxMemory: number("maxmemory"), Clients: number("connected_clients"),
-		Commands: number("total_commands_processed"), SaveFailed: fields["rdb_last_bgsave_status"] == "err",
+		Commands: number("total_commands_processed"), OpsPerSec: number("instantaneous_ops_per_sec"), SaveFailed: fields["rdb_last_bgsave_status"] == "err",
 		AOF: fields["aof_enabled"] == "1", AOFWriteFailed: fields["aof_last_write_status"] == "err"}
 	if t := number("rdb_last_save_time"); t > 0 {
 		u.LastSave = time.Unix(t, 0)

@@ -32,6 +32,11 @@ func TestParseInfo(t *testing.T) {
 				LastSave: time.Unix(1764417600, 0), SaveFailed: true, AOF: true}},
 		},
 		{
+			name: "should read the operations per second a node sampled",
+			text: "# Stats\r\ntotal_commands_processed:42\r\ninstantaneous_ops_per_sec:1530\r\n# Replication\r\nrole:slave\r\nmaster_link_status:down\r\nmaster_repl_offset:0\r\n",
+			want: Info{SecondOffset: -1, LastIO: -1, Usage: Usage{Commands: 42, OpsPerSec: 1530}},
+		},
+		{
 			name: "should read how long ago each online replica of a primary acknowledged the stream",
 			text: "role:master\r\nconnected_slaves:3\r\nmin_slaves_good_slaves:1\r\nslave0:ip=10.0.0.2,port=6379,state=online,offset=99,lag=0\r\n" +
 				"slave1:ip=10.0.0.3,port=6379,state=online,offset=80,lag=21\r\nslave2:ip=10.0.0.4,port=6379,state=wait_bgsave,offset=0,lag=0\r\nmaster_repl_offset:99\r\n",
