@@ -13,11 +13,13 @@ COPY internal/ internal/
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -tags grpcnotrace -trimpath -ldflags="-s -w" -o manager ./cmd/app-operator
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o etcd-snapshot ./cmd/etcd-snapshot
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o redis-snapshot ./cmd/redis-snapshot
+RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o redis-console ./cmd/redis-console
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /
 COPY --from=builder /workspace/manager /manager
 COPY --from=builder /workspace/etcd-snapshot /etcd-snapshot
 COPY --from=builder /workspace/redis-snapshot /redis-snapshot
+COPY --from=builder /workspace/redis-console /redis-console
 USER 65532:65532
 ENTRYPOINT ["/manager"]

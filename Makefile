@@ -227,24 +227,28 @@ test-unit: ## Run the tests that need no cluster.
 MANAGER_BUILD_TAGS = grpcnotrace
 
 .PHONY: build
-build: ## Build the manager binary into bin/app-operator, the backup and restore commands into bin/etcd-snapshot and bin/redis-snapshot, and the kubectl plugin into bin/kubectl-app_operator.
+build: ## Build the manager binary into bin/app-operator, the backup and restore commands into bin/etcd-snapshot and bin/redis-snapshot, the Redis console into bin/redis-console, and the kubectl plugin into bin/kubectl-app_operator.
 	go build -tags $(MANAGER_BUILD_TAGS) -o $(LOCALBIN)/app-operator ./cmd/app-operator
 	go build -o $(LOCALBIN)/etcd-snapshot ./cmd/etcd-snapshot
 	go build -o $(LOCALBIN)/redis-snapshot ./cmd/redis-snapshot
+	go build -o $(LOCALBIN)/redis-console ./cmd/redis-console
 	go build -o $(LOCALBIN)/kubectl-app_operator ./cmd/kubectl-app_operator
 
 IMG ?= app-operator:latest
 IMAGE_ARCH ?= amd64
 
 .PHONY: image
-image: ## Build the container image (the manager, and etcd-snapshot and redis-snapshot beside it) as an OCI archive in dist/ without a container engine (IMG, IMAGE_ARCH).
+image: ## Build the container image (the manager, and etcd-snapshot, redis-snapshot and redis-console beside it) as an OCI archive in dist/ without a container engine (IMG, IMAGE_ARCH).
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -tags $(MANAGER_BUILD_TAGS) -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/manager ./cmd/app-operator
 	@# The backup Jobs and the restore init containers run etcd-snapshot and redis-snapshot from the same image.
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/etcd-snapshot ./cmd/etcd-snapshot
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/redis-snapshot ./cmd/redis-snapshot
+	@# Each RedisEnterpriseCluster's console Deployment runs redis-console from the same image.
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/linux_$(IMAGE_ARCH)/redis-console ./cmd/redis-console
 	go run ./hack/image --binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/manager \
 		--extra-binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/etcd-snapshot=/etcd-snapshot \
 		--extra-binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/redis-snapshot=/redis-snapshot \
+		--extra-binary=$(LOCALBIN)/linux_$(IMAGE_ARCH)/redis-console=/redis-console \
 		--arch=$(IMAGE_ARCH) --tag=$(IMG) --output=dist/app-operator-$(IMAGE_ARCH).oci.tar
 
 # The OLM bundle's image (bundle/, labelled with its metadata/annotations.yaml)
