@@ -148,4 +148,24 @@ func TestBrowserLogsInSeesThePrimaryAndTakesABackup(t *testing.T) {
 		t.Errorf("the last action's result: %q", result)
 	}
 	screenshot(t, ctx, "backup")
+
+	// A failover shows within the refresh interval, without a reload.
+	rec = f.cluster(t)
+	rec.Status.Primary = "example-1"
+	rec.Status.Nodes[0].Role, rec.Status.Nodes[0].Healthy = redisv1alpha1.RoleUnknown, false
+	rec.Status.Nodes[1].Role = redisv1alpha1.RolePrimary
+	rec.Status.PrimaryHistory = append([]redisv1alpha1.PrimaryChange{{From: "example-0", To: "example-1", Reason: "Failover", Time: metav1.Now()}}, rec.Status.PrimaryHistory...)
+	if err := k8s.Status().Update(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	changed := time.Now()
+	// The page's interval, and the time of one overview request.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("primary").textContent === "example-1"`,
+		chromedp.WithPollingTimeout(f.refresh+time.Second))); err != nil {
+		t.Errorf("the page did not show the new primary within %s: %v", f.refresh+time.Second, err)
+	}
+	t.Logf("the page showed the failover %s after it", time.Since(changed).Round(time.Millisecond))
+	if history, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#history tbody tr"))); !strings.Contains(history, "Failover") {
+		t.Errorf("the history's newest row: %q, want the failover", history)
+	}
 }

@@ -25,7 +25,7 @@ import (
 func TestConsoleRefusesAWrongPasswordAndRequestsWithoutASession(t *testing.T) {
 	f := newFixture(t, options{backup: true})
 	hc := f.browser(t)
-	resp := f.login(t, hc, username, "wrong")
+	resp := f.login(t, hc, username, wrongPassword)
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a wrong password: %s, want 401", resp.Status)
 	}
@@ -152,7 +152,7 @@ func TestConsoleLocksOutAfterFiveFailures(t *testing.T) {
 	f := newFixture(t, options{})
 	hc := f.browser(t)
 	for i := range console.MaxFailures {
-		if resp := f.login(t, hc, username, "wrong"); resp.StatusCode != http.StatusUnauthorized {
+		if resp := f.login(t, hc, username, wrongPassword); resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("failure %d: %s, want 401", i+1, resp.Status)
 		}
 	}
@@ -162,7 +162,17 @@ func TestConsoleLocksOutAfterFiveFailures(t *testing.T) {
 	if status, _ := do(t, f.api.Client(), http.MethodGet, f.api.URL+"/v1/cluster", username, password, "", nil); status != http.StatusTooManyRequests {
 		t.Errorf("the REST API with the right password from a locked-out address: %d, want 429", status)
 	}
+	logs := f.logs()
+	if !strings.Contains(logs, "Login failed") || !strings.Contains(logs, "locked out") || !strings.Contains(logs, "127.0.0.1") {
+		t.Errorf("the log does not say logins failed and the client was locked out, from where:\n%s", logs)
+	}
+	if strings.Contains(logs, wrongPassword) || strings.Contains(logs, password) {
+		t.Errorf("a password is in the log:\n%s", logs)
+	}
 }
+
+// wrongPassword is a password the tests try, and look for in the logs.
+const wrongPassword = "Wr0ng-Pa55word-tried"
 
 // A password rotated in the Secret applies once the credentials are
 // read again.
@@ -310,5 +320,18 @@ func TestConsoleClientIsLimitedToItsCluster(t *testing.T) {
 	c := consoleClient(t, ns, "c")
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "other"}, &corev1.Secret{}); err == nil {
 		t.Error("the console's client read another Secret")
+	}
+}
+
+// With spec.tls, the console reaches the nodes over TLS, trusting the CA
+// of their Secret and presenting its certificate: nodes that serve TLS
+// alone and ask for a client's certificate answer.
+func TestConsoleReadsINFOOverTLSWithSpecTLS(t *testing.T) {
+	f := newFixture(t, options{tls: true})
+	hc, _ := f.loggedIn(t)
+	for _, n := range overview(t, f, hc).Nodes {
+		if !n.Answered {
+			t.Errorf("node %s did not answer over TLS: %s", n.Name, n.Error)
+		}
 	}
 }

@@ -2,7 +2,10 @@ package console_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -18,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +32,8 @@ import (
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/console"
 	"github.com/app-operator/app-operator/internal/controller"
+	"github.com/app-operator/app-operator/internal/pki"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/cluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -60,11 +65,14 @@ type fakeNode struct {
 }
 
 // newFakeNode listens on a port of its own until the test ends.
-func newFakeNode(t *testing.T, password, info string) *fakeNode {
+func newFakeNode(t *testing.T, password, info string, serverTLS *tls.Config) *fakeNode {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if serverTLS != nil {
+		ln = tls.NewListener(ln, serverTLS)
 	}
 	t.Cleanup(func() { _ = ln.Close() })
 	n := &fakeNode{addr: ln.Addr().String(), password: password, info: info}
@@ -169,6 +177,17 @@ type fixture struct {
 	server   *console.Server
 	ui, api  *httptest.Server
 	nodes    map[string]*fakeNode
+	refresh  time.Duration
+
+	logMu sync.Mutex
+	log   strings.Builder
+}
+
+// logs returns what the console logged.
+func (f *fixture) logs() string {
+	f.logMu.Lock()
+	defer f.logMu.Unlock()
+	return f.log.String()
 }
 
 // options change a fixture.
@@ -178,6 +197,9 @@ type options struct {
 	refresh        time.Duration
 	sessionTTL     time.Duration
 	credentialsTTL time.Duration
+	// tls sets spec.tls, with the certificate the operator would issue
+	// in the Secret <name>-tls, which the nodes serve.
+	tls bool
 	// ns is the namespace to use; a new one when "".
 	ns string
 }
@@ -187,7 +209,7 @@ type options struct {
 func newFixture(t *testing.T, o options) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &fixture{ns: o.ns, name: o.name, nodes: map[string]*fakeNode{}}
+	f := &fixture{ns: o.ns, name: o.name, nodes: map[string]*fakeNode{}, refresh: cmp.Or(o.refresh, console.DefaultRefresh)}
 	if f.ns == "" {
 		f.ns = testenv.NewNamespace(t, k8s)
 	}
@@ -199,6 +221,13 @@ func newFixture(t *testing.T, o options) *fixture {
 	if o.backup {
 		rec.Spec.Backup = &redisv1alpha1.Backup{Interval: 3600, BackupStorage: redisv1alpha1.BackupStorage{
 			S3: &redisv1alpha1.S3Storage{AWSSecretName: "aws", BucketName: "backups"}}}
+	}
+	var serverTLS *tls.Config
+	var secrets []string
+	if o.tls {
+		rec.Spec.TLS = &redisv1alpha1.TLS{}
+		serverTLS = nodeCertificate(t, f.ns, f.name)
+		secrets = append(secrets, redisenterprisecluster.TLSSecretName(f.name, rec.Spec.TLS))
 	}
 	testenv.Create(t, k8s, rec)
 	rec.Status = redisv1alpha1.RedisEnterpriseClusterStatus{
@@ -215,12 +244,12 @@ func newFixture(t *testing.T, o options) *fixture {
 	}
 	testenv.Create(t, k8s, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: f.name},
 		Data: map[string][]byte{"username": []byte(username), "password": []byte(password)}})
-	f.nodes[f.name+"-0"] = newFakeNode(t, password, primaryInfo(5000))
-	f.nodes[f.name+"-1"] = newFakeNode(t, password, replicaInfo(4900))
-	f.nodes[f.name+"-2"] = newFakeNode(t, password, replicaInfo(1000))
+	f.nodes[f.name+"-0"] = newFakeNode(t, password, primaryInfo(5000), serverTLS)
+	f.nodes[f.name+"-1"] = newFakeNode(t, password, replicaInfo(4900), serverTLS)
+	f.nodes[f.name+"-2"] = newFakeNode(t, password, replicaInfo(1000), serverTLS)
 
 	f.server = console.New(console.Config{
-		Namespace: f.ns, Cluster: f.name, Client: consoleClient(t, f.ns, f.name),
+		Namespace: f.ns, Cluster: f.name, Client: consoleClient(t, f.ns, f.name, secrets...),
 		Refresh: o.refresh, SessionTTL: o.sessionTTL, CredentialsTTL: o.credentialsTTL,
 		NodeAddr: func(_ *redisv1alpha1.RedisEnterpriseCluster, pod string) string {
 			if n := f.nodes[pod]; n != nil {
@@ -228,7 +257,12 @@ func newFixture(t *testing.T, o options) *fixture {
 			}
 			return "127.0.0.1:1"
 		},
-		Log: testr.New(t),
+		Log: funcr.New(func(prefix, args string) {
+			f.logMu.Lock()
+			defer f.logMu.Unlock()
+			f.log.WriteString(prefix + " " + args + "\n")
+			t.Log(prefix, args)
+		}, funcr.Options{}),
 	})
 	f.ui = httptest.NewTLSServer(f.server.UI())
 	t.Cleanup(f.ui.Close)
@@ -237,16 +271,41 @@ func newFixture(t *testing.T, o options) *fixture {
 	return f
 }
 
+// nodeCertificate issues the nodes' certificate into the Secret the
+// operator would (<name>-tls, with its CA), and returns the TLS
+// configuration the nodes serve it with, which asks for a client's
+// certificate of the same CA.
+func nodeCertificate(t *testing.T, ns, name string) *tls.Config {
+	t.Helper()
+	ca, err := pki.NewCA(name+"-ca", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := ca.Issue(name, redisenterprisecluster.TLSHosts(name, ns), time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Create(t, k8s, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-tls"}, Data: pair.Data()})
+	cert, err := tls.X509KeyPair(pair.Cert, pair.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pair.CA)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+}
+
 // consoleClient is a client of the API server that may do what the
 // console's Role grants in ns and nothing else: get and patch the
-// RedisEnterpriseCluster name, get its Secret.
-func consoleClient(t *testing.T, ns, name string) client.Client {
+// RedisEnterpriseCluster name, get its Secret and the Secrets of
+// secrets.
+func consoleClient(t *testing.T, ns, name string, secrets ...string) client.Client {
 	t.Helper()
 	sa := "console-" + name
 	testenv.Create(t, k8s, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
 	testenv.Create(t, k8s, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{redisv1alpha1.GroupVersion.Group}, Resources: []string{"redisenterpriseclusters"}, ResourceNames: []string{name}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{name}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: append([]string{name}, secrets...), Verbs: []string{"get"}},
 	}})
 	testenv.Create(t, k8s, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
