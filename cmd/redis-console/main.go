@@ -92,8 +92,8 @@ func run() error {
 	defer stop()
 	errs := make(chan error, 2)
 	servers := []*http.Server{
-		{Addr: uiAddr, Handler: srv.UI(), TLSConfig: console.TLSConfig(getCert), ReadHeaderTimeout: 10 * time.Second},
-		{Addr: apiAddr, Handler: srv.API(), TLSConfig: console.TLSConfig(getCert), ReadHeaderTimeout: 10 * time.Second},
+		{Addr: uiAddr, Handler: srv.UI(), TLSConfig: console.TLSConfig(getCert), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute},
+		{Addr: apiAddr, Handler: srv.API(), TLSConfig: console.TLSConfig(getCert), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute},
 	}
 	for _, s := range servers {
 		cfg.Log.Info("Listening", "address", s.Addr)

@@ -226,9 +226,12 @@ func (s *Server) actionAnswer(w http.ResponseWriter, res Result, err error) {
 	}
 }
 
-// securityHeaders sets the headers every answer carries: only the
+// maxBody is the largest request body read: a login form or an action's.
+const maxBody = 64 << 10
+
+// securityHeaders sets the headers every answer carries (only the
 // console's own scripts and styles, never in a frame, nothing kept in a
-// cache but the static assets.
+// cache), and bounds the body read.
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
@@ -238,6 +241,7 @@ func securityHeaders(h http.Handler) http.Handler {
 		hd.Set("Referrer-Policy", "no-referrer")
 		hd.Set("Strict-Transport-Security", "max-age=31536000")
 		hd.Set("Cache-Control", "no-store")
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		h.ServeHTTP(w, r)
 	})
 }
