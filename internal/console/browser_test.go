@@ -2,10 +2,6 @@ package console_test
 
 import (
 	"context"
-	"flag"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,70 +11,14 @@ import (
 
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/api/switchover"
+	"github.com/app-operator/app-operator/test/browser"
 	"github.com/app-operator/app-operator/test/testenv"
 )
-
-// screenshots, or CONSOLE_SCREENSHOTS=1, has the browser test write its
-// screenshots to docs/images/console-*.png.
-var screenshots = flag.Bool("screenshots", false, "write the browser test's screenshots to docs/images/console-*.png")
-
-// chromium returns a browser context of a headless Chromium, skipping the
-// test when none can be found or started.
-func chromium(t *testing.T) context.Context {
-	t.Helper()
-	var path string
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		t.Skip("no Chromium found (chromium, chromium-browser, google-chrome or headless-shell on PATH): the browser test needs one, e.g. Debian's chromium package")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.WindowSize(1280, 900),
-		chromedp.Flag("ignore-certificate-errors", true))
-	if os.Geteuid() == 0 {
-		// Chromium refuses to run as root with its sandbox.
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil {
-		t.Skipf("Chromium %s cannot start: %v", path, err)
-	}
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
-	t.Cleanup(cancelTimeout)
-	return ctx
-}
-
-// screenshot writes the page to docs/images/console-name.png when asked
-// for.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	if !*screenshots && os.Getenv("CONSOLE_SCREENSHOTS") != "1" {
-		return
-	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("..", "..", "docs", "images", "console-"+name+".png")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s", path)
-}
 
 // In a real browser: a wrong password is refused; the right one shows the
 // page with the primary; "Back up now" annotates the cluster.
 func TestBrowserLogsInSeesThePrimaryAndTakesABackup(t *testing.T) {
-	ctx := chromium(t)
+	ctx := browser.Start(t, 60*time.Second)
 	f := newFixture(t, options{name: "example", backup: true, refresh: time.Second})
 	rec := f.cluster(t)
 	now := time.Now()
@@ -109,7 +49,7 @@ func TestBrowserLogsInSeesThePrimaryAndTakesABackup(t *testing.T) {
 	if err != nil || !strings.Contains(refusal, "Wrong username or password") {
 		t.Errorf("the refusal: %q %v", refusal, err)
 	}
-	screenshot(t, ctx, "login-refused")
+	browser.Screenshot(t, ctx, "console-login-refused")
 	if at, _ := chromedp.Run(ctx, chromedp.Location()); !strings.HasSuffix(at, "/login") {
 		t.Errorf("after a refused login the browser is at %s, want the login page", at)
 	}
@@ -130,7 +70,7 @@ func TestBrowserLogsInSeesThePrimaryAndTakesABackup(t *testing.T) {
 	if nodes, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#nodes"))); !strings.Contains(nodes, "1250") || !strings.Contains(nodes, "100 B / 1 s") {
 		t.Errorf("the nodes table does not show the nodes' INFO:\n%s", nodes)
 	}
-	screenshot(t, ctx, "overview")
+	browser.Screenshot(t, ctx, "console-overview")
 
 	// Back up now.
 	if err := chromedp.Do(ctx,
@@ -147,7 +87,7 @@ func TestBrowserLogsInSeesThePrimaryAndTakesABackup(t *testing.T) {
 	if !strings.Contains(result, "asked for") {
 		t.Errorf("the last action's result: %q", result)
 	}
-	screenshot(t, ctx, "backup")
+	browser.Screenshot(t, ctx, "console-backup")
 
 	// A failover shows within the refresh interval, without a reload.
 	rec = f.cluster(t)
