@@ -108,6 +108,9 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRDs and RBAC from the markers in t
 	# The alerts and the etcd members' PodMonitor, for the Helm chart.
 	cp config/prometheus/rules.yaml charts/app-operator/files/prometheus-rules.yaml
 	cp config/prometheus/etcd-monitor.yaml charts/app-operator/files/etcd-podmonitor.yaml
+	# The Grafana dashboards, for the Helm chart.
+	rm -rf charts/app-operator/files/dashboards && mkdir -p charts/app-operator/files/dashboards
+	cp config/grafana/*.json charts/app-operator/files/dashboards/
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types, and the apply schema of the cached types.
@@ -215,6 +218,14 @@ fuzz: ## Fuzz every builder and status function for FUZZTIME inputs each (seed c
 .PHONY: test-rules
 test-rules: $(PROMTOOL) ## Check the alerts of config/prometheus/rules.yaml and run their unit tests (rules_test.yaml) with promtool.
 	PROMTOOL=$(PROMTOOL) go test -count=1 -run '^TestAlertingRules' ./test/manifests
+
+.PHONY: test-dashboards
+test-dashboards: ## Check the Grafana dashboards of config/grafana: panels, data sources, every query parsed by Prometheus's PromQL parser, and metrics.txt (the metrics they name) up to date.
+	cd hack/promtool && go test -count=1 ./dashboards
+
+.PHONY: dashboard-metrics
+dashboard-metrics: ## Rewrite config/grafana/metrics.txt, the metrics the dashboards name (the real-pods suite finds each in a real scrape).
+	cd hack/promtool && go test -count=1 ./dashboards -update
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no cluster.

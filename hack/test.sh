@@ -9,7 +9,8 @@
 # real node and the object store are built. Beside it, on the processor
 # time it leaves (hack/background.sh), the other lane builds Helm (for the
 # real-node lane's install tests) and kwok, runs the other packages two at
-# a time, then builds promtool and runs the package of the alerts' tests:
+# a time, then builds promtool and runs the package of the alerts' tests and
+# the dashboards' check (hack/promtool/dashboards):
 # the real-node lane gets the processors first (the pods too: the real
 # node's cgroup is beyond the reach of nice). The tests on three nodes run in
 # `make test-nodes`, the install from a catalog by OLM in `make test-olm`
@@ -96,6 +97,8 @@ others_lane() {
   go test "${flags[@]}" -p 2 "${packages[@]}" || rc=$?
   hack/download.sh hack/promtool && $MAKE --no-print-directory promtool || return
   go test "${flags[@]}" "$promtool_package" || rc=$?
+  # The dashboards' queries, parsed by the same Prometheus module.
+  (cd hack/promtool && go test "${flags[@]}" ./dashboards) || rc=$?
   return "$rc"
 }
 

@@ -1,11 +1,15 @@
 // Module promtool pins the Prometheus release whose promtool checks and
 // unit-tests the operator's alerting rules (config/prometheus/rules.yaml and
-// the chart's copy). `make promtool` builds it from source into bin/.
+// the chart's copy). `make promtool` builds it from source into bin/. Its
+// package dashboards checks the Grafana dashboards' queries with the same
+// release's PromQL parser (make test-dashboards).
 module github.com/app-operator/app-operator/hack/promtool
 
 go 1.26.7
 
 tool github.com/prometheus/prometheus/cmd/promtool
+
+require github.com/prometheus/prometheus v0.316.0
 
 require (
 	cloud.google.com/go/auth v0.24.1-0.20261001053825-dbc26066f70a // indirect
@@ -159,7 +163,6 @@ require (
 	github.com/prometheus/exporter-toolkit v0.20.0 // indirect
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/prometheus/prometheus v0.316.0 // indirect
 	github.com/prometheus/sigv4 v0.5.0 // indirect
 	github.com/scaleway/scaleway-sdk-go v1.39.0 // indirect
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
