@@ -196,6 +196,9 @@ func TestEtcdBackupToS3ThenRestoreHoldsEveryWriteUpToItsRevision(t *testing.T) {
 	mc, s3 := objectStoreFor(t, c, ns, "backups-"+ns)
 	loc := etcdv1beta2.BackupLocation{S3: &s3}
 	run := backupThenRestore(t, c, source, etcdv1beta2.BackupStorageTypeS3, loc, nil)
+	// With a backup taken and writes served, every metric the etcd
+	// dashboard names is in a scrape of the operator and the members.
+	checkDashboardMetrics(t, "etcd-clusters.json", ns, etcdMetricsPages(t, c, source)...)
 	obj, err := mc.StatObject(context.Background(), "backups-"+ns, strings.TrimPrefix(run.key, "s3://backups-"+ns+"/"), minio.StatObjectOptions{})
 	if err != nil {
 		t.Fatalf("the snapshot %s is not in the store: %v", run.key, err)

@@ -121,6 +121,9 @@ func TestRedisBackupToS3ThenRestoreHoldsEveryWriteAcknowledgedBeforeIt(t *testin
 		t.Fatalf("the backup %s is not in the store: %v", info.LastBackup, err)
 	}
 	source.checkRunningTakesWrites()
+	// With a backup taken and writes served, every metric the Redis
+	// dashboard names is in a scrape of the operator.
+	checkDashboardMetrics(t, "redis-clusters.json", source.rec.Namespace)
 	if got := source.podUIDs(); fmt.Sprint(got) != fmt.Sprint(pods) {
 		t.Errorf("pods %v of the cluster backed up, want %v: a backup restarts no node", got, pods)
 	}
