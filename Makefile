@@ -173,7 +173,7 @@ verify-code: lint ## Fail when formatting or a go.mod is stale, the operator and
 # another, the real-pods suite (the longest) first; the other packages two
 # at a time beside them.
 .PHONY: test
-test: ## Run every test: unit, admission and controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm and kustomize), the alerts' promtool tests. The tests on three nodes: make test-nodes; the install by OLM: make test-olm.
+test: ## Run every test: unit, admission and controller tests against a real kube-apiserver, e2e on the full local cluster, real pods on one node (installs by Helm and kustomize), the alerts' promtool tests, the dashboards' check. The tests on three nodes: make test-nodes; the install by OLM: make test-olm.
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" HELM=$(HELM) PROMTOOL=$(PROMTOOL) OBJECTSTORE=$(OBJECTSTORE) hack/test.sh
 
 .PHONY: test-nodes
