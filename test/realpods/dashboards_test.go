@@ -27,11 +27,19 @@ import (
 	"github.com/app-operator/app-operator/test/testenv"
 )
 
+// dashboardMetric is a metric a dashboard names, and the labels its
+// queries read of it (matched on, grouped by, shown in a legend).
+type dashboardMetric struct {
+	name   string
+	labels []string
+}
+
 // dashboardMetrics reads config/grafana/metrics.txt, the metrics each
-// Grafana dashboard's queries name as Prometheus's PromQL parser reads
-// them (make dashboard-metrics writes it; make test-dashboards fails when
-// it is stale), and returns those of dashboard.
-func dashboardMetrics(t *testing.T, dashboard string) []string {
+// Grafana dashboard's queries name and the labels they read, as
+// Prometheus's PromQL parser reads the queries (make dashboard-metrics
+// writes it; make test-dashboards fails when it is stale), and returns
+// those of dashboard.
+func dashboardMetrics(t *testing.T, dashboard string) []dashboardMetric {
 	t.Helper()
 	root, err := cluster.RepoRoot()
 	if err != nil {
@@ -42,11 +50,12 @@ func dashboardMetrics(t *testing.T, dashboard string) []string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []string
+	var out []dashboardMetric
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if name, ok := strings.CutPrefix(s.Text(), dashboard+" "); ok {
-			out = append(out, name)
+		fields := strings.Fields(s.Text())
+		if len(fields) >= 2 && fields[0] == dashboard {
+			out = append(out, dashboardMetric{name: fields[1], labels: fields[2:]})
 		}
 	}
 	if err := s.Err(); err != nil {
@@ -58,11 +67,25 @@ func dashboardMetrics(t *testing.T, dashboard string) []string {
 	return out
 }
 
-// seriesNames adds to names the names of the series of families that
-// keep takes (every series when nil), as Prometheus stores them: a
+// seriesLabels adds to series, by the name of each series of families
+// that keep takes (every series when nil), as Prometheus stores it (a
 // histogram's _bucket, _sum and _count, a summary's _sum and _count
-// beside its quantiles.
-func seriesNames(names map[string]bool, families map[string]*dto.MetricFamily, keep func(*dto.Metric) bool) {
+// beside its quantiles), the labels it carries, and extra: those the
+// scrape adds.
+func seriesLabels(series map[string]map[string]bool, families map[string]*dto.MetricFamily, keep func(*dto.Metric) bool, extra ...string) {
+	add := func(name string, m *dto.Metric, more ...string) {
+		labels := series[name]
+		if labels == nil {
+			labels = map[string]bool{}
+			series[name] = labels
+		}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = true
+		}
+		for _, l := range append(more, extra...) {
+			labels[l] = true
+		}
+	}
 	for name, f := range families {
 		for _, m := range f.GetMetric() {
 			if keep != nil && !keep(m) {
@@ -70,22 +93,34 @@ func seriesNames(names map[string]bool, families map[string]*dto.MetricFamily, k
 			}
 			switch f.GetType() {
 			case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
-				names[name+"_bucket"], names[name+"_sum"], names[name+"_count"] = true, true, true
+				add(name+"_bucket", m, "le")
+				add(name+"_sum", m)
+				add(name+"_count", m)
 			case dto.MetricType_SUMMARY:
-				names[name], names[name+"_sum"], names[name+"_count"] = true, true, true
+				add(name, m, "quantile")
+				add(name+"_sum", m)
+				add(name+"_count", m)
 			default:
-				names[name] = true
+				add(name, m)
 			}
 		}
 	}
 }
 
-// missingMetrics returns, sorted, the metrics of want that names lacks.
-func missingMetrics(want []string, names map[string]bool) []string {
+// missingMetrics returns, sorted, the metrics of want that series lacks,
+// and those it has without a label want reads of them, as name{label}.
+func missingMetrics(want []dashboardMetric, series map[string]map[string]bool) []string {
 	var out []string
-	for _, n := range want {
-		if !names[n] {
-			out = append(out, n)
+	for _, m := range want {
+		labels, ok := series[m.name]
+		if !ok {
+			out = append(out, m.name)
+			continue
+		}
+		for _, l := range m.labels {
+			if !labels[l] {
+				out = append(out, m.name+"{"+l+"}")
+			}
 		}
 	}
 	slices.Sort(out)
@@ -105,29 +140,36 @@ func inNamespace(ns string) func(*dto.Metric) bool {
 	}
 }
 
+// podMonitorLabels are the labels the Prometheus Operator gives each
+// series a PodMonitor scrapes (its target's), and etcd_cluster, which the
+// members' PodMonitor (config/prometheus/etcd-monitor.yaml) adds.
+var podMonitorLabels = []string{"namespace", "pod", "container", "endpoint", "job", "instance", "etcd_cluster"}
+
 // checkDashboardMetrics waits for every metric the dashboard names to be
-// in a real scrape: the operators' metrics of the clusters in namespace ns
-// (the registry their metrics endpoint serves), and each page of
-// memberPages (an etcd member's own /metrics, what the members' PodMonitor
-// scrapes).
+// in a real scrape, with every label the dashboard reads of it: the
+// operators' metrics of the clusters in namespace ns (the registry their
+// metrics endpoint serves; the operator's ServiceMonitor honours their
+// labels), and each page of memberPages (an etcd member's own /metrics,
+// with the labels the members' PodMonitor adds).
 func checkDashboardMetrics(t *testing.T, dashboard, ns string, memberPages ...string) {
 	t.Helper()
 	want := dashboardMetrics(t, dashboard)
-	var names map[string]bool
+	var series map[string]map[string]bool
 	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
-		names = map[string]bool{}
-		seriesNames(names, testenv.MetricFamilies(t, ctrlmetrics.Registry), inNamespace(ns))
+		series = map[string]map[string]bool{}
+		seriesLabels(series, testenv.MetricFamilies(t, ctrlmetrics.Registry), inNamespace(ns))
 		for _, url := range memberPages {
 			families, err := scrape(url)
 			if err != nil {
 				return false, err.Error()
 			}
-			seriesNames(names, families, nil)
+			seriesLabels(series, families, nil, podMonitorLabels...)
 		}
-		missing := missingMetrics(want, names)
-		return len(missing) == 0, fmt.Sprintf("%s names metrics no scrape returned: %v", dashboard, missing)
+		missing := missingMetrics(want, series)
+		return len(missing) == 0, fmt.Sprintf("%s names metrics, or labels of them, no scrape returned: %v", dashboard, missing)
 	})
-	t.Logf("%s: all %d metrics it names are in a scrape of the operator and %d member pages (%d series names)", dashboard, len(want), len(memberPages), len(names))
+	t.Logf("%s: all %d metrics it names, with the labels it reads, are in a scrape of the operator and %d member pages (%d series names)",
+		dashboard, len(want), len(memberPages), len(series))
 }
 
 // scrape reads the metrics page at url.

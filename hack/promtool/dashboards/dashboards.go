@@ -2,8 +2,9 @@
 // (config/grafana/*.json): every panel has a title, a data source and
 // queries, every query and template variable query parses with
 // Prometheus's PromQL parser once the template variables are given sample
-// values, and it lists the metrics they name, for the real-pods suite to
-// find in a real scrape (config/grafana/metrics.txt).
+// values, and it lists the metrics they name with the labels the queries
+// read of each, for the real-pods suite to find in a real scrape
+// (config/grafana/metrics.txt).
 package dashboards
 
 import (
@@ -50,9 +51,10 @@ type Datasource struct {
 
 // Target is a panel's query.
 type Target struct {
-	RefID      string      `json:"refId"`
-	Expr       string      `json:"expr"`
-	Datasource *Datasource `json:"datasource"`
+	RefID        string      `json:"refId"`
+	Expr         string      `json:"expr"`
+	LegendFormat string      `json:"legendFormat"`
+	Datasource   *Datasource `json:"datasource"`
 }
 
 // Variable is a template variable: the data source to query, or a
@@ -84,14 +86,23 @@ var variableRef = regexp.MustCompile(`\$(?:\{(\w+)(?::\w+)?\}|(\w+))`)
 // label_values(selector, label).
 var labelValues = regexp.MustCompile(`^\s*label_values\(\s*(.+?)\s*,\s*(\w+)\s*\)\s*$`)
 
+// Metric is a metric a dashboard names, and the labels its queries read
+// of it: those its selectors match on, those the aggregations and vector
+// matchings above it group or match by.
+type Metric struct {
+	Name   string
+	Labels []string
+}
+
 // Check reads the dashboard data and returns the metrics its queries and
-// variables name, sorted; or every problem it found.
-func Check(data []byte) ([]string, error) {
+// variables name, sorted by name, each with its labels sorted; or every
+// problem it found.
+func Check(data []byte) ([]Metric, error) {
 	var d Dashboard
 	if err := json.Unmarshal(data, &d); err != nil {
 		return nil, err
 	}
-	c := &checker{metrics: map[string]bool{}, vars: map[string]string{}}
+	c := &checker{metrics: map[string]map[string]bool{}, vars: map[string]string{}}
 	if d.UID == "" || d.Title == "" {
 		c.fail("the dashboard needs a uid and a title")
 	}
@@ -125,18 +136,24 @@ func Check(data []byte) ([]string, error) {
 	if len(c.problems) > 0 {
 		return nil, errors.Join(c.problems...)
 	}
-	names := make([]string, 0, len(c.metrics))
-	for n := range c.metrics {
-		names = append(names, n)
+	out := make([]Metric, 0, len(c.metrics))
+	for name, labels := range c.metrics {
+		m := Metric{Name: name}
+		for l := range labels {
+			m.Labels = append(m.Labels, l)
+		}
+		slices.Sort(m.Labels)
+		out = append(out, m)
 	}
-	slices.Sort(names)
-	return names, nil
+	slices.SortFunc(out, func(a, b Metric) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 // checker gathers the problems and the metrics of one dashboard.
 type checker struct {
 	problems []error
-	metrics  map[string]bool
+	// metrics are, by name, the labels the queries read.
+	metrics map[string]map[string]bool
 	// vars are the sample values of the template variables.
 	vars map[string]string
 }
@@ -170,7 +187,7 @@ func (c *checker) variable(v Variable) {
 			c.fail("variable %s: query %q is not label_values(selector, label)", v.Name, q.Query)
 			return
 		}
-		c.expr("variable "+v.Name, m[1])
+		c.expr("variable "+v.Name, m[1], []string{m[2]})
 	default:
 		c.fail("variable %s: type %q; the dashboards use datasource and query variables", v.Name, v.Type)
 	}
@@ -208,7 +225,7 @@ func (c *checker) panel(p Panel, ids map[int]bool) {
 			c.fail("%s: no expr", at)
 			continue
 		}
-		c.expr(at, t.Expr)
+		c.expr(at, t.Expr, legendLabels(t.LegendFormat))
 	}
 }
 
@@ -220,9 +237,23 @@ func (c *checker) datasource(where string, ds *Datasource) {
 	}
 }
 
+// legendLabel is a label a legend shows: {{name}}.
+var legendLabel = regexp.MustCompile(`\{\{\s*(\w+)\s*\}\}`)
+
+// legendLabels are the labels legend shows.
+func legendLabels(legend string) []string {
+	var out []string
+	for _, m := range legendLabel.FindAllStringSubmatch(legend, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
 // expr parses a query once its variables have their sample values, and
-// keeps the metrics its selectors name.
-func (c *checker) expr(where, expr string) {
+// keeps the metrics its selectors name with the labels it reads of each:
+// those of its selectors, aggregations and matchings, and shown, those
+// its result shows (a legend's, a variable's label_values).
+func (c *checker) expr(where, expr string, shown []string) {
 	var unknown []string
 	substituted := variableRef.ReplaceAllStringFunc(expr, func(ref string) string {
 		m := variableRef.FindStringSubmatch(ref)
@@ -238,35 +269,59 @@ func (c *checker) expr(where, expr string) {
 		c.fail("%s: %q uses %v, no variable of the dashboard", where, expr, unknown)
 		return
 	}
-	for _, name := range c.names(where, substituted) {
-		c.metrics[name] = true
-	}
-}
-
-// names parses expr and returns the metric names its vector selectors
-// name; a selector without a name is a problem.
-func (c *checker) names(where, expr string) []string {
-	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(substituted)
 	if err != nil {
 		c.fail("%s: %q: %v", where, expr, err)
-		return nil
+		return
 	}
-	var names []string
-	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-		if vs, ok := n.(*parser.VectorSelector); ok {
-			if vs.Name == "" {
-				c.fail("%s: %q: the selector %s names no metric", where, expr, vs)
+	parser.Inspect(e, func(n parser.Node, path []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		if vs.Name == "" {
+			c.fail("%s: %q: the selector %s names no metric", where, expr, vs)
+			return nil
+		}
+		labels := c.metrics[vs.Name]
+		if labels == nil {
+			labels = map[string]bool{}
+			c.metrics[vs.Name] = labels
+		}
+		for _, l := range shown {
+			labels[l] = true
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Name != "__name__" {
+				labels[m.Name] = true
 			}
-			names = append(names, vs.Name)
+		}
+		// What the enclosing aggregations group by (without names labels
+		// that need not exist), and the enclosing matchings match on.
+		for _, above := range path {
+			switch a := above.(type) {
+			case *parser.AggregateExpr:
+				if !a.Without {
+					for _, l := range a.Grouping {
+						labels[l] = true
+					}
+				}
+			case *parser.BinaryExpr:
+				if a.VectorMatching != nil && a.VectorMatching.On {
+					for _, l := range a.VectorMatching.MatchingLabels {
+						labels[l] = true
+					}
+				}
+			}
 		}
 		return nil
 	})
-	return names
 }
 
 // List checks the dashboards dir holds (*.json) and returns the metrics
-// each names, a line each: the dashboard's file name, a space, the
-// metric; sorted. That is config/grafana/metrics.txt.
+// each names, a line each: the dashboard's file name, the metric and the
+// labels its queries read of it, separated by spaces; sorted. That is
+// config/grafana/metrics.txt.
 func List(dir string) (string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
@@ -282,13 +337,13 @@ func List(dir string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		names, err := Check(data)
+		metrics, err := Check(data)
 		if err != nil {
 			problems = append(problems, fmt.Errorf("%s: %w", filepath.Base(f), err))
 			continue
 		}
-		for _, n := range names {
-			fmt.Fprintf(&b, "%s %s\n", filepath.Base(f), n)
+		for _, m := range metrics {
+			fmt.Fprintln(&b, strings.Join(append([]string{filepath.Base(f), m.Name}, m.Labels...), " "))
 		}
 	}
 	return b.String(), errors.Join(problems...)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // update rewrites config/grafana/metrics.txt from the dashboards:
@@ -61,9 +63,9 @@ const good = `{
      "datasource": {"type": "prometheus", "uid": "${datasource}"},
      "targets": [
        {"refId": "A", "datasource": {"type": "prometheus", "uid": "${datasource}"},
-        "expr": "histogram_quantile(0.99, sum by (le) (rate(etcd_disk_wal_fsync_duration_seconds_bucket{namespace=\"$namespace\", etcd_cluster=~\"${cluster:regex}\"}[$__rate_interval])))"},
+        "expr": "histogram_quantile(0.99, sum by (le) (rate(etcd_disk_wal_fsync_duration_seconds_bucket{namespace=\"$namespace\", etcd_cluster=~\"${cluster:regex}\"}[$__rate_interval]))) > 0 and sum without (pod) (app_operator_etcdcluster_has_leader)"},
        {"refId": "B", "datasource": {"type": "prometheus", "uid": "${datasource}"},
-        "expr": "time() - app_operator_backup_last_success_timestamp_seconds{kind=\"EtcdBackup\"} > on (name) group_left app_operator_etcdcluster_has_leader"}
+        "legendFormat": "{{ kind }}", "expr": "time() - app_operator_backup_last_success_timestamp_seconds{kind=\"EtcdBackup\"} > on (name) group_left app_operator_etcdcluster_has_leader"}
      ]}
   ]
 }`
@@ -73,9 +75,14 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the good dashboard: %v", err)
 	}
-	want := "app_operator_backup_last_success_timestamp_seconds app_operator_etcdcluster_has_leader app_operator_etcdcluster_members etcd_disk_wal_fsync_duration_seconds_bucket"
-	if strings.Join(got, " ") != want {
-		t.Errorf("metrics %v, want %s", got, want)
+	want := []Metric{
+		{"app_operator_backup_last_success_timestamp_seconds", []string{"kind", "name"}},
+		{"app_operator_etcdcluster_has_leader", []string{"kind", "name"}},
+		{"app_operator_etcdcluster_members", []string{"name", "namespace"}},
+		{"etcd_disk_wal_fsync_duration_seconds_bucket", []string{"etcd_cluster", "le", "namespace"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
 	}
 
 	for _, tc := range []struct {
