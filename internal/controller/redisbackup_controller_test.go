@@ -38,14 +38,20 @@ func redisBackupFixture(t *testing.T, backup redisv1alpha1.Backup) (*redisFixtur
 		t.Fatal(err)
 	}
 	f.mustPass()
-	// No StatefulSet controller runs here: say it has seen the spec.
+	settleStatefulSet(t, f)
+	return f, recorder, reg
+}
+
+// settleStatefulSet says, as no StatefulSet controller runs here, that
+// the fixture's StatefulSet has been seen.
+func settleStatefulSet(t *testing.T, f *redisFixture) {
+	t.Helper()
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: "r"}}
 	get(t, sts)
 	sts.Status.ObservedGeneration = sts.Generation
 	if err := k8s.Status().Update(context.Background(), sts); err != nil {
 		t.Fatal(err)
 	}
-	return f, recorder, reg
 }
 
 // redisBackupJobs are the backup Jobs of the cluster "r" in ns, oldest

@@ -15,11 +15,15 @@ func RedisBackupFailureReason(r backuprun.RedisRun) string {
 }
 
 // RedisBackupInfo returns status.backupInfo from spec.backup, the runs
-// (newest first) and the status before: nil without spec.backup. What the
-// last successful backup stored stays after its Job is pruned.
+// (newest first) and the status before: without spec.backup, only the
+// backup request last handled (nil when none was). What the last
+// successful backup stored stays after its Job is pruned.
 func RedisBackupInfo(before *redisv1alpha1.BackupInfo, backup *redisv1alpha1.Backup, runs []backuprun.RedisRun) *redisv1alpha1.BackupInfo {
 	if backup == nil {
-		return nil
+		if before == nil || before.LastRequest == "" {
+			return nil
+		}
+		return &redisv1alpha1.BackupInfo{LastRequest: before.LastRequest}
 	}
 	info := &redisv1alpha1.BackupInfo{}
 	if before != nil {

@@ -60,4 +60,13 @@ func TestRedisBackupInfo(t *testing.T) {
 	if info := RedisBackupInfo(before, backup, []backuprun.RedisRun{failed}); info.LastBackup != "k1" || info.LastBackupTime == nil {
 		t.Errorf("backupInfo %+v after the Job of the last stored backup was pruned, want k1 kept", info)
 	}
+	// The backup request last handled stays, with spec.backup or without
+	// (refused then), so that it is not handled again.
+	before.LastRequest = "b1"
+	if info := RedisBackupInfo(before, backup, nil); info.LastRequest != "b1" {
+		t.Errorf("backupInfo %+v, want the request b1 kept", info)
+	}
+	if info := RedisBackupInfo(before, nil, nil); info == nil || *info != (redisv1alpha1.BackupInfo{LastRequest: "b1"}) {
+		t.Errorf("backupInfo %+v without spec.backup, want only the request b1", info)
+	}
 }

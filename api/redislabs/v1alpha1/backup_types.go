@@ -130,6 +130,11 @@ type RestoreSource struct {
 // backup takes a new ID.
 const BackupNowAnnotation = "app-operator/backup"
 
+// EventBackupRefused is the reason of the Warning event of a backup
+// request (BackupNowAnnotation) the operator refused: the cluster has no
+// spec.backup.
+const EventBackupRefused = "BackupRefused"
+
 // Backup statuses, as status.backupInfo.backupStatus reports them.
 const (
 	BackupStatusScheduled = "Scheduled"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,6 +49,28 @@ type redisBackupsSeen struct {
 	runs []backuprun.RedisRun
 }
 
+// startedFor reports whether a Job read was started for the backup
+// request request.
+func (s *redisBackupsSeen) startedFor(request string) bool {
+	for _, j := range s.jobs {
+		if j.Annotations[redisbackup.RequestAnnotation] == request {
+			return true
+		}
+	}
+	return false
+}
+
+// pendingRequest is the backup request (BackupNowAnnotation) of o not yet
+// handled: neither recorded as the last one nor answered by a Job read;
+// "" when there is none.
+func pendingRequest(o *redisv1alpha1.RedisEnterpriseCluster, seen *redisBackupsSeen) string {
+	request := o.Annotations[redisv1alpha1.BackupNowAnnotation]
+	if request == "" || (o.Status.BackupInfo != nil && o.Status.BackupInfo.LastRequest == request) || seen.startedFor(request) {
+		return ""
+	}
+	return request
+}
+
 // observe reads the backup Jobs of o.
 func (b *redisBackups) observe(ctx context.Context, c client.Reader, o *redisv1alpha1.RedisEnterpriseCluster) (redisBackupsSeen, error) {
 	var seen redisBackupsSeen
@@ -68,55 +91,80 @@ func (b *redisBackups) observe(ctx context.Context, c client.Reader, o *redisv1a
 }
 
 // setStatus sets status.backupInfo from what the pass read, and the
-// gauge of the last backup's time.
-func (b *redisBackups) setStatus(o *redisv1alpha1.RedisEnterpriseCluster, seen *redisBackupsSeen) {
-	o.Status.BackupInfo = status.RedisBackupInfo(o.Status.BackupInfo, o.Spec.Backup, seen.runs)
+// gauge of the last backup's time. handled is the backup request the
+// pass answered ("" when none): it, or the request a Job read was
+// started for, is recorded as the last one.
+func (b *redisBackups) setStatus(o *redisv1alpha1.RedisEnterpriseCluster, seen *redisBackupsSeen, handled string) {
+	info := o.Status.BackupInfo
+	if request := o.Annotations[redisv1alpha1.BackupNowAnnotation]; handled == "" && request != "" && seen.startedFor(request) {
+		handled = request
+	}
+	if handled != "" {
+		info = info.DeepCopy()
+		if info == nil {
+			info = &redisv1alpha1.BackupInfo{}
+		}
+		info.LastRequest = handled
+	}
+	o.Status.BackupInfo = status.RedisBackupInfo(info, o.Spec.Backup, seen.runs)
 	if info := o.Status.BackupInfo; info != nil {
 		b.gauges.Record(client.ObjectKeyFromObject(o), info.LastBackupTime)
 	}
 }
 
 // step, on a Running cluster, prunes the old Jobs, says once how the last
-// backup ended, and starts the next when it is due. It returns the step
-// taken (none: a zero Step) and when to look again.
-func (b *redisBackups) step(ctx context.Context, c client.Client, o *redisv1alpha1.RedisEnterpriseCluster, gvk schema.GroupVersionKind, seen *redisBackupsSeen, now time.Time) (engine.Step, error) {
+// backup ended, and starts the next when it is due or asked for (the
+// BackupNowAnnotation, once the backup that runs, if any, has ended). It
+// returns the step taken (none: a zero Step), when to look again, and the
+// backup request it handled ("" when none): started, or refused without
+// spec.backup (a BackupRefused event says so).
+func (b *redisBackups) step(ctx context.Context, c client.Client, o *redisv1alpha1.RedisEnterpriseCluster, gvk schema.GroupVersionKind, seen *redisBackupsSeen, now time.Time) (engine.Step, string, error) {
 	if err := backup.PruneJobs(ctx, c, seen.jobs, func(i int) bool { return seen.runs[i].Done }); err != nil {
-		return engine.Step{}, err
+		return engine.Step{}, "", err
 	}
+	request := pendingRequest(o, seen)
 	if o.Spec.Backup == nil {
-		return engine.Step{}, nil
+		if request == "" {
+			return engine.Step{}, "", nil
+		}
+		return engine.Step{Notices: []engine.Notice{{Type: corev1.EventTypeWarning, Reason: redisv1alpha1.EventBackupRefused, Action: backup.Action,
+			Message: fmt.Sprintf("Backup request %s refused: the cluster has no spec.backup to say where a backup goes", request)}}}, request, nil
 	}
 	if len(seen.runs) > 0 && !seen.runs[0].Done {
-		return engine.Step{RequeueAfter: redisRecheck}, nil
+		return engine.Step{RequeueAfter: redisRecheck}, "", nil
 	}
 	if ev := redisBackupEnded(o, seen.runs); ev != nil {
-		return engine.Step{Took: ev.Note, Event: &ev.StepEvent, RequeueAfter: redisStepInterval}, nil
+		return engine.Step{Took: ev.Note, Event: &ev.StepEvent, RequeueAfter: redisStepInterval}, "", nil
 	}
-	if wait := nextBackup(o, seen.runs, now); wait > 0 {
-		return engine.Step{RequeueAfter: min(wait, redisRecheck)}, nil
+	if wait := nextBackup(o, seen.runs, now); wait > 0 && request == "" {
+		return engine.Step{RequeueAfter: min(wait, redisRecheck)}, "", nil
 	}
 	name := redisbackup.JobName(o.Name, now)
 	nodes := make([]string, 0, redisenterprisecluster.Nodes(&o.Spec))
 	for i := range redisenterprisecluster.Nodes(&o.Spec) {
 		nodes = append(nodes, net.JoinHostPort(redisenterprisecluster.NodeHost(o.Name, redisenterprisecluster.PodName(o.Name, i)), strconv.Itoa(redisenterprisecluster.Port)))
 	}
-	in := redisbackup.JobInput{Name: name, Scheduled: now, Image: b.image, Nodes: nodes, Secret: o.Name, PasswordKey: redisenterprisecluster.SecretPassword}
+	in := redisbackup.JobInput{Name: name, Scheduled: now, Image: b.image, Nodes: nodes, Secret: o.Name, PasswordKey: redisenterprisecluster.SecretPassword,
+		Request: request}
 	if o.Spec.TLS != nil {
 		in.TLSSecret, in.ServerName = redisenterprisecluster.TLSSecretName(o.Name, o.Spec.TLS), redisenterprisecluster.ServiceHost(o.Name, o.Namespace)
 	}
 	ac, err := redisbackup.Job(resources.OwnerOf(o, gvk), o.Spec.Backup, in)
 	if err != nil {
-		return engine.Step{}, err
+		return engine.Step{}, "", err
 	}
 	d, err := engine.NewDesired(ac)
 	if err != nil {
-		return engine.Step{}, err
+		return engine.Step{}, "", err
 	}
 	if _, err := engine.Apply(ctx, c, d, engine.FieldOwner(redisbackup.KindName)); err != nil {
-		return engine.Step{}, fmt.Errorf("start backup job %s: %w", name, err)
+		return engine.Step{}, "", fmt.Errorf("start backup job %s: %w", name, err)
 	}
-	return engine.Step{Took: fmt.Sprintf("Started backup Job %s", name), RequeueAfter: redisRecheck,
-		Event: backup.Started()}, nil
+	took := fmt.Sprintf("Started backup Job %s", name)
+	if request != "" {
+		took += " for the backup request " + request
+	}
+	return engine.Step{Took: took, RequeueAfter: redisRecheck, Event: backup.Started()}, request, nil
 }
 
 // nextBackup is how long until o's next backup is due (see

@@ -157,7 +157,7 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			ops.remembered.forget(key)
 			ops.config.forget(key)
 		},
-		WakeOn: []string{switchover.Annotation, redisv1alpha1.ElectAnnotation},
+		WakeOn: []string{switchover.Annotation, redisv1alpha1.ElectAnnotation, redisv1alpha1.BackupNowAnnotation},
 	}
 	return engine.Phases[*redisv1alpha1.RedisEnterpriseCluster, redisPrepared, redisObservation, redisPlan, *redisStepped]{
 		Prepare: func(ctx context.Context, c engine.Clients, o *redisv1alpha1.RedisEnterpriseCluster) (redisPrepared, error) {
@@ -208,7 +208,7 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			status.RedisImageReplaced(&o.Status.Conditions, o.Generation, replaced, now)
 			if redisenterprisecluster.Hibernating(&o.Spec) && pass.Began {
 				status.RedisHibernated(&o.Status, o.Generation, runningPods(pass.Observed.nodes), report.Failure, now)
-				ops.backups.setStatus(o, &pass.Observed.backups)
+				ops.backups.setStatus(o, &pass.Observed.backups, "")
 				return
 			}
 			if s := pass.Result; s != nil {
@@ -219,7 +219,11 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 				o.Status.LastSwitchover = finishSwitchover(o.Status.LastSwitchover, o.Status.Primary, o.Status.Nodes)
 			}
 			if pass.Began {
-				ops.backups.setStatus(o, &pass.Observed.backups)
+				var handled string
+				if s := pass.Result; s != nil {
+					handled = s.backupRequest
+				}
+				ops.backups.setStatus(o, &pass.Observed.backups, handled)
 			}
 			status.RedisEnterpriseCluster(&o.Status, o.Generation, report.Step.Took, report.Step.Waiting, report.Step.Cause, report.Failure, now)
 			status.Switchover(&o.Status.Conditions, o.Status.LastSwitchover, o.Generation, now)
@@ -295,6 +299,9 @@ type redisStepped struct {
 	// growth is the step taken toward spec.persistentSpec.volumeSize
 	// (see stateful.GrowClaims); nil when none was looked at.
 	growth *resources.ClaimGrowth
+	// backupRequest is the backup request (BackupNowAnnotation) the pass
+	// handled: a backup started for it, or refused; "" when none.
+	backupRequest string
 }
 
 // persistent reports whether the nodes keep their data on claims.
@@ -552,7 +559,10 @@ func (ops *redisOps) act(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCl
 	if err != nil || !plan.backups || !s.Converged() {
 		return stepped, s, err
 	}
-	b, err := ops.backups.step(ctx, ops.client, o, gvk, &seen.backups, ops.clock.Now())
+	b, handled, err := ops.backups.step(ctx, ops.client, o, gvk, &seen.backups, ops.clock.Now())
+	if stepped != nil {
+		stepped.backupRequest = handled
+	}
 	if b.RequeueAfter == 0 || b.RequeueAfter > s.RequeueAfter {
 		b.RequeueAfter = s.RequeueAfter
 	}

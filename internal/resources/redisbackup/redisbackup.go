@@ -26,6 +26,10 @@ const (
 	// ScheduledAnnotation on a Job is when the operator started it
 	// (RFC 3339): the next backup is due an interval after.
 	ScheduledAnnotation = "app-operator/backup-scheduled-at"
+	// RequestAnnotation on a Job is the backup request
+	// (redisv1alpha1.BackupNowAnnotation) it was started for; a Job of
+	// the schedule has none.
+	RequestAnnotation = "app-operator/backup-request"
 	// RestoreContainerName is the init container that fills the first
 	// node with the backup of spec.restore.
 	RestoreContainerName = "restore"
@@ -127,6 +131,9 @@ type JobInput struct {
 	// tool connects with TLS, presents its certificate, and checks the
 	// nodes' against ServerName.
 	TLSSecret, ServerName string
+	// Request, when not empty, is the backup request the Job answers
+	// (see RequestAnnotation).
+	Request string
 }
 
 // Job is the Job that takes one backup of the cluster owner: the tool
@@ -156,10 +163,14 @@ func Job(owner resources.Owner, b *redisv1alpha1.Backup, in JobInput) (*batchv1a
 			WithSecretName(in.TLSSecret).WithDefaultMode(0o440)))
 	}
 
+	annotations := map[string]string{ScheduledAnnotation: in.Scheduled.UTC().Format(time.RFC3339)}
+	if in.Request != "" {
+		annotations[RequestAnnotation] = in.Request
+	}
 	job, _ := resources.ToolJob{
 		Name:        in.Name,
 		Labels:      resources.Labels(Selector(owner.Name)),
-		Annotations: map[string]string{ScheduledAnnotation: in.Scheduled.UTC().Format(time.RFC3339)},
+		Annotations: annotations,
 		Container: corev1ac.Container().
 			WithName(ContainerName).
 			WithImage(in.Image).
