@@ -187,6 +187,9 @@ func TestRedisAStepCancelledMidwayTakesItsClaimBack(t *testing.T) {
 	if f.obj.Status.Primary != "r-0" {
 		t.Errorf("status.primary %q after the cancelled failover, want r-0 taken back (r-2 was never promoted)", f.obj.Status.Primary)
 	}
+	if h := f.obj.Status.PrimaryHistory; len(h) != 0 {
+		t.Errorf("primaryHistory %+v after the cancelled failover, want the claimed change taken back", h)
+	}
 }
 
 // The operator alone cannot reach the primary while its replicas still
@@ -225,6 +228,23 @@ func TestRedisFailoverWaitsForTheWindow(t *testing.T) {
 	f.mustPass()
 	if f.obj.Status.Primary != "r-2" || f.roleLabel(0) != redisv1alpha1.RoleReplica {
 		t.Errorf("after the window: primary %s, r-0 labelled %s; want r-2, and r-0 a replica", f.obj.Status.Primary, f.roleLabel(0))
+	}
+	f.wantPrimaryHistory(redisv1alpha1.PrimaryChange{From: "r-0", To: "r-2", Reason: redisv1alpha1.PrimaryChangeFailover})
+}
+
+// wantPrimaryHistory checks status.primaryHistory against want, newest
+// first, each change made at the fixture's clock's time or before.
+func (f *redisFixture) wantPrimaryHistory(want ...redisv1alpha1.PrimaryChange) {
+	f.t.Helper()
+	got := f.obj.Status.PrimaryHistory
+	if len(got) != len(want) {
+		f.t.Fatalf("primaryHistory %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].From != want[i].From || got[i].To != want[i].To || got[i].Reason != want[i].Reason ||
+			got[i].Time.IsZero() || got[i].Time.After(f.clock.Now()) {
+			f.t.Errorf("primaryHistory[%d] %+v, want %s -> %s (%s) at a time no later than %s", i, got[i], want[i].From, want[i].To, want[i].Reason, f.clock.Now())
+		}
 	}
 }
 
@@ -450,6 +470,7 @@ func TestRedisRollingUpdateHandsThePrimaryOverBeforeItsPodGoes(t *testing.T) {
 	if got := f.redis.Nodes[nodeAddr(0)].Info; got.Primary || got.PrimaryHost != podIP(1) {
 		t.Fatalf("r-0 after the handover: primary %v, following %q; want a replica of %s", got.Primary, got.PrimaryHost, podIP(1))
 	}
+	f.wantPrimaryHistory(redisv1alpha1.PrimaryChange{From: "r-0", To: "r-1", Reason: redisv1alpha1.PrimaryChangeHandover})
 
 	// The new primary hears from both replicas.
 	f.redis.Nodes[nodeAddr(1)].Info.ReplicaLag = map[string]time.Duration{podIP(0): 0, podIP(2): 0}
@@ -697,11 +718,16 @@ func TestRedisHandoverWhoseNewPrimaryDoesNotCatchUpInTimeKeepsTheOldPrimary(t *t
 		t.Errorf("conditions %+v, want one saying the new primary did not catch up in time", f.obj.Status.Conditions)
 	}
 
+	if h := f.obj.Status.PrimaryHistory; len(h) != 0 {
+		t.Errorf("primaryHistory %+v after the handover that did not take place, want none", h)
+	}
+
 	late.CatchesUpAfter = 0
 	f.mustPass()
 	if f.obj.Status.Primary != "r-1" || len(f.redis.CallsMatching("failover")) != 2 {
 		t.Errorf("once r-1 keeps up: primary %s, calls %v; want r-1 after a second failover", f.obj.Status.Primary, f.redis.Calls)
 	}
+	f.wantPrimaryHistory(redisv1alpha1.PrimaryChange{From: "r-0", To: "r-1", Reason: redisv1alpha1.PrimaryChangeHandover})
 }
 
 // A cluster on its way to TLS hands its primary over last, to a replica

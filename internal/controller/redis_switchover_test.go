@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/api/switchover"
 	"github.com/app-operator/app-operator/internal/controller"
 )
@@ -91,6 +92,8 @@ func TestRedisSwitchoverOnDemandHandsOverOnce(t *testing.T) {
 	if f.obj.Status.Primary != "r-0" || f.obj.Status.LastSwitchover.Request != "r-0/2" {
 		t.Errorf("primary %s, lastSwitchover %+v after r-0/2", f.obj.Status.Primary, f.obj.Status.LastSwitchover)
 	}
+	f.wantPrimaryHistory(redisv1alpha1.PrimaryChange{From: "r-2", To: "r-0", Reason: redisv1alpha1.PrimaryChangeSwitchover},
+		redisv1alpha1.PrimaryChange{From: "r-0", To: "r-2", Reason: redisv1alpha1.PrimaryChangeSwitchover})
 }
 
 // A request for a replica that is behind, for the primary itself, or for

@@ -315,6 +315,19 @@ type NodeStatus struct {
 // keeps.
 const MaxPrimaryHistory = 10
 
+// The reasons of a PrimaryChange.
+const (
+	// PrimaryChangeFailover: the primary was lost, and another node
+	// promoted.
+	PrimaryChangeFailover = "Failover"
+	// PrimaryChangeSwitchover: asked for by the app-operator/switchover
+	// annotation.
+	PrimaryChangeSwitchover = "Switchover"
+	// PrimaryChangeHandover: the operator moved the primary to restart or
+	// update its pod, or off a node being drained or scaled away.
+	PrimaryChangeHandover = "Handover"
+)
+
 // PrimaryChange is one change of the cluster's primary.
 type PrimaryChange struct {
 	// From is the node that was the primary.

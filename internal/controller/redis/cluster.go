@@ -589,7 +589,7 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 		if d.Switchover {
 			claimed = answered
 		}
-		if err := ops.claim(ctx, o, cmp.Or(d.Primary, previous), "Taking the step: "+d.Message, claimed); err != nil {
+		if err := ops.claim(ctx, o, cmp.Or(d.Primary, previous), d.ChangeReason(), "Taking the step: "+d.Message, claimed); err != nil {
 			return nil, engine.Step{}, fmt.Errorf("claim the step %s %s: %w", d.Action, d.Target, err)
 		}
 		if made, err := ops.change(ctx, o, previous, d, nodes, seen.redis); err != nil {
@@ -615,7 +615,7 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 					failed = ptr.To(*claimed)
 					failed.Outcome, failed.Message = switchover.Failed, fmt.Sprintf("The primary stays %s: %v", previous, err)
 				}
-				undo := ops.claim(undoCtx, o, previous, "The step failed: "+err.Error(), failed)
+				undo := ops.claim(undoCtx, o, previous, "", "The step failed: "+err.Error(), failed)
 				if undo != nil {
 					err = errors.Join(err, fmt.Errorf("restore the recorded primary %s: %w", previous, undo))
 				}
@@ -659,16 +659,21 @@ func (ops *redisOps) take(ctx context.Context, o *redisv1alpha1.RedisEnterpriseC
 // primary that the nodes' roles it lists do not show yet.
 //
 // A claim also records last, when it is not nil, as the switchover request
-// handled.
-func (ops *redisOps) claim(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, primary, message string, last *switchover.Status) error {
+// handled. A claim that changes the primary is the one place that records
+// it in status.primaryHistory, with reason (see
+// redisenterprisecluster.Decision.ChangeReason); an empty reason takes the
+// change back (status.RedisPrimaryHistory): a step that failed.
+func (ops *redisOps) claim(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCluster, primary, reason, message string, last *switchover.Status) error {
 	claimed := o.DeepCopy()
 	claimed.Status.Primary = primary
 	if last != nil {
 		claimed.Status.LastSwitchover = last
 	}
 	if primary != o.Status.Primary {
+		now := metav1.NewTime(ops.clock.Now())
 		claimed.Status.State = redisv1alpha1.StateInitializing
-		status.RedisEnterpriseCluster(&claimed.Status, o.Generation, "", message, "", nil, metav1.NewTime(ops.clock.Now()))
+		claimed.Status.PrimaryHistory = status.RedisPrimaryHistory(o.Status.PrimaryHistory, o.Status.Primary, primary, reason, now)
+		status.RedisEnterpriseCluster(&claimed.Status, o.Generation, "", message, "", nil, now)
 	}
 	if err := ops.client.Status().Patch(ctx, claimed, client.MergeFromWithOptions(o, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err

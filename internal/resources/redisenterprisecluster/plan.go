@@ -179,6 +179,20 @@ type Decision struct {
 	State redisv1alpha1.ClusterState
 }
 
+// ChangeReason is why the step d moves the primary, for
+// status.primaryHistory: Switchover for the handover a switchover request
+// asked for, Handover for another, Failover for any other step (a
+// promotion after the primary was lost).
+func (d Decision) ChangeReason() string {
+	switch {
+	case d.Action == Handover && d.Switchover:
+		return redisv1alpha1.PrimaryChangeSwitchover
+	case d.Action == Handover:
+		return redisv1alpha1.PrimaryChangeHandover
+	}
+	return redisv1alpha1.PrimaryChangeFailover
+}
+
 // Observation is what the planner decides from.
 type Observation struct {
 	// Want is the number of nodes the spec asks for.

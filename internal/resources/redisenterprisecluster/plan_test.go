@@ -802,3 +802,23 @@ func FuzzPlan(f *testing.F) {
 		}
 	})
 }
+
+func TestChangeReason(t *testing.T) {
+	tests := []struct {
+		name string
+		d    Decision
+		want string
+	}{
+		{"a failover", Decision{Action: Failover}, redisv1alpha1.PrimaryChangeFailover},
+		{"the lost primary promoted again", Decision{Action: Promote}, redisv1alpha1.PrimaryChangeFailover},
+		{"a handover to roll the primary's pod", Decision{Action: Handover}, redisv1alpha1.PrimaryChangeHandover},
+		{"the handover a switchover asked for", Decision{Action: Handover, Switchover: true}, redisv1alpha1.PrimaryChangeSwitchover},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.d.ChangeReason(); got != tt.want {
+				t.Errorf("ChangeReason() = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
