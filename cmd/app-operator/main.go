@@ -120,7 +120,7 @@ func main() {
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0",
 		"Address the Go profiler (net/http/pprof) binds to, e.g. 127.0.0.1:6060; 0 disables it. For benchmarks and debugging only. Heap profiles hold samples only when GODEBUG sets memprofilerate (e.g. GODEBUG=memprofilerate=524288, Go's default).")
 	flag.StringVar(&snapshotImage, "snapshot-image", cmp.Or(os.Getenv("SNAPSHOT_IMAGE"), backup.DefaultSnapshotImage),
-		"The image of the snapshot tools (/etcd-snapshot, /redis-snapshot) that backup Jobs and restores run: the operator's own image, which carries them (default: $SNAPSHOT_IMAGE).")
+		"The image of the snapshot tools (/etcd-snapshot, /redis-snapshot) that backup Jobs and restores run, and of the RedisEnterpriseCluster consoles (/redis-console): the operator's own image, which carries them (default: $SNAPSHOT_IMAGE).")
 	flag.StringVar(&redisImage, "redis-image", cmp.Or(os.Getenv("REDIS_IMAGE"), redisenterprisecluster.DefaultImage),
 		"The open-source Redis image a RedisEnterpriseCluster's nodes run when its spec leaves the default image or names Redis Enterprise's (redislabs/redis), e.g. a private registry's mirror of redis:7.0.15 (default: $REDIS_IMAGE).")
 	zapOpts := zap.Options{}

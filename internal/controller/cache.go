@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -50,6 +51,9 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&corev1.Service{}:        managed,
 		&corev1.ServiceAccount{}: managed,
 		&corev1.ConfigMap{}:      managed,
+		// The Roles and RoleBindings of the RedisEnterpriseCluster consoles.
+		&rbacv1.Role{}:        managed,
+		&rbacv1.RoleBinding{}: managed,
 		// Only the claims of the operator's StatefulSets.
 		&corev1.PersistentVolumeClaim{}:          managed,
 		&autoscalingv2.HorizontalPodAutoscaler{}: managed,

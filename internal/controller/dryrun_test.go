@@ -157,7 +157,8 @@ var envVarName = regexp.MustCompile(`^[ -<>-~]+$`)
 // with, and the API server refuses the CRD (its estimated cost exceeds the
 // budget many times over).
 //
-// A RedisEnterpriseCluster's requests and limits are compared only when
+// A RedisEnterpriseCluster's requests and limits (its nodes', its
+// console's) are compared only when
 // the cluster is reconciled: the operator reports a request above its
 // limit (or a value that is no quantity) with reason InvalidSpec, and the
 // builder refuses it. So is spec.hibernate with persistence present but
@@ -173,6 +174,9 @@ func knownGap(obj client.Object) string {
 	case *redislabsv1alpha1.RedisEnterpriseCluster:
 		if _, err := redisenterprisecluster.Resources(o.Spec.RedisEnterpriseNodeResources); err != nil {
 			return "spec.redisEnterpriseNodeResources: a request above its limit, or no quantity, is refused on reconcile (InvalidSpec)"
+		}
+		if _, err := redisenterprisecluster.ConsoleResources(&o.Spec); err != nil {
+			return "spec.console.resources: a request above its limit, or no quantity, is refused on reconcile (InvalidSpec)"
 		}
 		if o.Spec.Hibernate && !redisenterprisecluster.Persistent(&o.Spec) {
 			return "spec.hibernate without spec.persistentSpec.enabled true is refused on reconcile (InvalidSpec): admission cannot read a bool-or-string"

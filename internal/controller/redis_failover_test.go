@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -849,8 +850,8 @@ func TestRedisStatusNeverSaysReadyBesideAPrimaryItsNodesDoNotShow(t *testing.T) 
 }
 
 // A `<name>-ui` Service applied by an earlier version of the operator,
-// which forwarded the primary's Redis port, loses its selector and that
-// port at the next pass: it serves nothing.
+// which forwarded the primary's Redis port, loses that selector and that
+// port at the next pass: it serves the console alone.
 func TestRedisUIServiceOfAnEarlierVersionStopsServingRedis(t *testing.T) {
 	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{
 		0: primaryOf(100), 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true),
@@ -871,7 +872,9 @@ func TestRedisUIServiceOfAnEarlierVersionStopsServingRedis(t *testing.T) {
 	}
 	f.mustPass()
 	get(t, ui)
-	if ui.Spec.Type != corev1.ServiceTypeLoadBalancer || ui.Spec.Selector != nil || len(ui.Spec.Ports) != 1 || ui.Spec.Ports[0].Port != redisenterprisecluster.UIPort {
-		t.Errorf("ui Service after a pass: %s, selector %v, ports %+v; want a LoadBalancer with no selector and only port %d", ui.Spec.Type, ui.Spec.Selector, ui.Spec.Ports, redisenterprisecluster.UIPort)
+	if ui.Spec.Type != corev1.ServiceTypeLoadBalancer || !maps.Equal(ui.Spec.Selector, redisenterprisecluster.ConsoleSelector("r")) ||
+		len(ui.Spec.Ports) != 2 || ui.Spec.Ports[0].Port != redisenterprisecluster.UIPort || ui.Spec.Ports[1].Port != redisenterprisecluster.APIPort {
+		t.Errorf("ui Service after a pass: %s, selector %v, ports %+v; want a LoadBalancer selecting the console, with ports %d and %d only",
+			ui.Spec.Type, ui.Spec.Selector, ui.Spec.Ports, redisenterprisecluster.UIPort, redisenterprisecluster.APIPort)
 	}
 }

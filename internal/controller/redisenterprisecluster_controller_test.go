@@ -14,6 +14,7 @@ import (
 
 	"github.com/app-operator/app-operator/api/conditions"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
 )
@@ -60,9 +61,10 @@ func TestRedisEnterpriseClusterSampleCreatesChildren(t *testing.T) {
 			t.Errorf("role file of node %d: %q, want one that follows no primary", i, role)
 		}
 	}
-	// The sample's LoadBalancer ui Service selects nothing: it must not
-	// publish the primary's port.
-	if uiSvc.Spec.Type != corev1.ServiceTypeLoadBalancer || uiSvc.Spec.Selector != nil || len(uiSvc.Spec.Ports) != 1 || uiSvc.Spec.Ports[0].Port != redisenterprisecluster.UIPort ||
+	// The sample's LoadBalancer ui Service selects the console, never a
+	// node: it must not publish the primary's port.
+	if uiSvc.Spec.Type != corev1.ServiceTypeLoadBalancer || uiSvc.Spec.Selector[resources.LabelName] != redisenterprisecluster.ConsoleKindName ||
+		len(uiSvc.Spec.Ports) != 2 || uiSvc.Spec.Ports[0].Port != redisenterprisecluster.UIPort || uiSvc.Spec.Ports[1].Port != redisenterprisecluster.APIPort ||
 		primarySvc.Spec.Selector[redisenterprisecluster.RoleLabel] != redisv1alpha1.RolePrimary || nodesSvc.Spec.ClusterIP != corev1.ClusterIPNone {
 		t.Errorf("Services: ui %s %v %+v, primary %v, nodes %s", uiSvc.Spec.Type, uiSvc.Spec.Selector, uiSvc.Spec.Ports, primarySvc.Spec.Selector, nodesSvc.Spec.ClusterIP)
 	}

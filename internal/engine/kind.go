@@ -36,6 +36,10 @@ type Kind[T Object] struct {
 	New func() T
 	// Owns lists the child types. The controller watches them.
 	Owns []client.Object
+	// NoRolloutWait: the status reports no child Deployment's rollout (a
+	// data service's console), so its write never waits for the
+	// Deployment controller to observe one (see rolloutWait).
+	NoRolloutWait bool
 	// Prunes lists the owned types of the children the kind may stop
 	// wanting (an HPA once autoscaling is off): a pass deletes a child of
 	// these types that the resource controls but no longer wants. The

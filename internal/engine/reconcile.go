@@ -279,7 +279,7 @@ func (r *Reconciler[T]) writeStatus(ctx context.Context, before, obj T, data dat
 	if equality.Semantic.DeepEqual(before, obj) {
 		return out.result, out.err
 	}
-	if !out.stopped() {
+	if !out.stopped() && !r.kind.NoRolloutWait {
 		if wait := r.rollouts.Remaining(client.ObjectKeyFromObject(obj), pass.Children); wait > 0 {
 			// The Deployment controller's update wakes the next pass; the
 			// requeue is for when it does not come.

@@ -20,6 +20,16 @@ func ToolSecurity() *corev1ac.SecurityContextApplyConfiguration {
 		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
 }
 
+// ToolPodSecurity is the security context of a pod of the operator's
+// image (a backup tool's, the console's): it runs as nobody, with the
+// runtime's default seccomp profile.
+func ToolPodSecurity() *corev1ac.PodSecurityContextApplyConfiguration {
+	return corev1ac.PodSecurityContext().
+		WithRunAsNonRoot(true).
+		WithRunAsUser(toolUserID).WithRunAsGroup(toolUserID).WithFSGroup(toolUserID).
+		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+}
+
 // ToolJob describes a Job that runs a backup tool's container once: the
 // tool writes what it did as its termination message, a failure it knows
 // is permanent (its exit code PermanentExit) fails the Job at once, and
@@ -49,10 +59,7 @@ func (j ToolJob) Build(owner Owner) (*batchv1ac.JobApplyConfiguration, *corev1ac
 	pod := corev1ac.PodSpec().
 		WithRestartPolicy(corev1.RestartPolicyNever).
 		WithAutomountServiceAccountToken(false).
-		WithSecurityContext(corev1ac.PodSecurityContext().
-			WithRunAsNonRoot(true).
-			WithRunAsUser(toolUserID).WithRunAsGroup(toolUserID).WithFSGroup(toolUserID).
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithSecurityContext(ToolPodSecurity()).
 		WithContainers(j.Container).
 		WithVolumes(j.Volumes...)
 	job := batchv1ac.Job(j.Name, owner.Namespace).

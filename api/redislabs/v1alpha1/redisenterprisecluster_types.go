@@ -56,14 +56,20 @@ type RedisEnterpriseClusterSpec struct {
 	// +optional
 	PersistentSpec *PersistentSpec `json:"persistentSpec,omitempty"`
 
-	// UIServiceType is the type of the `<name>-ui` Service. Open-source
-	// Redis has no web UI: the Service selects no pod and serves nothing
-	// (port 8443, `ui`, kept for a console); clients reach Redis through
-	// the ClusterIP Service `<name>`.
+	// UIServiceType is the type of the `<name>-ui` Service, which serves
+	// the cluster's console (spec.console): a web console on port 8443
+	// (`ui`) and a REST API on 9443 (`api`), both over TLS. Clients reach
+	// Redis through the ClusterIP Service `<name>`.
 	// +optional
 	// +kubebuilder:default=ClusterIP
 	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
 	UIServiceType corev1.ServiceType `json:"uiServiceType,omitempty"`
+
+	// Console is the cluster's web console and REST API, served on the
+	// `<name>-ui` Service by a Deployment of the operator's image that may
+	// read this cluster only. On unless turned off.
+	// +optional
+	Console *Console `json:"console,omitempty"`
 
 	// Username is the Redis user the cluster's Secret names, with a
 	// password the operator generates once. It may log in with AUTH
@@ -215,6 +221,20 @@ func (f *Flag) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	return fmt.Errorf("a flag is true or false, or the string 'true' or 'false': %q", s)
+}
+
+// Console is the console of a RedisEnterpriseCluster.
+type Console struct {
+	// Enabled runs the console; false deletes it (its Deployment, service
+	// account, Role and RoleBinding). Default true.
+	// +optional
+	// +kubebuilder:default=true
+	Enabled *bool `json:"enabled,omitempty"`
+	// Resources are the console container's limits and requests, in
+	// place of the defaults (requests of 10m CPU and 32Mi memory, a
+	// memory limit of 64Mi).
+	// +optional
+	Resources *NodeResources `json:"resources,omitempty"`
 }
 
 // NodeResources are a Redis container's requests and limits. A value is a

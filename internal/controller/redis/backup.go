@@ -90,23 +90,37 @@ func (b *redisBackups) observe(ctx context.Context, c client.Reader, o *redisv1a
 	return seen, nil
 }
 
+// handledRequest is the backup request a pass answered: its ID ("" when
+// none), and when the Job started for it (zero when it was refused).
+type handledRequest struct {
+	id      string
+	started time.Time
+}
+
 // setStatus sets status.backupInfo from what the pass read, and the
 // gauge of the last backup's time. handled is the backup request the
-// pass answered ("" when none): it, or the request a Job read was
-// started for, is recorded as the last one.
-func (b *redisBackups) setStatus(o *redisv1alpha1.RedisEnterpriseCluster, seen *redisBackupsSeen, handled string) {
+// pass answered: it, or the request a Job read was started for, is
+// recorded as the last one, and a Job the pass started is the last
+// backup, Running, in the same write: a status that names a request
+// describes its backup or a later one.
+func (b *redisBackups) setStatus(o *redisv1alpha1.RedisEnterpriseCluster, seen *redisBackupsSeen, handled handledRequest) {
 	info := o.Status.BackupInfo
-	if request := o.Annotations[redisv1alpha1.BackupNowAnnotation]; handled == "" && request != "" && seen.startedFor(request) {
-		handled = request
+	if request := o.Annotations[redisv1alpha1.BackupNowAnnotation]; handled.id == "" && request != "" && seen.startedFor(request) {
+		handled.id = request
 	}
-	if handled != "" {
+	if handled.id != "" {
 		info = info.DeepCopy()
 		if info == nil {
 			info = &redisv1alpha1.BackupInfo{}
 		}
-		info.LastRequest = handled
+		info.LastRequest = handled.id
 	}
 	o.Status.BackupInfo = status.RedisBackupInfo(info, o.Spec.Backup, seen.runs)
+	if info := o.Status.BackupInfo; info != nil && !handled.started.IsZero() {
+		// As the next pass reads it from the Job (ScheduledAnnotation).
+		started := metav1.NewTime(handled.started.UTC().Truncate(time.Second))
+		info.LastScheduleTime, info.BackupStatus = &started, redisv1alpha1.BackupStatusRunning
+	}
 	if info := o.Status.BackupInfo; info != nil {
 		b.gauges.Record(client.ObjectKeyFromObject(o), info.LastBackupTime)
 	}
@@ -116,28 +130,28 @@ func (b *redisBackups) setStatus(o *redisv1alpha1.RedisEnterpriseCluster, seen *
 // backup ended, and starts the next when it is due or asked for (the
 // BackupNowAnnotation, once the backup that runs, if any, has ended). It
 // returns the step taken (none: a zero Step), when to look again, and the
-// backup request it handled ("" when none): started, or refused without
-// spec.backup (a BackupRefused event says so).
-func (b *redisBackups) step(ctx context.Context, c client.Client, o *redisv1alpha1.RedisEnterpriseCluster, gvk schema.GroupVersionKind, seen *redisBackupsSeen, now time.Time) (engine.Step, string, error) {
+// backup request it handled (none when its id is ""): started, or refused
+// without spec.backup (a BackupRefused event says so).
+func (b *redisBackups) step(ctx context.Context, c client.Client, o *redisv1alpha1.RedisEnterpriseCluster, gvk schema.GroupVersionKind, seen *redisBackupsSeen, now time.Time) (engine.Step, handledRequest, error) {
 	if err := backup.PruneJobs(ctx, c, seen.jobs, func(i int) bool { return seen.runs[i].Done }); err != nil {
-		return engine.Step{}, "", err
+		return engine.Step{}, handledRequest{}, err
 	}
 	request := pendingRequest(o, seen)
 	if o.Spec.Backup == nil {
 		if request == "" {
-			return engine.Step{}, "", nil
+			return engine.Step{}, handledRequest{}, nil
 		}
 		return engine.Step{Notices: []engine.Notice{{Type: corev1.EventTypeWarning, Reason: redisv1alpha1.EventBackupRefused, Action: backup.Action,
-			Message: fmt.Sprintf("Backup request %s refused: the cluster has no spec.backup to say where a backup goes", request)}}}, request, nil
+			Message: fmt.Sprintf("Backup request %s refused: the cluster has no spec.backup to say where a backup goes", request)}}}, handledRequest{id: request}, nil
 	}
 	if len(seen.runs) > 0 && !seen.runs[0].Done {
-		return engine.Step{RequeueAfter: redisRecheck}, "", nil
+		return engine.Step{RequeueAfter: redisRecheck}, handledRequest{}, nil
 	}
 	if ev := redisBackupEnded(o, seen.runs); ev != nil {
-		return engine.Step{Took: ev.Note, Event: &ev.StepEvent, RequeueAfter: redisStepInterval}, "", nil
+		return engine.Step{Took: ev.Note, Event: &ev.StepEvent, RequeueAfter: redisStepInterval}, handledRequest{}, nil
 	}
 	if wait := nextBackup(o, seen.runs, now); wait > 0 && request == "" {
-		return engine.Step{RequeueAfter: min(wait, redisRecheck)}, "", nil
+		return engine.Step{RequeueAfter: min(wait, redisRecheck)}, handledRequest{}, nil
 	}
 	name := redisbackup.JobName(o.Name, now)
 	nodes := make([]string, 0, redisenterprisecluster.Nodes(&o.Spec))
@@ -151,20 +165,24 @@ func (b *redisBackups) step(ctx context.Context, c client.Client, o *redisv1alph
 	}
 	ac, err := redisbackup.Job(resources.OwnerOf(o, gvk), o.Spec.Backup, in)
 	if err != nil {
-		return engine.Step{}, "", err
+		return engine.Step{}, handledRequest{}, err
 	}
 	d, err := engine.NewDesired(ac)
 	if err != nil {
-		return engine.Step{}, "", err
+		return engine.Step{}, handledRequest{}, err
 	}
 	if _, err := engine.Apply(ctx, c, d, engine.FieldOwner(redisbackup.KindName)); err != nil {
-		return engine.Step{}, "", fmt.Errorf("start backup job %s: %w", name, err)
+		return engine.Step{}, handledRequest{}, fmt.Errorf("start backup job %s: %w", name, err)
 	}
 	took := fmt.Sprintf("Started backup Job %s", name)
 	if request != "" {
 		took += " for the backup request " + request
 	}
-	return engine.Step{Took: took, RequeueAfter: redisRecheck, Event: backup.Started()}, request, nil
+	handled := handledRequest{started: now}
+	if request != "" {
+		handled.id = request
+	}
+	return engine.Step{Took: took, RequeueAfter: redisRecheck, Event: backup.Started()}, handled, nil
 }
 
 // nextBackup is how long until o's next backup is due (see

@@ -17,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,6 +56,14 @@ import (
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
 // The role labels and the rolling update, pod by pod.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch;delete
+// The console (spec.console): its Deployment, and the service account,
+// Role and RoleBinding that let it read its own cluster. The operator may
+// grant only what it holds: get and patch on the cluster (the console
+// sets its annotations), get on its Secrets.
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=app.redislabs.com,resources=redisenterpriseclusters,verbs=patch
 
 const (
 	// undoTimeout bounds the write that takes back a step's claim after
@@ -144,7 +153,13 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 		GVK:  gvk,
 		New:  func() *redisv1alpha1.RedisEnterpriseCluster { return &redisv1alpha1.RedisEnterpriseCluster{} },
 		Owns: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}, &appsv1.StatefulSet{},
-			&policyv1.PodDisruptionBudget{}, &batchv1.Job{}},
+			&policyv1.PodDisruptionBudget{}, &batchv1.Job{},
+			&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &appsv1.Deployment{}},
+		// The status says nothing of the console's Deployment: the nodes'
+		// roles are written at once.
+		NoRolloutWait: true,
+		// The console's, deleted when spec.console turns it off.
+		Prunes: []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &appsv1.Deployment{}},
 		Watch: func(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
 			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(engine.PodOwner(redisenterprisecluster.KindName)),
 				builder.WithPredicates(redisPodChanges())).
@@ -173,7 +188,7 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			if f := pass.Prepared.tlsFailure; f != nil {
 				return nil, f
 			}
-			input := redisenterprisecluster.Input{Primary: o.Status.Primary, SnapshotImage: ops.backups.image, OpenSourceImage: ops.image}
+			input := redisenterprisecluster.Input{Primary: o.Status.Primary, SnapshotImage: ops.backups.image, ConsoleImage: ops.backups.image, OpenSourceImage: ops.image}
 			if pass.Began {
 				input.ClaimSize = resources.TemplateClaimSize(pass.Observed.sts, redisenterprisecluster.DataVolume)
 				input.Password = string(pass.Prepared.secret.Data[redisenterprisecluster.SecretPassword])
@@ -208,7 +223,7 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			status.RedisImageReplaced(&o.Status.Conditions, o.Generation, replaced, now)
 			if redisenterprisecluster.Hibernating(&o.Spec) && pass.Began {
 				status.RedisHibernated(&o.Status, o.Generation, runningPods(pass.Observed.nodes), report.Failure, now)
-				ops.backups.setStatus(o, &pass.Observed.backups, "")
+				ops.backups.setStatus(o, &pass.Observed.backups, handledRequest{})
 				return
 			}
 			if s := pass.Result; s != nil {
@@ -219,7 +234,7 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 				o.Status.LastSwitchover = finishSwitchover(o.Status.LastSwitchover, o.Status.Primary, o.Status.Nodes)
 			}
 			if pass.Began {
-				var handled string
+				var handled handledRequest
 				if s := pass.Result; s != nil {
 					handled = s.backupRequest
 				}
@@ -299,9 +314,10 @@ type redisStepped struct {
 	// growth is the step taken toward spec.persistentSpec.volumeSize
 	// (see stateful.GrowClaims); nil when none was looked at.
 	growth *resources.ClaimGrowth
-	// backupRequest is the backup request (BackupNowAnnotation) the pass
-	// handled: a backup started for it, or refused; "" when none.
-	backupRequest string
+	// backupRequest is the backup the pass started, and the request
+	// (BackupNowAnnotation) it handled: a backup started for it, or
+	// refused.
+	backupRequest handledRequest
 }
 
 // persistent reports whether the nodes keep their data on claims.
@@ -368,6 +384,7 @@ func (ops *redisOps) prepare(ctx context.Context, o *redisv1alpha1.RedisEnterpri
 		ops.remembered.keep(o, string(s.Data[redisenterprisecluster.SecretPassword]), nil)
 	}
 	if o.Spec.TLS == nil {
+		ops.consoleCertificate(ctx, o, gvk)
 		return prepared, nil
 	}
 	prepared.tls, err = ops.prepareTLS(ctx, o, gvk)

@@ -23,8 +23,10 @@ type Options struct {
 	// not ready, or Redis silent), with no replica still streaming from
 	// it, before a replica replaces it; DefaultFailoverAfter when zero.
 	FailoverAfter time.Duration
-	// SnapshotImage is the image of the snapshot tool the backup Jobs
-	// run; backup.DefaultSnapshotImage when empty.
+	// SnapshotImage is the operator's own image: that of the snapshot
+	// tool the backup Jobs run, and of the console
+	// (redisenterprisecluster.ConsoleCommand); backup.DefaultSnapshotImage
+	// when empty.
 	SnapshotImage string
 	// Image is the open-source Redis image the nodes run when their spec
 	// names Redis Enterprise's image or leaves the default

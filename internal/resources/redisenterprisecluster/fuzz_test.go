@@ -48,8 +48,12 @@ func FuzzBuild(f *testing.F) {
 			if !strings.HasPrefix(*svc.Name, r.Name) || len(svc.OwnerReferences) != 1 || *svc.OwnerReferences[0].UID != "uid-1" {
 				t.Fatalf("Service %s: name or owner %+v", *svc.Name, svc.OwnerReferences)
 			}
+			pods := template
+			if svc == children.UIService && children.Console != nil {
+				pods = children.Console.Deployment.Spec.Template.Labels
+			}
 			for k, v := range svc.Spec.Selector {
-				if k != RoleLabel && template[k] != v {
+				if k != RoleLabel && pods[k] != v {
 					t.Fatalf("Service %s selects %s=%s, which the pods lack", *svc.Name, k, v)
 				}
 			}

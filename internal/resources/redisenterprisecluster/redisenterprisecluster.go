@@ -46,8 +46,8 @@ const (
 	// on the primary's, RoleReplica on the others. The `<name>` Service
 	// selects the pod labelled primary.
 	RoleLabel = "app-operator/redis-role"
-	// UIPortName and UIPort are the port of the `<name>-ui` Service, where
-	// a console would be served.
+	// UIPortName and UIPort are the web console's port, on its container
+	// and the `<name>-ui` Service.
 	UIPortName = "ui"
 	UIPort     = 8443
 	// SecretUsername and SecretPassword are the keys of the Secret.
@@ -102,11 +102,18 @@ type Children struct {
 	// replicas and of the primary.
 	ReplicasBudget *policyv1ac.PodDisruptionBudgetApplyConfiguration
 	PrimaryBudget  *policyv1ac.PodDisruptionBudgetApplyConfiguration
+	// Console is the console's objects; nil when spec.console turns it
+	// off.
+	Console *ConsoleChildren
 }
 
 // Objects returns the children in the order they are applied.
 func (c Children) Objects() []runtime.ApplyConfiguration {
-	return []runtime.ApplyConfiguration{c.Secret, c.ConfigMap, c.NodesService, c.PrimaryService, c.UIService, c.StatefulSet, c.ReplicasBudget, c.PrimaryBudget}
+	objects := []runtime.ApplyConfiguration{c.Secret, c.ConfigMap, c.NodesService, c.PrimaryService, c.UIService, c.StatefulSet, c.ReplicasBudget, c.PrimaryBudget}
+	if c.Console != nil {
+		objects = append(objects, c.Console.Objects()...)
+	}
+	return objects
 }
 
 // Names of the children.
@@ -142,8 +149,8 @@ func TLSHosts(name, namespace string) []string {
 // NodesServiceName is the headless Service that names every node.
 func NodesServiceName(name string) string { return name + "-nodes" }
 
-// UIServiceName is the Service of spec.uiServiceType, which serves nothing
-// (see uiService).
+// UIServiceName is the Service of spec.uiServiceType, which serves the
+// console (see uiService).
 func UIServiceName(name string) string { return name + "-ui" }
 
 // PrimaryBudgetName is the PodDisruptionBudget of the primary's pod; the
@@ -222,6 +229,9 @@ type Input struct {
 	// at a reload (see Trust), kept in the ConfigMap under TrustKey; empty
 	// without a cluster (a preview).
 	TLSTrust []byte
+	// ConsoleImage is the operator's own image, which the console runs
+	// (ConsoleCommand); DefaultSnapshotImage when empty (a preview).
+	ConsoleImage string
 	// ClaimSize is the size the live StatefulSet's claim template asks for
 	// (resources.TemplateClaimSize), which the StatefulSet keeps: its
 	// volumeClaimTemplates cannot change, and a larger
@@ -258,12 +268,21 @@ func Build(owner resources.Owner, spec *redisv1alpha1.RedisEnterpriseClusterSpec
 	// The pod template's hash covers redis.conf but the parameters Redis
 	// takes at run time: a change of those alone rolls no pod.
 	conf := Config(res, spec.TLS != nil) + restart
+	var console *ConsoleChildren
+	if ConsoleEnabled(spec) {
+		c, err := BuildConsole(owner, spec, cmp.Or(in.ConsoleImage, DefaultSnapshotImage))
+		if err != nil {
+			return Children{}, err
+		}
+		console = &c
+	}
 	return Children{
 		Secret:         secret(owner, spec, in, labels),
 		ConfigMap:      configMap(owner, spec, in, conf+live, labels),
 		NodesService:   nodesService(owner, selector, labels),
 		PrimaryService: primaryService(owner, selector, labels),
 		UIService:      uiService(owner, cmp.Or(spec.UIServiceType, corev1.ServiceTypeClusterIP), labels),
+		Console:        console,
 		StatefulSet:    statefulSet(owner, spec, replicas(owner.Name, spec, in.Primary), res, conf, in.OpenSourceImage, cmp.Or(in.SnapshotImage, DefaultSnapshotImage), in.ClaimSize, selector, labels),
 		ReplicasBudget: replicasBudget(owner, Nodes(spec), selector, labels),
 		PrimaryBudget:  primaryBudget(owner, selector, labels),
@@ -293,6 +312,11 @@ func Quantity(v redisv1alpha1.Quantity) (resource.Quantity, error) {
 
 // Resources returns the container's resources, each value normalised.
 func Resources(r *redisv1alpha1.NodeResources) (corev1.ResourceRequirements, error) {
+	return resourcesOf("spec.redisEnterpriseNodeResources", r)
+}
+
+// resourcesOf is Resources of r, the field path.
+func resourcesOf(path string, r *redisv1alpha1.NodeResources) (corev1.ResourceRequirements, error) {
 	var out corev1.ResourceRequirements
 	if r == nil {
 		return out, nil
@@ -305,7 +329,7 @@ func Resources(r *redisv1alpha1.NodeResources) (corev1.ResourceRequirements, err
 		for name, v := range in {
 			q, err := Quantity(v)
 			if err != nil {
-				return nil, fmt.Errorf("spec.redisEnterpriseNodeResources.%s.%s: %w", field, name, err)
+				return nil, fmt.Errorf("%s.%s.%s: %w", path, field, name, err)
 			}
 			list[name] = q
 		}
@@ -320,8 +344,8 @@ func Resources(r *redisv1alpha1.NodeResources) (corev1.ResourceRequirements, err
 	}
 	for name, req := range out.Requests {
 		if lim, ok := out.Limits[name]; ok && req.Cmp(lim) > 0 {
-			return out, fmt.Errorf("spec.redisEnterpriseNodeResources.requests.%s (%s) must not exceed spec.redisEnterpriseNodeResources.limits.%s (%s)",
-				name, req.String(), name, lim.String())
+			return out, fmt.Errorf("%s.requests.%s (%s) must not exceed %s.limits.%s (%s)",
+				path, name, req.String(), path, name, lim.String())
 		}
 	}
 	return out, nil
@@ -624,8 +648,8 @@ func primaryService(owner resources.Owner, selector, labels map[string]string) *
 }
 
 // uiService is the `<name>-ui` Service, of the type spec.uiServiceType
-// asks for. Open-source Redis has no console, so it selects no pod and
-// has no endpoints: forwarding the primary's Redis port there would
+// asks for: it selects the console's pod (none while the console is off),
+// never a Redis node. Forwarding the primary's Redis port there would
 // publish the data set on whatever address the type gives, a public one
 // for a LoadBalancer.
 func uiService(owner resources.Owner, typ corev1.ServiceType, labels map[string]string) *corev1ac.ServiceApplyConfiguration {
@@ -634,7 +658,10 @@ func uiService(owner resources.Owner, typ corev1.ServiceType, labels map[string]
 		WithOwnerReferences(owner.Reference()).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(typ).
-			WithPorts(corev1ac.ServicePort().WithName(UIPortName).WithPort(UIPort).WithProtocol(corev1.ProtocolTCP)))
+			WithSelector(ConsoleSelector(owner.Name)).
+			WithPorts(
+				corev1ac.ServicePort().WithName(UIPortName).WithPort(UIPort).WithProtocol(corev1.ProtocolTCP).WithTargetPort(intstr.FromString(UIPortName)),
+				corev1ac.ServicePort().WithName(APIPortName).WithPort(APIPort).WithProtocol(corev1.ProtocolTCP).WithTargetPort(intstr.FromString(APIPortName))))
 }
 
 func redisPort() *corev1ac.ServicePortApplyConfiguration {

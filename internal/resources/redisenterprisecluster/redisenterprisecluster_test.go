@@ -2,6 +2,7 @@ package redisenterprisecluster
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -111,9 +112,10 @@ func TestBuildKeepsThePrimaryBeyondTheNodesWanted(t *testing.T) {
 	}
 }
 
-// The `<name>-ui` Service, of any type, selects no pod and has no Redis
-// port: a LoadBalancer there must not publish the data set.
-func TestTheUIServiceServesNoData(t *testing.T) {
+// The `<name>-ui` Service, of any type, selects the console's pod, and
+// never a Redis node, and has only the console's ports: a LoadBalancer
+// there must not publish the data set.
+func TestTheUIServiceServesTheConsoleAndNoData(t *testing.T) {
 	owner := resources.Owner{GVK: redisv1alpha1.GroupVersion.WithKind("RedisEnterpriseCluster"), Name: "r", Namespace: "ns", UID: "uid"}
 	for _, typ := range []corev1.ServiceType{"", corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer} {
 		c, err := Build(owner, &redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, UIServiceType: typ}, Input{})
@@ -128,11 +130,18 @@ func TestTheUIServiceServesNoData(t *testing.T) {
 		if *spec.Type != want {
 			t.Errorf("uiServiceType %q: type %s, want %s", typ, *spec.Type, want)
 		}
-		if spec.Selector != nil {
-			t.Errorf("uiServiceType %q: selector %v, want none", typ, spec.Selector)
+		if diff := cmp.Diff(c.Console.Deployment.Spec.Template.Labels, resources.Merge(c.Console.Deployment.Spec.Template.Labels, spec.Selector)); diff != "" || len(spec.Selector) == 0 {
+			t.Errorf("uiServiceType %q: selector %v does not select the console's pods %v", typ, spec.Selector, c.Console.Deployment.Spec.Template.Labels)
 		}
-		if len(spec.Ports) != 1 || *spec.Ports[0].Port != UIPort || *spec.Ports[0].Name != UIPortName {
-			t.Errorf("uiServiceType %q: ports %+v, want only %d (%s)", typ, spec.Ports, UIPort, UIPortName)
+		if nodes := c.StatefulSet.Spec.Template.Labels; nodes[resources.LabelName] == spec.Selector[resources.LabelName] {
+			t.Errorf("uiServiceType %q: selector %v selects the Redis nodes %v", typ, spec.Selector, nodes)
+		}
+		ports := make([]string, 0, len(spec.Ports))
+		for _, p := range spec.Ports {
+			ports = append(ports, fmt.Sprintf("%s %d->%s", *p.Name, *p.Port, p.TargetPort.String()))
+		}
+		if diff := cmp.Diff([]string{"ui 8443->ui", "api 9443->api"}, ports); diff != "" {
+			t.Errorf("uiServiceType %q: ports (-want +got):\n%s", typ, diff)
 		}
 	}
 }
