@@ -1,10 +1,11 @@
 // Command kubectl-app_operator is the kubectl plugin of app-operator:
-// `kubectl app-operator status|pause|resume|report KIND NAME`. Installed on
+// `kubectl app-operator status|pause|resume|hibernate|wake|switchover|backup|report KIND NAME`. Installed on
 // the PATH (or by krew), kubectl runs it for `kubectl app-operator`.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/api/switchover"
 	"github.com/app-operator/app-operator/internal/plugin"
 )
@@ -55,7 +59,7 @@ func root() *cobra.Command {
 	flags.StringVar(&s.loading.ExplicitPath, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	flags.StringVar(&s.overrides.CurrentContext, "context", "", "the kubeconfig context")
 	flags.StringVarP(&s.overrides.Context.Namespace, "namespace", "n", "", "the namespace (default: the context's)")
-	cmd.AddCommand(statusCmd(s), pauseCmd(s, true), pauseCmd(s, false), hibernateCmd(s, true), hibernateCmd(s, false), switchoverCmd(s), reportCmd(s))
+	cmd.AddCommand(statusCmd(s), pauseCmd(s, true), pauseCmd(s, false), hibernateCmd(s, true), hibernateCmd(s, false), switchoverCmd(s), backupCmd(s), reportCmd(s))
 	return cmd
 }
 
@@ -189,6 +193,62 @@ func switchoverCmd(s *session) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", switchover.Any, "the node (member) to move to; \""+switchover.Any+"\": the one furthest along of those in sync")
+	return cmd
+}
+
+func backupCmd(s *session) *cobra.Command {
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "backup KIND NAME",
+		Short: "Back up a Redis or etcd cluster now, and wait for the outcome (--wait)",
+		Long: `Back up a Redis or etcd cluster now, beside its schedule.
+
+A RedisEnterpriseCluster (with spec.backup) gets the annotation ` + redisv1alpha1.BackupNowAnnotation + ` with a new
+request ID; the operator starts a backup Job for it and records the request in
+status.backupInfo.lastRequest. An EtcdCluster gets a one-shot EtcdBackup
+(NAME-now-<unix time>) that stores where its newest EtcdBackup does.`,
+		Example: `  kubectl app-operator backup rec redis-enterprise
+  kubectl app-operator backup etcd example --wait=false`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t, err := s.target(ctx, args)
+			if err != nil {
+				return err
+			}
+			request, err := plugin.Backup(ctx, s.client, t.Obj, time.Now())
+			if err != nil {
+				return err
+			}
+			watched := t.Obj
+			if _, ok := t.Obj.(*etcdv1beta2.EtcdCluster); ok {
+				watched = &etcdv1beta2.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: t.Obj.GetNamespace(), Name: request}}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: created EtcdBackup %s\n", t.Kind.Name(), t.Obj.GetName(), request)
+			} else {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: asked for a backup (%s=%s)\n", t.Kind.Name(), t.Obj.GetName(), redisv1alpha1.BackupNowAnnotation, request)
+			}
+			if err != nil || !wait {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			w := &plugin.BackupWatch{Request: request}
+			failed, message, err := w.Wait(ctx, s.client, watched, 2*time.Second)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(cmd.OutOrStdout(), "backup %s\n", message); err != nil {
+				return err
+			}
+			if failed {
+				return errors.New("the backup did not succeed")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&wait, "wait", true, "wait until the backup ended, and say how")
+	cmd.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "how long --wait waits")
 	return cmd
 }
 

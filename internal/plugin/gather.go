@@ -22,8 +22,12 @@ import (
 	"github.com/app-operator/app-operator/internal/tlssecret"
 )
 
-// lastEvents is how many of the resource's events status shows.
-const lastEvents = 8
+// lastEvents is how many of the resource's events status shows, and
+// lastChanges how many changes of a Redis cluster's primary.
+const (
+	lastEvents  = 8
+	lastChanges = 3
+)
 
 // Gather reads what status shows of obj, a resource of one of the
 // operator's kinds already read from the cluster: its children, Secrets
@@ -81,6 +85,9 @@ func gatherRedis(ctx context.Context, c client.Reader, o *redisv1alpha1.RedisEnt
 		t.Rows = append(t.Rows, append([]string{n.Name, n.Role, yesNo(n.Healthy)}, podColumns(pods[n.Name])...))
 	}
 	s.Members = t
+	for _, ch := range o.Status.PrimaryHistory[:min(lastChanges, len(o.Status.PrimaryHistory))] {
+		s.Changes = append(s.Changes, Change{Time: ch.Time.Time, From: ch.From, To: ch.To, Reason: ch.Reason})
+	}
 	if o.Spec.TLS != nil {
 		s.Certificates = append(s.Certificates, certificate(ctx, c, o.Namespace, redisenterprisecluster.TLSSecretName(o.Name, o.Spec.TLS)))
 	}

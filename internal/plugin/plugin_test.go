@@ -127,8 +127,12 @@ func TestGatherReadsTheMembersTheirPodsTheCertificateAndTheEvents(t *testing.T) 
 	if err := k8s.Create(ctx, r); err != nil {
 		t.Fatal(err)
 	}
+	changed := metav1.NewTime(time.Now().Add(-time.Hour))
 	r.Status = redisv1alpha1.RedisEnterpriseClusterStatus{State: redisv1alpha1.StateRunning, Primary: "cache-1", ObservedGeneration: r.Generation,
-		Nodes: []redisv1alpha1.NodeStatus{{Name: "cache-0", Role: "replica", Healthy: true}, {Name: "cache-1", Role: "primary", Healthy: true}, {Name: "cache-2", Role: "replica"}}}
+		Nodes: []redisv1alpha1.NodeStatus{{Name: "cache-0", Role: "replica", Healthy: true}, {Name: "cache-1", Role: "primary", Healthy: true}, {Name: "cache-2", Role: "replica"}},
+		PrimaryHistory: []redisv1alpha1.PrimaryChange{{From: "cache-0", To: "cache-1", Reason: "Failover", Time: changed},
+			{From: "cache-2", To: "cache-0", Reason: "Switchover", Time: changed}, {From: "cache-1", To: "cache-2", Reason: "Handover", Time: changed},
+			{From: "cache-0", To: "cache-1", Reason: "Handover", Time: changed}}}
 	if err := k8s.Status().Update(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +187,9 @@ func TestGatherReadsTheMembersTheirPodsTheCertificateAndTheEvents(t *testing.T) 
 	}
 	if len(s.Events) != 1 || s.Events[0].Reason != "Reason0" {
 		t.Errorf("events %+v, want the resource's one event", s.Events)
+	}
+	if len(s.Changes) != 3 || s.Changes[0].To != "cache-1" || s.Changes[0].Reason != "Failover" || s.Changes[2].Reason != "Handover" {
+		t.Errorf("primary changes %+v, want the newest three of the history", s.Changes)
 	}
 	for _, want := range []string{"Primary:     cache-1", "State:       Running", "in 39d"} {
 		if !strings.Contains(screen, want) {

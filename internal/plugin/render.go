@@ -34,7 +34,7 @@ func Render(s *Screen, now time.Time) string {
 		for _, c := range s.Conditions {
 			rows = append(rows, []string{c.Type, string(c.Status), c.Reason, age(now, c.LastTransitionTime.Time), c.Message})
 		}
-		table(&b, Table{Header: []string{"TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"}, Rows: rows})
+		table(&b, Table{Header: []string{"TYPE", "STATUS", reasonColumn, "SINCE", "MESSAGE"}, Rows: rows})
 	}
 
 	if s.Members != nil {
@@ -44,6 +44,15 @@ func Render(s *Screen, now time.Time) string {
 		} else {
 			table(&b, *s.Members)
 		}
+	}
+
+	if len(s.Changes) > 0 {
+		section(&b, "Primary changes")
+		rows := make([][]string, 0, len(s.Changes))
+		for _, c := range s.Changes {
+			rows = append(rows, []string{age(now, c.Time), c.From, c.To, c.Reason})
+		}
+		table(&b, Table{Header: []string{"AGO", "FROM", "TO", reasonColumn}, Rows: rows})
 	}
 
 	if len(s.Certificates) > 0 {
@@ -81,10 +90,14 @@ func Render(s *Screen, now time.Time) string {
 			}
 			rows = append(rows, []string{age(now, e.Last), e.Type, reason, e.Message})
 		}
-		table(&b, Table{Header: []string{"AGO", "TYPE", "REASON", "MESSAGE"}, Rows: rows})
+		table(&b, Table{Header: []string{"AGO", "TYPE", reasonColumn, "MESSAGE"}, Rows: rows})
 	}
 	return b.String()
 }
+
+// reasonColumn heads the column of a reason (a condition's, a change's,
+// an event's).
+const reasonColumn = "REASON"
 
 // section starts a section called title.
 func section(b *strings.Builder, title string) {

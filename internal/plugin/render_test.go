@@ -42,6 +42,11 @@ func TestRenderScreens(t *testing.T) {
 				{"redis-enterprise-1", "primary", "yes", "Ready", "0", "node-b"},
 				{"redis-enterprise-2", "replica", "yes", "Ready", "0", "node-c"},
 			}},
+			Changes: []Change{
+				{Time: ago(3 * time.Minute), From: "redis-enterprise-0", To: "redis-enterprise-1", Reason: "Failover"},
+				{Time: ago(26 * time.Hour), From: "redis-enterprise-2", To: "redis-enterprise-0", Reason: "Handover"},
+				{Time: ago(49 * time.Hour), From: "redis-enterprise-0", To: "redis-enterprise-2", Reason: "Switchover"},
+			},
 			Certificates: []Certificate{{Secret: "redis-enterprise-tls", NotAfter: now.Add(61 * 24 * time.Hour), Subject: "CN=redis-enterprise"}},
 			Backups: []Field{{"Every", "24h0m0s"}, {"Last", "Succeeded"}, {"Succeeded", "2026-11-29T02:00:00Z s3://backups/redis/redis-enterprise-20261129T020000Z.rdb"},
 				{"Next due", "2026-11-30T02:00:00Z"}},

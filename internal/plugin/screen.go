@@ -33,12 +33,22 @@ type Screen struct {
 	// Members are the data service's members, with their pods; nil for
 	// the other kinds.
 	Members *Table
+	// Changes are a Redis cluster's last changes of its primary, newest
+	// first (at most lastChanges).
+	Changes []Change
 	// Certificates are the TLS certificates the resource uses.
 	Certificates []Certificate
 	// Backups are lines about the last and next backups.
 	Backups []Field
 	// Events are the resource's last events, newest last.
 	Events []Event
+}
+
+// Change is one change of the primary: when, from which node to which,
+// and why (Failover, Switchover, Handover).
+type Change struct {
+	Time             time.Time
+	From, To, Reason string
 }
 
 // Field is one fact: a label and its value.
