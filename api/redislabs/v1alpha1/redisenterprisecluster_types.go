@@ -405,7 +405,7 @@ type RedisEnterpriseClusterStatus struct {
 // operator sets through Redis (electing a new primary when the primary's
 // pod fails, fencing a stale one), a Secret with the credentials, and
 // Services for the primary (`<name>`) and the nodes, and a `<name>-ui`
-// Service that serves nothing.
+// Service that serves the cluster's console (spec.console).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=all,shortName=rec
