@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -25,6 +26,7 @@ import (
 	"github.com/app-operator/app-operator/internal/resources"
 	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/internal/tlssecret"
+	"github.com/app-operator/app-operator/test/testenv"
 )
 
 // writeCounter is a client that records every write it sends.
@@ -225,4 +227,40 @@ func TestRedisConsoleIsMadeWithItsOwnRightsAndRemovedWhenTurnedOff(t *testing.T)
 	if err := k8s.Get(context.Background(), key("r-ui"), &corev1.Service{}); err != nil {
 		t.Errorf("the ui Service with the console off: %v, want it kept", err)
 	}
+}
+
+// In the manager, with its cache and its index of children by
+// controller: the sample gets its console, and loses it when
+// spec.console turns it off.
+func TestRedisConsoleOfTheSampleGoesWhenTurnedOff(t *testing.T) {
+	ns, _ := startOperator(t)
+	u := testenv.RedisSampleObject(t, ns)
+	if err := k8s.Create(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	console := func() []client.Object {
+		meta := metav1.ObjectMeta{Namespace: ns, Name: redisenterprisecluster.ConsoleName("redis-enterprise")}
+		return []client.Object{&appsv1.Deployment{ObjectMeta: meta}, &corev1.ServiceAccount{ObjectMeta: meta},
+			&rbacv1.Role{ObjectMeta: meta}, &rbacv1.RoleBinding{ObjectMeta: meta}}
+	}
+	for _, o := range console() {
+		waitForObject(t, o)
+	}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(u), u); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, false, "spec", "console", "enabled"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, settleWithin, func() (bool, string) {
+		for _, o := range console() {
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+				return false, fmt.Sprintf("%T %s still there (%v)", o, o.GetName(), err)
+			}
+		}
+		return true, ""
+	})
 }
