@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -162,4 +163,44 @@ func TestRedisEnterpriseClusterWithTLSAndNoSecretNamedIsIssuedItsCertificate(t *
 	r := controller.NewRedisReconciler(k8s, &controller.FakeRedis{Nodes: map[string]*controller.FakeRedisNode{}}, clk, time.Minute)
 	checkIssuance(t, r, rc, clk, "r-tls-ca", map[string]string{"r-tls": "r." + ns + ".svc"})
 	readIssued(t, ns, "r-tls", "r-tls-ca", "r-1.r-nodes."+ns+".svc", clk.Now())
+}
+
+// A RedisEnterpriseCluster without spec.tls gets its console's
+// certificate from the operator, for the `<name>-ui` Service's names,
+// from a CA of the console's own, renewed before it expires; with tls:
+// {}, the console serves the nodes' certificate, which names that Service
+// too, and none is issued for it alone.
+func TestRedisConsoleIsIssuedItsCertificate(t *testing.T) {
+	ns := testenv.NewNamespace(t, k8s)
+	rc := &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"},
+		Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3}}
+	testenv.Create(t, k8s, rc)
+	clk := clocktesting.NewFakeClock(time.Now())
+	r := controller.NewRedisReconciler(k8s, &controller.FakeRedis{Nodes: map[string]*controller.FakeRedisNode{}}, clk, time.Minute)
+	checkIssuance(t, r, rc, clk, "r-ui-tls-ca", map[string]string{"r-ui-tls": "r-ui." + ns + ".svc"})
+	readIssued(t, ns, "r-ui-tls", "r-ui-tls-ca", "r-ui", clk.Now())
+
+	withTLS := &redisv1alpha1.RedisEnterpriseCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"},
+		Spec: redisv1alpha1.RedisEnterpriseClusterSpec{Nodes: 3, TLS: &redisv1alpha1.TLS{}}}
+	testenv.Create(t, k8s, withTLS)
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(withTLS)}); err != nil {
+		t.Fatal(err)
+	}
+	readIssued(t, ns, "s-tls", "s-tls-ca", "s-ui."+ns+".svc", clk.Now())
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "s-ui-tls"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Secret s-ui-tls of a cluster with spec.tls: %v, want none", err)
+	}
+	d := &appsv1.Deployment{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "s-ui"}, d); err != nil {
+		t.Fatal(err)
+	}
+	var mounted []string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			mounted = append(mounted, v.Secret.SecretName)
+		}
+	}
+	if !slices.Equal(mounted, []string{"s-tls"}) {
+		t.Errorf("the console mounts %v, want the nodes' s-tls", mounted)
+	}
 }
