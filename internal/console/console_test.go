@@ -49,8 +49,9 @@ func TestConsoleRefusesAWrongPasswordAndRequestsWithoutASession(t *testing.T) {
 	if _, ok := f.cluster(t).Annotations[redisv1alpha1.BackupNowAnnotation]; ok {
 		t.Error("a request without a session annotated the cluster")
 	}
-	// The login page and its assets need no session.
-	for _, path := range []string{"/login", "/static/app.js", "/static/style.css"} {
+	// The login page, its assets and the readiness probe's path need no
+	// session.
+	for _, path := range []string{"/login", "/static/app.js", "/static/style.css", "/healthz"} {
 		if status, _ := get(t, hc, f.ui.URL+path); status != http.StatusOK {
 			t.Errorf("GET %s without a session: %d, want 200", path, status)
 		}

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
+	"io"
 	"io/fs"
 	"net/http"
 	"time"
@@ -106,6 +107,7 @@ func (s *Server) UI() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets/static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServer(http.FS(static))))
+	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /login", s.loginPage)
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.withSession(true, s.logout))
@@ -123,6 +125,13 @@ func (s *Server) UI() http.Handler {
 		http.NotFound(w, r)
 	}))
 	return securityHeaders(mux)
+}
+
+// healthz answers the kubelet's readiness probe: it says only that the
+// server answers, and needs no session.
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ok\n")
 }
 
 // withSession runs h for a request with a live session (and, for an
