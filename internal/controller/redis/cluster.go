@@ -465,8 +465,10 @@ type redisNode struct {
 	stranded *corev1.PersistentVolumeClaim
 	// tls is what a node that serves TLS said of it.
 	tls nodeTLS
-	// usage is what the node's INFO said of its load and persistence.
+	// usage is what the node's INFO said of its load and persistence;
+	// keys, how many keys it holds.
 	usage redisnode.Usage
+	keys  int64
 	// lagSeconds is, for a replica its primary lists, how long ago the
 	// primary last heard from it; -1 when unknown.
 	lagSeconds float64
@@ -786,7 +788,7 @@ func (ops *redisOps) observeNodes(ctx context.Context, o *redisv1alpha1.RedisEnt
 				return
 			}
 			n.plan.Answered = true
-			n.usage = info.Usage
+			n.usage, n.keys = info.Usage, info.Keys
 			if n.plan.TLS {
 				n.tls = observeTLS(ctx, redis, n.addr())
 			}

@@ -68,7 +68,7 @@ func redisSampleOf(primary string, nodes []redisNode) redisSample {
 		if off, ok := offsets[n.plan.Follows]; ok && n.plan.Answered && !n.plan.Primary {
 			s.Lag[n.plan.Name] = max(off-n.plan.Offset, 0)
 		}
-		s.PerNode = append(s.PerNode, nodeSample{Name: n.plan.Name, Answered: n.plan.Answered, Primary: n.plan.Primary, Usage: n.usage, LagSeconds: n.lagSeconds})
+		s.PerNode = append(s.PerNode, nodeSample{Name: n.plan.Name, Answered: n.plan.Answered, Primary: n.plan.Primary, Usage: n.usage, Keys: n.keys, LagSeconds: n.lagSeconds})
 	}
 	return s
 }

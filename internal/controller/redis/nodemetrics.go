@@ -27,6 +27,8 @@ type nodeSample struct {
 	Answered bool
 	Primary  bool
 	Usage    redisnode.Usage
+	// Keys is how many keys the node holds, in every database.
+	Keys int64
 	// LagSeconds is, for a replica its primary lists, how long ago the
 	// primary last heard from it (its REPLCONF ACK); -1 when unknown.
 	LagSeconds float64
@@ -43,6 +45,7 @@ var (
 	nodeUsed      = nodeMetric("memory_used_bytes", "Memory Redis allocated (used_memory).")
 	nodeMax       = nodeMetric("memory_max_bytes", "The node's maxmemory; 0 when it has no limit.")
 	nodeClients   = nodeMetric("connected_clients", "Clients connected to the node (connected_clients).")
+	nodeKeys      = nodeMetric("keys", "Keys the node holds, in every database (the keys= of INFO keyspace).")
 	nodeCommands  = nodeMetric("commands_processed_total", "Commands the node processed since Redis started (total_commands_processed).")
 	nodeLagSecs   = nodeMetric("replication_lag_seconds", "For a replica, seconds since its primary last heard it acknowledge the stream (the lag of the primary's INFO).")
 	nodeLastSave  = nodeMetric("last_save_timestamp_seconds", "When the node's last RDB save succeeded (rdb_last_save_time), in seconds since the epoch.")
@@ -87,7 +90,7 @@ func (m *nodeMetrics) forget(key client.ObjectKey) {
 
 // Describe implements prometheus.Collector.
 func (m *nodeMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{nodeUp, nodePrimary, nodeUsed, nodeMax, nodeClients, nodeCommands, nodeLagSecs, nodeLastSave, nodeSaveFail, nodeAOF, nodeAOFFailed} {
+	for _, d := range []*prometheus.Desc{nodeUp, nodePrimary, nodeUsed, nodeMax, nodeClients, nodeKeys, nodeCommands, nodeLagSecs, nodeLastSave, nodeSaveFail, nodeAOF, nodeAOFFailed} {
 		ch <- d
 	}
 }
@@ -112,6 +115,7 @@ func (m *nodeMetrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(nodeUsed, float64(u.UsedMemory))
 			gauge(nodeMax, float64(u.MaxMemory))
 			gauge(nodeClients, float64(u.Clients))
+			gauge(nodeKeys, float64(n.Keys))
 			ch <- prometheus.MustNewConstMetric(nodeCommands, prometheus.CounterValue, float64(u.Commands), labels...)
 			if n.LagSeconds >= 0 {
 				gauge(nodeLagSecs, n.LagSeconds)

@@ -22,9 +22,9 @@ func TestNodeMetricsExportWhatTheLastLookSaw(t *testing.T) {
 	g := newRedisGauges(reg)
 	key := client.ObjectKey{Namespace: "ns", Name: "r"}
 	nodes := []redisNode{
-		{plan: redisenterprisecluster.Node{Name: "r-0", Answered: true, Primary: true, Offset: 100}, lagSeconds: -1,
+		{plan: redisenterprisecluster.Node{Name: "r-0", Answered: true, Primary: true, Offset: 100}, lagSeconds: -1, keys: 42,
 			usage: redisnode.Usage{UsedMemory: 2048, MaxMemory: 4096, Clients: 3, Commands: 1234, LastSave: time.Unix(1764417600, 0), AOF: true}},
-		{plan: redisenterprisecluster.Node{Name: "r-1", Answered: true, Follows: "r-0", Offset: 90}, lagSeconds: 1,
+		{plan: redisenterprisecluster.Node{Name: "r-1", Answered: true, Follows: "r-0", Offset: 90}, lagSeconds: 1, keys: 41,
 			usage: redisnode.Usage{UsedMemory: 1024, Clients: 1, Commands: 99, SaveFailed: true, AOF: true, AOFWriteFailed: true}},
 		{plan: redisenterprisecluster.Node{Name: "r-2"}, lagSeconds: -1},
 	}
@@ -46,6 +46,10 @@ app_operator_redis_node_commands_processed_total{name="r",namespace="ns",node="r
 # TYPE app_operator_redis_node_connected_clients gauge
 app_operator_redis_node_connected_clients{name="r",namespace="ns",node="r-0"} 3
 app_operator_redis_node_connected_clients{name="r",namespace="ns",node="r-1"} 1
+# HELP app_operator_redis_node_keys Keys the node holds, in every database (the keys= of INFO keyspace).
+# TYPE app_operator_redis_node_keys gauge
+app_operator_redis_node_keys{name="r",namespace="ns",node="r-0"} 42
+app_operator_redis_node_keys{name="r",namespace="ns",node="r-1"} 41
 # HELP app_operator_redis_node_last_save_failed 1 when the node's last background RDB save failed (rdb_last_bgsave_status:err).
 # TYPE app_operator_redis_node_last_save_failed gauge
 app_operator_redis_node_last_save_failed{name="r",namespace="ns",node="r-0"} 0
@@ -75,7 +79,7 @@ app_operator_redis_node_up{name="r",namespace="ns",node="r-1"} 1
 app_operator_redis_node_up{name="r",namespace="ns",node="r-2"} 0
 `
 	names := []string{"app_operator_redis_node_aof_enabled", "app_operator_redis_node_aof_last_write_failed", "app_operator_redis_node_commands_processed_total",
-		"app_operator_redis_node_connected_clients", "app_operator_redis_node_last_save_failed", "app_operator_redis_node_last_save_timestamp_seconds",
+		"app_operator_redis_node_connected_clients", "app_operator_redis_node_keys", "app_operator_redis_node_last_save_failed", "app_operator_redis_node_last_save_timestamp_seconds",
 		"app_operator_redis_node_memory_max_bytes", "app_operator_redis_node_memory_used_bytes", "app_operator_redis_node_primary",
 		"app_operator_redis_node_replication_lag_seconds", "app_operator_redis_node_up"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
