@@ -59,6 +59,7 @@ func main() {
 		redisFailoverAfter time.Duration
 		etcdJoinTimeout    time.Duration
 		workers            int
+		statefulWorkers    int
 		apiQPS             float64
 		apiBurst           int
 		apiCompression     bool
@@ -107,6 +108,9 @@ func main() {
 	// The default is measured by `make bench` (docs/performance.md).
 	flag.IntVar(&workers, "max-concurrent-reconciles", DefaultWorkers,
 		"Resources of one kind reconciled at once (each kind has its own workers).")
+	// The default is measured by `make bench-stateful` (docs/performance.md).
+	flag.IntVar(&statefulWorkers, "max-concurrent-stateful-reconciles", controller.DefaultStatefulReconciles,
+		"Resources of one data-service kind (RedisEnterpriseCluster, EtcdCluster, EtcdBackup, EtcdRestore) reconciled at once: their passes wait on the members over the network; at least --max-concurrent-reconciles.")
 	// No client-side rate limit by default: API Priority and Fairness on the
 	// API server shares its capacity among clients, as it does for every
 	// controller of the control plane; a client-side limit would only queue
@@ -156,6 +160,10 @@ func main() {
 	}
 	if workers < 1 {
 		log.Error(fmt.Errorf("got %d", workers), "--max-concurrent-reconciles must be at least 1")
+		os.Exit(2)
+	}
+	if statefulWorkers < 1 {
+		log.Error(fmt.Errorf("got %d", statefulWorkers), "--max-concurrent-stateful-reconciles must be at least 1")
 		os.Exit(2)
 	}
 	cfg := ctrl.GetConfigOrDie()
@@ -233,6 +241,7 @@ func main() {
 		Defaults:                resources.Defaults{SecurityProfile: podsecurity.Profile(securityProfile)},
 		MicroServiceDeploy:      msd,
 		MaxConcurrentReconciles: workers,
+		StatefulReconciles:      statefulWorkers,
 		RedisFailoverAfter:      redisFailoverAfter,
 		EtcdJoinTimeout:         etcdJoinTimeout,
 		SnapshotImage:           snapshotImage,

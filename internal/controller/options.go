@@ -33,6 +33,11 @@ type Options struct {
 	// MaxConcurrentReconciles is how many resources of one kind are
 	// reconciled at once (each kind has its own workers); 1 when zero.
 	MaxConcurrentReconciles int
+	// StatefulReconciles is how many resources of one data-service kind
+	// (RedisEnterpriseCluster, EtcdCluster, EtcdBackup, EtcdRestore) are
+	// reconciled at once; engine.DefaultStatefulReconciles when zero, and
+	// never fewer than MaxConcurrentReconciles.
+	StatefulReconciles int
 	// Defaults are the operator-wide settings of every builder.
 	Defaults resources.Defaults
 	// MicroServiceDeploy are the operator-wide settings of that kind: how
@@ -70,6 +75,10 @@ type Options struct {
 // redis.DefaultFailoverAfter).
 const DefaultRedisFailoverAfter = redis.DefaultFailoverAfter
 
+// DefaultStatefulReconciles is how many resources of one data-service kind
+// are reconciled at once by default (see engine.DefaultStatefulReconciles).
+const DefaultStatefulReconciles = engine.DefaultStatefulReconciles
+
 // MinRedisFailoverAfter is the shortest failover window a user may set (see
 // redis.MinFailoverAfter).
 const MinRedisFailoverAfter = redis.MinFailoverAfter
@@ -77,7 +86,7 @@ const MinRedisFailoverAfter = redis.MinFailoverAfter
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
 	e := o.engine().WithDefaults()
-	o.Clock, o.Recheck, o.Settle, o.MaxConcurrentReconciles = e.Clock, e.Recheck, e.Settle, e.MaxConcurrentReconciles
+	o.Clock, o.Recheck, o.Settle, o.MaxConcurrentReconciles, o.StatefulReconciles = e.Clock, e.Recheck, e.Settle, e.MaxConcurrentReconciles, e.StatefulReconciles
 	if o.RedisFailoverAfter <= 0 {
 		o.RedisFailoverAfter = DefaultRedisFailoverAfter
 	}
@@ -89,7 +98,8 @@ func (o Options) withDefaults() Options {
 
 // engine returns the options of the engine the controllers share.
 func (o Options) engine() engine.Options {
-	return engine.Options{Clock: o.Clock, Recheck: o.Recheck, Settle: o.Settle, MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	return engine.Options{Clock: o.Clock, Recheck: o.Recheck, Settle: o.Settle, MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		StatefulReconciles: o.StatefulReconciles}
 }
 
 // etcd returns the options of the etcd kinds' controllers.

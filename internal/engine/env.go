@@ -24,7 +24,22 @@ type Options struct {
 	// MaxConcurrentReconciles is how many resources of one kind are
 	// reconciled at once; 1 when zero.
 	MaxConcurrentReconciles int
+	// StatefulReconciles is how many resources of one data-service kind
+	// (a kind with Phases) are reconciled at once;
+	// DefaultStatefulReconciles when zero, and never fewer than
+	// MaxConcurrentReconciles.
+	StatefulReconciles int
 }
+
+// DefaultStatefulReconciles is how many resources of one data-service kind
+// are reconciled at once by default. Their passes wait on the network,
+// not on the CPU: a pass that asks a silent member waits out its dial and
+// call timeouts (about a second each), and a failover asks the silent
+// primary again before it promotes. With few workers, clusters whose
+// primaries fail together queue behind one another's timeouts and fail
+// over windows late; with a worker each, the last fails over as soon as
+// the first. A worker is a goroutine that waits: idle, it costs nothing.
+const DefaultStatefulReconciles = 64
 
 // DefaultRecheck is how often a resource blocked by something the operator
 // does not watch looks again: a child it does not control, or an admission
@@ -43,6 +58,10 @@ func (o Options) WithDefaults() Options {
 		o.Settle = DefaultSettle
 	}
 	o.MaxConcurrentReconciles = max(o.MaxConcurrentReconciles, 1)
+	if o.StatefulReconciles <= 0 {
+		o.StatefulReconciles = DefaultStatefulReconciles
+	}
+	o.StatefulReconciles = max(o.StatefulReconciles, o.MaxConcurrentReconciles)
 	return o
 }
 

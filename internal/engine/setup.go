@@ -28,7 +28,7 @@ func (k Kind[T]) Setup(mgr ctrl.Manager, env *Env) error {
 		For(k.New(), builder.WithPredicates(
 			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { r.statusWrites.ForgetIfShown(e.ObjectNew); return true }},
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pauseChanged(), annotationsChanged(k.WakeOn)))).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: env.Options.MaxConcurrentReconciles})
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: k.workers(env.Options)})
 	for _, o := range k.Owns {
 		if _, ok := o.(*appsv1.Deployment); ok {
 			b = b.Owns(o, builder.WithPredicates(r.rollouts.recordAnswers(), r.ownWrites.notEcho()))
@@ -46,6 +46,16 @@ func (k Kind[T]) Setup(mgr ctrl.Manager, env *Env) error {
 		}
 	}
 	return b.Complete(r)
+}
+
+// workers is how many resources of the kind are reconciled at once: a
+// data service's passes wait on its members over the network, so its
+// kinds have workers of their own (Options.StatefulReconciles).
+func (k Kind[T]) workers(o Options) int {
+	if k.phases != nil {
+		return o.StatefulReconciles
+	}
+	return o.MaxConcurrentReconciles
 }
 
 // ControllerUIDField indexes the owned types by the uid of their
