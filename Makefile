@@ -198,6 +198,18 @@ BENCH_FLAGS ?=
 bench: controlplane ## Measure converge time against a bare client, writes, restart, update fan-out, memory and responsiveness (results under bin/bench/).
 	go run ./hack/bench -n $(BENCH_N) $(BENCH_FLAGS)
 
+# The numbers of RedisEnterpriseClusters `make bench-stateful` runs at
+# once on one real node (and a fifth as many EtcdClusters), e.g.
+# BENCH_STATEFUL_K=1,10; BENCH_STATEFUL_REST how long each K is measured
+# at rest.
+BENCH_STATEFUL_K ?= 1,10,30,50
+BENCH_STATEFUL_REST ?= 1m
+
+.PHONY: bench-stateful
+bench-stateful: controlplane realnode $(OBJECTSTORE) ## Measure K Redis and K/5 etcd clusters on one operator and one real node: time to Running, cost at rest, failover of every primary frozen at once.
+	APP_OPERATOR_BENCH_STATEFUL=$(BENCH_STATEFUL_K) APP_OPERATOR_BENCH_REST=$(BENCH_STATEFUL_REST) APP_OPERATOR_MAX_PODS=250 \
+	OBJECTSTORE=$(OBJECTSTORE) go test -count=1 -timeout=120m -run '^TestBenchStateful$$' ./test/realpods
+
 # The packages with fuzz targets (every package under internal/ with a
 # Fuzz function in a test file); every target runs for FUZZTIME. A count
 # of inputs (Nx), not a duration: with a duration, Go 1.26's fuzzing

@@ -87,6 +87,10 @@ type Options struct {
 	// environment variable names. Cluster.ObjectStore says where it
 	// answers.
 	ObjectStore bool
+	// MaxPods is how many pods the kubelet of each real node admits: the
+	// kubelet's default (110) when 0. A node that runs dozens of data
+	// services of three pods each needs more.
+	MaxPods int
 }
 
 // AuditLogPath is where kube-apiserver writes its audit log when
@@ -197,7 +201,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if opts.Profile == RealPods {
-		if err := cl.startRealNode(ctx, realNodeBinDir, objectStoreBin, opts.Nodes, ports.node, tokens.node, keys, progress); err != nil {
+		if err := cl.startRealNode(ctx, realNodeBinDir, objectStoreBin, opts.Nodes, opts.MaxPods, ports.node, tokens.node, keys, progress); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(progress, "Cluster ready (%s Ready, pods run for real)\n", strings.Join(cl.NodeNames(), ", "))

@@ -89,6 +89,8 @@ type realNode struct {
 	// with again.
 	ports  realNodePorts
 	caCert string
+	// maxPods is the kubelets' maxPods; their default when 0.
+	maxPods int
 	// procs run on the host; each agent's run on its node.
 	procs []*process
 	// stopStorage stops the volume provisioner (storage.go).

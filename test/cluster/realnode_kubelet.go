@@ -65,6 +65,9 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 `, a.ip, ports.kubelet, ports.kubeletHealthz, caCert, a.socket(), a.cgroup,
 		filepath.Join(a.dir, "pod-logs"), filepath.Join(a.dir, "volume-plugins"), n.hostIP, ClusterDomain)
+	if n.maxPods > 0 {
+		yaml += fmt.Sprintf("maxPods: %d\n", n.maxPods)
+	}
 	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		return err
 	}

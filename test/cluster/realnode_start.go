@@ -21,13 +21,13 @@ import (
 // returns once every node is Ready (and the object store answers, when
 // objectStore names its binary). On failure the caller's Stop undoes
 // what was done: c.node is set as soon as the machine-wide lock is held.
-func (c *Cluster) startRealNode(ctx context.Context, binDir, objectStore string, nodes int, ports realNodePorts, tokens realNodeTokens, keys *pki, progress io.Writer) error {
+func (c *Cluster) startRealNode(ctx context.Context, binDir, objectStore string, nodes, maxPods int, ports realNodePorts, tokens realNodeTokens, keys *pki, progress io.Writer) error {
 	lock, err := lockRealNode(ctx, progress)
 	if err != nil {
 		return err
 	}
 	dir := filepath.Join(c.Dir, "realnode")
-	n := &realNode{binDir: binDir, dir: dir, lock: lock, agents: newAgents(nodes, dir), hostIP: bridgeIP, ports: ports, caCert: keys.caCert}
+	n := &realNode{binDir: binDir, dir: dir, lock: lock, agents: newAgents(nodes, dir), hostIP: bridgeIP, ports: ports, caCert: keys.caCert, maxPods: maxPods}
 	if len(n.agents) > 1 {
 		n.hostIP = nodeBridgeIP
 	}

@@ -66,6 +66,10 @@ func run(m *testing.M) int {
 		// OBJECTSTORE, the store's binary.
 		ObjectStore: true,
 	}
+	if opts.MaxPods, err = maxPodsWanted(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if nodes > 1 {
 		// A node that stops renewing its lease is NotReady after 40 s,
 		// as in a cluster tuned for failover, rather than after 2 min.
@@ -92,6 +96,23 @@ func nodesWanted() (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
 		return 0, fmt.Errorf("%s=%q: want a number of nodes, 1 or more", NodesEnv, v)
+	}
+	return n, nil
+}
+
+// MaxPodsEnv sets the kubelets' maxPods (see cluster.Options.MaxPods):
+// their default, 110, when unset. The data services' scale bench needs
+// more.
+const MaxPodsEnv = "APP_OPERATOR_MAX_PODS"
+
+func maxPodsWanted() (int, error) {
+	v := os.Getenv(MaxPodsEnv)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: want a number of pods", MaxPodsEnv, v)
 	}
 	return n, nil
 }
