@@ -161,6 +161,9 @@ type Client struct {
 	// Plain are the addresses reached without TLS though TLS is set: the
 	// nodes of a cluster on its way to TLS whose pods do not serve it yet.
 	Plain map[string]bool
+	// Sessions, when set, resumes the TLS sessions of earlier calls to
+	// the same node.
+	Sessions *Sessions
 }
 
 var _ Nodes = Client{}
@@ -177,7 +180,7 @@ func (c Client) do(ctx context.Context, addr, cmd string, args ...any) (any, err
 		redis.DialReadTimeout(CallTimeout),
 		redis.DialWriteTimeout(CallTimeout),
 		redis.DialUseTLS(c.TLS != nil && !c.Plain[addr]),
-		redis.DialTLSConfig(c.TLS))
+		redis.DialTLSConfig(c.Sessions.Config(c.TLS, addr)))
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +372,7 @@ func (c Client) Served(ctx context.Context, addr string) (*x509.Certificate, err
 	if c.TLS == nil {
 		return nil, errors.New("not a TLS client")
 	}
-	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: DialTimeout}, Config: c.TLS}
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: DialTimeout}, Config: c.Sessions.Config(c.TLS, addr)}
 	ctx, cancel := context.WithTimeout(ctx, DialTimeout+CallTimeout)
 	defer cancel()
 	conn, err := d.DialContext(ctx, "tcp", addr)

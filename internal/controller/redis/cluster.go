@@ -128,8 +128,11 @@ type redisOps struct {
 func ClusterKind(opts Options) engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 	nodes := opts.Nodes
 	if nodes == nil {
+		// Kept across passes: a node's certificate, known and unchanged,
+		// is not handshaken in full at every look.
+		sessions := &redisnode.Sessions{}
 		nodes = func(password string, tls *tls.Config, plain map[string]bool) redisnode.Nodes {
-			return redisnode.Client{Password: password, TLS: tls, Plain: plain}
+			return redisnode.Client{Password: password, TLS: tls, Plain: plain, Sessions: sessions}
 		}
 	}
 	ops := &redisOps{
