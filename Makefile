@@ -207,8 +207,10 @@ BENCH_STATEFUL_REST ?= 1m
 
 .PHONY: bench-stateful
 bench-stateful: controlplane realnode $(OBJECTSTORE) ## Measure K Redis and K/5 etcd clusters on one operator and one real node: time to Running, cost at rest, failover of every primary frozen at once.
+	mkdir -p bin/bench
 	APP_OPERATOR_BENCH_STATEFUL=$(BENCH_STATEFUL_K) APP_OPERATOR_BENCH_REST=$(BENCH_STATEFUL_REST) APP_OPERATOR_MAX_PODS=250 \
-	OBJECTSTORE=$(OBJECTSTORE) go test -count=1 -timeout=120m -run '^TestBenchStateful$$' ./test/realpods
+	APP_OPERATOR_BENCH_OUT=$(CURDIR)/bin/bench/stateful-$$(date -u +%Y-%m-%dT%H%M%SZ).txt \
+	OBJECTSTORE=$(OBJECTSTORE) go test -v -count=1 -timeout=120m -run '^TestBenchStateful$$' ./test/realpods
 
 # The packages with fuzz targets (every package under internal/ with a
 # Fuzz function in a test file); every target runs for FUZZTIME. A count

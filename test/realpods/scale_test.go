@@ -51,7 +51,15 @@ const (
 	// BenchWorkersEnv, when set, is the operator's
 	// --max-concurrent-stateful-reconciles.
 	BenchWorkersEnv = "APP_OPERATOR_BENCH_WORKERS"
+	// BenchOutEnv, when set, is a file the bench appends its lines to, as
+	// well as printing them (go test shows a passing test's output only
+	// with -v).
+	BenchOutEnv = "APP_OPERATOR_BENCH_OUT"
 )
+
+// benchOut is where the bench prints: standard error, and the file of
+// BenchOutEnv.
+var benchOut io.Writer = os.Stderr
 
 // benchSampled is how many Redis clusters of a K run the history-checking
 // workload through the failover.
@@ -79,6 +87,20 @@ func TestBenchStateful(t *testing.T) {
 		t.Skipf("the data services' scale bench runs with %s=1,10,30,50 (make bench-stateful)", BenchStatefulEnv)
 	}
 	needCluster(t)
+	if path := os.Getenv(BenchOutEnv); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = f.Close() }()
+		benchOut = io.MultiWriter(os.Stderr, f)
+	}
+	workers := os.Getenv(BenchWorkersEnv)
+	if workers == "" {
+		workers = "default"
+	}
+	fmt.Fprintf(benchOut, "%s %s=%s, --max-concurrent-stateful-reconciles %s, failover window %s\n",
+		time.Now().UTC().Format(time.RFC3339), BenchStatefulEnv, ks, workers, cellFailoverAfter)
 	rest := time.Minute
 	if v := os.Getenv(BenchRestEnv); v != "" {
 		d, err := time.ParseDuration(v)
@@ -96,10 +118,10 @@ func TestBenchStateful(t *testing.T) {
 		t.Run(fmt.Sprintf("K=%d", k), func(t *testing.T) {
 			res := benchK(t, k, (k+4)/5, rest)
 			results = append(results, res)
-			printBench(os.Stderr, results)
+			printBench(benchOut, results)
 		})
 	}
-	printBench(os.Stderr, results)
+	printBench(benchOut, results)
 }
 
 // benchK runs the bench at one K, with etcds EtcdClusters.
@@ -114,7 +136,7 @@ func benchK(t *testing.T, k, etcds int, rest time.Duration) benchResult {
 
 	// Created together.
 	start := time.Now()
-	var recs []*redisCluster
+	recs := make([]*redisCluster, 0, k)
 	for i := range k {
 		recs = append(recs, createBenchRedis(t, c, ns, fmt.Sprintf("r%02d", i)))
 	}
@@ -125,7 +147,7 @@ func benchK(t *testing.T, k, etcds int, rest time.Duration) benchResult {
 		return allRunning(c, ns, k, etcds)
 	})
 	res.toRunning = time.Since(start)
-	fmt.Fprintf(os.Stderr, "K=%d: %d Redis and %d etcd clusters running after %.1f s\n", k, k, etcds, res.toRunning.Seconds())
+	fmt.Fprintf(benchOut, "K=%d: %d Redis and %d etcd clusters running after %.1f s\n", k, k, etcds, res.toRunning.Seconds())
 	for _, r := range recs {
 		r.refresh()
 		r.readPassword()
@@ -159,7 +181,7 @@ func benchK(t *testing.T, k, etcds int, rest time.Duration) benchResult {
 
 	// Every primary frozen at once; a sample of clusters runs the
 	// history-checking workload through it.
-	var writers []*workload.Register
+	writers := make([]*workload.Register, 0, benchSampled)
 	sample := recs[:min(benchSampled, len(recs))]
 	for _, r := range sample {
 		w := r.startWriterWaiting("bench", 1, cellWritePause)
@@ -208,7 +230,7 @@ func benchK(t *testing.T, k, etcds int, rest time.Duration) benchResult {
 		res.sampledAcked += h.Acked()
 		res.lost += sub.lostWrites(h)
 	}
-	fmt.Fprintf(os.Stderr, "K=%d: failovers done, %d acknowledged writes checked, %d lost\n", k, res.sampledAcked, res.lost)
+	fmt.Fprintf(benchOut, "K=%d: failovers done, %d acknowledged writes checked, %d lost\n", k, res.sampledAcked, res.lost)
 	if res.lost > 0 {
 		t.Errorf("%d acknowledged writes lost", res.lost)
 	}
