@@ -28,6 +28,7 @@ import (
 	"github.com/app-operator/app-operator/api/conditions"
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
+	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/testenv"
 	"github.com/app-operator/app-operator/test/workload"
 )
@@ -51,6 +52,9 @@ const (
 	// BenchWorkersEnv, when set, is the operator's
 	// --max-concurrent-stateful-reconciles.
 	BenchWorkersEnv = "APP_OPERATOR_BENCH_WORKERS"
+	// BenchTLSEnv, when set (to anything), gives every Redis cluster
+	// spec.tls, a Secret of the test's CA.
+	BenchTLSEnv = "APP_OPERATOR_BENCH_TLS"
 	// BenchOutEnv, when set, is a file the bench appends its lines to, as
 	// well as printing them (go test shows a passing test's output only
 	// with -v).
@@ -99,8 +103,8 @@ func TestBenchStateful(t *testing.T) {
 	if workers == "" {
 		workers = "default"
 	}
-	fmt.Fprintf(benchOut, "%s %s=%s, --max-concurrent-stateful-reconciles %s, failover window %s\n",
-		time.Now().UTC().Format(time.RFC3339), BenchStatefulEnv, ks, workers, cellFailoverAfter)
+	fmt.Fprintf(benchOut, "%s %s=%s, --max-concurrent-stateful-reconciles %s, failover window %s, TLS %v\n",
+		time.Now().UTC().Format(time.RFC3339), BenchStatefulEnv, ks, workers, cellFailoverAfter, os.Getenv(BenchTLSEnv) != "")
 	rest := time.Minute
 	if v := os.Getenv(BenchRestEnv); v != "" {
 		d, err := time.ParseDuration(v)
@@ -138,7 +142,7 @@ func benchK(t *testing.T, k, etcds int, rest time.Duration) benchResult {
 	start := time.Now()
 	recs := make([]*redisCluster, 0, k)
 	for i := range k {
-		recs = append(recs, createBenchRedis(t, c, ns, fmt.Sprintf("r%02d", i)))
+		recs = append(recs, createBenchRedis(t, c, ns, fmt.Sprintf("r%02d", i), os.Getenv(BenchTLSEnv) != ""))
 	}
 	for i := range etcds {
 		createBenchEtcd(t, c, ns, fmt.Sprintf("e%02d", i))
@@ -241,9 +245,20 @@ func benchK(t *testing.T, k, etcds int, rest time.Duration) benchResult {
 }
 
 // createBenchRedis creates a three-node RedisEnterpriseCluster with small
-// requests, without waiting.
-func createBenchRedis(t *testing.T, c client.Client, ns, name string) *redisCluster {
+// requests, with TLS when withTLS, without waiting.
+func createBenchRedis(t *testing.T, c client.Client, ns, name string, withTLS bool) *redisCluster {
 	t.Helper()
+	r := &redisCluster{t: t, c: c}
+	var spec string
+	if withTLS {
+		writeTLSSecret(t, c, ns, name+"-tls", redisenterprisecluster.ServiceHost(name, ns))
+		spec = fmt.Sprintf("  tls: {secretName: %s-tls}\n", name)
+		cfg, err := testClientTLS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.tls = cfg
+	}
 	doc := fmt.Sprintf(`apiVersion: app.redislabs.com/v1alpha1
 kind: RedisEnterpriseCluster
 metadata: {name: %s, namespace: %s}
@@ -252,13 +267,14 @@ spec:
   redisEnterpriseNodeResources:
     limits: {cpu: 500m, memory: 128Mi}
     requests: {cpu: 5m, memory: 16Mi}
-`, name, ns)
+`, name, ns) + spec
 	obj := &redisv1alpha1.RedisEnterpriseCluster{}
 	if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Create(t, c, obj)
-	return &redisCluster{t: t, c: c, rec: obj}
+	r.rec = obj
+	return r
 }
 
 // createBenchEtcd creates a three-member EtcdCluster with small requests,
