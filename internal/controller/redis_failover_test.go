@@ -249,6 +249,28 @@ func (f *redisFixture) wantPrimaryHistory(want ...redisv1alpha1.PrimaryChange) {
 	}
 }
 
+// The window starts when the replicas last heard from the silent primary
+// (their links up, it pings them every second), not at the operator's first
+// look: a cluster looked at every 10 s at rest fails over a window after its
+// primary went silent. One look is not a verdict: the failover waits for a
+// second look, a second later.
+func TestRedisFailoverWindowCountsFromWhenTheReplicasLastHeardFromThePrimary(t *testing.T) {
+	unheard := func(offset int64) *controller.FakeRedisNode {
+		return &controller.FakeRedisNode{Info: redisnode.Info{PrimaryHost: r0Host, Offset: offset, LinkUp: true, LastIO: failoverWindow + 2*time.Second}}
+	}
+	f := newRedisFixture(t, map[int]*controller.FakeRedisNode{0: {Silent: true}, 1: unheard(90), 2: unheard(95)})
+	f.mustPass()
+	if f.obj.Status.Primary != "r-0" || len(f.redis.CallsMatching("promote")) > 0 || f.readyReason() != redisv1alpha1.ReasonFailoverPending {
+		t.Fatalf("first look: primary %s, calls %v, reason %s; want r-0, no promotion, %s",
+			f.obj.Status.Primary, f.redis.Calls, f.readyReason(), redisv1alpha1.ReasonFailoverPending)
+	}
+	f.clock.Step(time.Second)
+	f.mustPass()
+	if f.obj.Status.Primary != "r-2" {
+		t.Errorf("second look, the replicas unheard from r-0 for longer than the window: primary %s, want r-2", f.obj.Status.Primary)
+	}
+}
+
 // A primary that still answers, though its pod is not ready, is paused and
 // made a replica before another node is promoted; one that cannot be made a
 // replica stops the failover.

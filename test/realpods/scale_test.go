@@ -3,6 +3,7 @@ package realpods
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -161,8 +162,12 @@ func benchK(t *testing.T, k, etcds int, rest time.Duration) benchResult {
 	stopWriters := startRestWriters(recs)
 	time.Sleep(30 * time.Second) // the last passes of the start settle
 	before := op.scrape(t)
+	auditFrom := auditSize()
 	time.Sleep(rest)
 	after := op.scrape(t)
+	if named := operatorWrites(t, auditFrom); len(named) > 0 {
+		fmt.Fprintf(benchOut, "K=%d: the operator's writes at rest: %s\n", k, strings.Join(named, ", "))
+	}
 	stopWriters()
 	res.restFor = rest
 	mins := rest.Minutes()
@@ -242,6 +247,65 @@ func benchK(t *testing.T, k, etcds int, rest time.Duration) benchResult {
 		t.Errorf("API writes at rest: %v", res.writes)
 	}
 	return res
+}
+
+// benchAuditPolicy logs every write, without its body.
+const benchAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`
+
+// auditSize is how far the audit log goes now.
+func auditSize() int64 {
+	fi, err := os.Stat(testCluster.AuditLogPath())
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// operatorWrites names the writes the operator (its user agent) made from
+// offset of the audit log on: "verb resource[/subresource] namespace/name".
+func operatorWrites(t *testing.T, offset int64) []string {
+	t.Helper()
+	f, err := os.Open(testCluster.AuditLogPath())
+	if err != nil {
+		t.Logf("audit log: %v", err)
+		return nil
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		var e struct {
+			Verb      string `json:"verb"`
+			UserAgent string `json:"userAgent"`
+			Stage     string `json:"stage"`
+			Code      struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+			Ref struct {
+				Resource, Subresource, Namespace, Name string
+			} `json:"objectRef"`
+		}
+		if json.Unmarshal(s.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || !strings.HasPrefix(e.UserAgent, "app-operator/") {
+			continue
+		}
+		what := e.Ref.Resource
+		if e.Ref.Subresource != "" {
+			what += "/" + e.Ref.Subresource
+		}
+		out = append(out, fmt.Sprintf("%s %s %s/%s (%d)", e.Verb, what, e.Ref.Namespace, e.Ref.Name, e.Code.Code))
+	}
+	return out
 }
 
 // createBenchRedis creates a three-node RedisEnterpriseCluster with small

@@ -475,6 +475,9 @@ type redisNode struct {
 	// lagSeconds is, for a replica its primary lists, how long ago the
 	// primary last heard from it; -1 when unknown.
 	lagSeconds float64
+	// lastIO is, for a replica whose link is up, how long ago its
+	// primary last sent it anything (whole seconds); -1 when unknown.
+	lastIO time.Duration
 }
 
 // addr is the address of the node's Redis port ("" when its pod has no
@@ -516,7 +519,7 @@ func (ops *redisOps) observe(ctx context.Context, o *redisv1alpha1.RedisEnterpri
 	// A hibernated cluster's primary is not down: its window starts
 	// again when it wakes, from the first pass that misses it.
 	downNow := !redisenterprisecluster.Hibernating(&o.Spec) && primaryDownNow(o.Status.Primary, seen.nodes)
-	seen.primaryDownFor = ops.down.observe(client.ObjectKeyFromObject(o), o.Status.Primary, downNow, ops.clock.Now())
+	seen.primaryDownFor = ops.down.observe(client.ObjectKeyFromObject(o), o.Status.Primary, downNow, unheardFor(o.Status.Primary, seen.nodes), ops.clock.Now())
 	seen.backups, err = ops.backups.observe(ctx, ops.client, o)
 	return seen, err
 }
@@ -731,6 +734,28 @@ func primaryDownNow(recorded string, nodes []redisNode) bool {
 	return true
 }
 
+// unheardFor is how long, by its replicas' account, the recorded primary
+// has sent none of them anything: the least of their
+// master_last_io_seconds_ago, when every node that answered as a replica
+// of it has its link up (the primary pings them every second). Zero when
+// any has not, or none answered: no evidence of how long it has been
+// silent.
+func unheardFor(recorded string, nodes []redisNode) time.Duration {
+	var least time.Duration = -1
+	for _, n := range nodes {
+		if n.plan.Name == recorded || !n.plan.Answered || n.plan.Primary || n.plan.Follows != recorded {
+			continue
+		}
+		if !n.plan.LinkUp || n.lastIO < 0 {
+			return 0
+		}
+		if least < 0 || n.lastIO < least {
+			least = n.lastIO
+		}
+	}
+	return max(least, 0)
+}
+
 // observeNodes reads the nodes' pods and asks every pod with an address
 // for its replication state, all at once. Whether a pod runs the latest
 // template is the plan's to say, from the StatefulSet it applied.
@@ -756,6 +781,7 @@ func (ops *redisOps) observeNodes(ctx context.Context, o *redisv1alpha1.RedisEnt
 		n := &nodes[i]
 		n.plan = redisenterprisecluster.Node{Name: name, Pod: redisenterprisecluster.PodMissing}
 		n.lagSeconds = -1
+		n.lastIO = -1
 		pod := byName[name]
 		if pod == nil {
 			continue
@@ -801,6 +827,9 @@ func (ops *redisOps) observeNodes(ctx context.Context, o *redisv1alpha1.RedisEnt
 			if !info.Primary {
 				hosts[i] = info.PrimaryHost
 				n.plan.LinkUp = info.LinkUp
+				if info.LinkUp {
+					n.lastIO = info.LastIO
+				}
 				n.plan.Streaming = info.LinkUp && info.LastIO >= 0 && info.LastIO <= streamingWithin
 				if n.plan.TLS && !info.LinkUp {
 					n.plan.Link = replicationLink(ctx, redis, n.addr())
