@@ -4,11 +4,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,9 +20,11 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/app-operator/app-operator/api/etcd/v1beta2"
@@ -96,7 +100,8 @@ func (s *session) target(ctx context.Context, args []string) (*plugin.Target, er
 }
 
 func statusCmd(s *session) *cobra.Command {
-	return &cobra.Command{
+	var lag bool
+	cmd := &cobra.Command{
 		Use:   "status KIND NAME",
 		Short: "One screen of a resource: conditions, members and roles, certificates, backups, last events",
 		Example: `  kubectl app-operator status rec redis-enterprise
@@ -112,10 +117,35 @@ func statusCmd(s *session) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if rec, ok := t.Obj.(*redisv1alpha1.RedisEnterpriseCluster); ok && lag {
+				plugin.RedisLag(ctx, s.exec, rec, screen)
+			}
 			_, err = io.WriteString(cmd.OutOrStdout(), plugin.Render(screen, time.Now()))
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&lag, "lag", true, "for a RedisEnterpriseCluster, ask each node for its replication offset (redis-cli INFO replication, by pods/exec) and show each replica's lag")
+	return cmd
+}
+
+// exec runs command in a container of a pod, as kubectl exec does (over
+// WebSocket), and returns its standard output.
+func (s *session) exec(ctx context.Context, namespace, pod, container string, command []string) (string, error) {
+	cs, err := kubernetes.NewForConfig(s.config)
+	if err != nil {
+		return "", err
+	}
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, clientscheme.ParameterCodec)
+	ex, err := remotecommand.NewWebSocketExecutor(s.config, "GET", req.URL().String())
+	if err != nil {
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+		return "", fmt.Errorf("exec in %s: %w %s", pod, err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
 }
 
 func pauseCmd(s *session, pause bool) *cobra.Command {

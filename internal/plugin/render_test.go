@@ -37,10 +37,10 @@ func TestRenderScreens(t *testing.T) {
 				condition("Progressing", "False", "RolloutComplete", "The last change has rolled out", 3*time.Minute),
 				condition("Degraded", "False", "AsExpected", "Nothing is wrong", 3*time.Minute),
 			},
-			Members: &Table{Header: []string{"NODE", "ROLE", "HEALTHY", "POD", "RESTARTS", "NODE NAME"}, Rows: [][]string{
-				{"redis-enterprise-0", "replica", "yes", "Ready", "1", "node-a"},
-				{"redis-enterprise-1", "primary", "yes", "Ready", "0", "node-b"},
-				{"redis-enterprise-2", "replica", "yes", "Ready", "0", "node-c"},
+			Members: &Table{Header: []string{"NODE", "ROLE", "HEALTHY", "POD", "RESTARTS", "NODE NAME", "LAG"}, Rows: [][]string{
+				{"redis-enterprise-0", "replica", "yes", "Ready", "1", "node-a", "0 B"},
+				{"redis-enterprise-1", "primary", "yes", "Ready", "0", "node-b", "-"},
+				{"redis-enterprise-2", "replica", "yes", "Ready", "0", "node-c", "1432 B"},
 			}},
 			Changes: []Change{
 				{Time: ago(3 * time.Minute), From: "redis-enterprise-0", To: "redis-enterprise-1", Reason: "Failover"},

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/app-operator/app-operator/api/conditions"
+	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 	"github.com/app-operator/app-operator/internal/plugin"
 	"github.com/app-operator/app-operator/test/cluster"
 	"github.com/app-operator/app-operator/test/testenv"
@@ -48,6 +50,14 @@ func TestKubectlPluginOnARedisCluster(t *testing.T) {
 		if !lineWith(screen, n.Name, n.Role, "yes", "Ready") {
 			t.Errorf("the status screen has no line with %s, %s, healthy and its pod Ready", n.Name, n.Role)
 		}
+		// Each replica's lag, read from the nodes by redis-cli in their
+		// containers.
+		if n.Role == redisv1alpha1.RoleReplica && !regexp.MustCompile(`(?m)^\s*`+n.Name+`\s+replica\s.*\s\d+ B$`).MatchString(screen) {
+			t.Errorf("the status screen shows no lag in bytes for the replica %s", n.Name)
+		}
+	}
+	if strings.Contains(screen, "Lag:") {
+		t.Errorf("the status screen says a node could not be asked for its lag:\n%s", screen)
 	}
 
 	kubectl("app-operator", "pause", "rec/"+r.rec.Name, "-n", r.rec.Namespace)
