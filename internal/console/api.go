@@ -157,14 +157,7 @@ func (s *Server) apiOverview(answer func(Overview) any) http.HandlerFunc {
 
 // apiAction answers an action's result (202) or error.
 func (s *Server) apiAction(w http.ResponseWriter, res Result, err error) {
-	var ae *ActionError
-	switch {
-	case errors.As(err, &ae):
-		writeJSONError(w, ae.Status, ae.Message)
-	case err != nil:
-		s.cfg.Log.Error(err, "Action failed")
-		writeJSONError(w, http.StatusServiceUnavailable, err.Error())
-	default:
+	if !s.actionFailed(w, err) {
 		writeJSON(w, http.StatusAccepted, APIAction{ActionUID: res.Request, Annotation: res.Annotation, Message: res.Message})
 	}
 }

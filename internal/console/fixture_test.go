@@ -36,6 +36,8 @@ import (
 	"github.com/app-operator/app-operator/internal/resources/redisenterprisecluster"
 	"github.com/app-operator/app-operator/test/cluster"
 	"github.com/app-operator/app-operator/test/testenv"
+
+	"github.com/app-operator/app-operator/test/redisproto"
 )
 
 var (
@@ -100,7 +102,7 @@ func (n *fakeNode) serve(conn net.Conn) {
 	r := bufio.NewReader(conn)
 	authed := false
 	for {
-		args, err := readCommand(r)
+		args, err := redisproto.ReadCommand(r)
 		if err != nil {
 			return
 		}
@@ -126,35 +128,6 @@ func (n *fakeNode) serve(conn net.Conn) {
 			return
 		}
 	}
-}
-
-// readCommand reads one RESP array of bulk strings.
-func readCommand(r *bufio.Reader) ([]string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	count, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "*")))
-	if err != nil || count < 1 {
-		return nil, fmt.Errorf("not a command: %q", line)
-	}
-	args := make([]string, count)
-	for i := range args {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "$")))
-		if err != nil {
-			return nil, err
-		}
-		buf := make([]byte, size+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		args[i] = string(buf[:size])
-	}
-	return args, nil
 }
 
 // primaryInfo and replicaInfo are the INFO of a primary and of a replica

@@ -223,16 +223,25 @@ func (s *Server) overviewJSON(w http.ResponseWriter, r *http.Request, _ *session
 
 // actionAnswer answers an action's result or error.
 func (s *Server) actionAnswer(w http.ResponseWriter, res Result, err error) {
-	var ae *ActionError
-	switch {
-	case errors.As(err, &ae):
-		writeJSONError(w, ae.Status, ae.Message)
-	case err != nil:
-		s.cfg.Log.Error(err, "Action failed")
-		writeJSONError(w, http.StatusServiceUnavailable, err.Error())
-	default:
+	if !s.actionFailed(w, err) {
 		writeJSON(w, http.StatusAccepted, res)
 	}
+}
+
+// actionFailed answers err, when an action was refused (its status and
+// message) or failed (503), and reports whether it did.
+func (s *Server) actionFailed(w http.ResponseWriter, err error) bool {
+	var ae *ActionError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &ae):
+		writeJSONError(w, ae.Status, ae.Message)
+	default:
+		s.cfg.Log.Error(err, "Action failed")
+		writeJSONError(w, http.StatusServiceUnavailable, err.Error())
+	}
+	return true
 }
 
 // maxBody is the largest request body read: a login form or an action's.

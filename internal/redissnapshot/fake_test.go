@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/app-operator/app-operator/internal/snapshotstore/snapshottest"
+
+	"github.com/app-operator/app-operator/test/redisproto"
 )
 
 // fakeNode is a Redis node in the test: it speaks enough RESP for the
@@ -60,7 +61,7 @@ func (n *fakeNode) serve(c net.Conn) {
 	r := bufio.NewReader(c)
 	authed := n.password == ""
 	for {
-		args, err := readCommand(r)
+		args, err := redisproto.ReadCommand(r)
 		if err != nil {
 			return
 		}
@@ -120,35 +121,6 @@ func (n *fakeNode) info(section string) string {
 // defaultReplID is the replication ID of a fake node that sets none: every
 // such node holds one history.
 const defaultReplID = "5d6c0e8d5b3f3f5a1e9c1b0a7f6e5d4c3b2a1908"
-
-// readCommand reads one RESP array of bulk strings.
-func readCommand(r *bufio.Reader) ([]string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	count, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "*")))
-	if err != nil || count < 1 {
-		return nil, fmt.Errorf("not a command: %q", line)
-	}
-	args := make([]string, count)
-	for i := range args {
-		head, err := r.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
-		if err != nil {
-			return nil, err
-		}
-		buf := make([]byte, size+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		args[i] = string(buf[:size])
-	}
-	return args, nil
-}
 
 func writeBulk(w io.Writer, s string) {
 	fmt.Fprintf(w, "$%d\r\n%s\r\n", len(s), s)
