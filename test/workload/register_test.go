@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/app-operator/app-operator/test/redisproto"
 )
 
 // fakeRedis is a Redis of one node, enough for the workload: PING, SET,
@@ -90,7 +92,7 @@ func (f *fakeRedis) serve(c net.Conn) {
 	// pending is the fault of the last write command, for its WAIT.
 	pending := noFault
 	for {
-		args, err := readCommand(r)
+		args, err := redisproto.ReadCommand(r)
 		if err != nil {
 			return
 		}
@@ -168,38 +170,6 @@ func (f *fakeRedis) do(args []string, pending *fault) (string, bool) {
 		return "-ERR unknown command 'HELLO'\r\n", false
 	}
 	return "+OK\r\n", false
-}
-
-// readCommand reads one command, an array of bulk strings.
-func readCommand(r *bufio.Reader) ([]string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	if !strings.HasPrefix(line, "*") {
-		return nil, fmt.Errorf("not an array: %q", line)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
-	if err != nil || n < 1 {
-		return nil, fmt.Errorf("array of %q", line)
-	}
-	args := make([]string, n)
-	for i := range args {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "$")))
-		if err != nil {
-			return nil, err
-		}
-		buf := make([]byte, size+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		args[i] = string(buf[:size])
-	}
-	return args, nil
 }
 
 // The workload against a node that fails now and then in every way the
