@@ -294,6 +294,8 @@ func TestRedisCertificateRenewedWhileAFailoverIsPendingIsReloadedByTheNodesThatA
 	f.run()
 	f.primaryDown()
 	f.mustPass()
+	f.clock.Step(time.Second)
+	f.mustPass()
 	if f.readyReason() != redisv1alpha1.ReasonFailoverPending {
 		t.Fatalf("%s, want %s", f.readyMessage(), redisv1alpha1.ReasonFailoverPending)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -355,12 +356,18 @@ func TestRedisFaultPrimaryFrozenAndStatusCleared(t *testing.T) {
 		w := r.startWriterWaiting("rest", 1, cellWritePause)
 		waitWrites(t, w, 100)
 		r.refresh()
-		before := r.rec.ResourceVersion
-		time.Sleep(20 * time.Second)
-		r.refresh()
+		seen := []*redisv1alpha1.RedisEnterpriseCluster{r.rec.DeepCopy()}
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); {
+			time.Sleep(250 * time.Millisecond)
+			r.refresh()
+			if last := seen[len(seen)-1]; r.rec.ResourceVersion != last.ResourceVersion {
+				seen = append(seen, r.rec.DeepCopy())
+			}
+		}
 		h := w.Stop()
-		if r.rec.ResourceVersion != before {
-			t.Errorf("the status moved while Running and taking writes: resourceVersion %s -> %s (%d writes)", before, r.rec.ResourceVersion, h.Acked())
+		for i := 1; i < len(seen); i++ {
+			t.Errorf("the resource moved while Running and taking writes (%d writes): resourceVersion %s -> %s:\n%s",
+				h.Acked(), seen[i-1].ResourceVersion, seen[i].ResourceVersion, resourceChange(seen[i-1], seen[i]))
 		}
 	})
 
@@ -510,4 +517,19 @@ func TestRedisFaultOrphanDeletedAndAppliedAgain(t *testing.T) {
 		}
 	}
 	r.finish(w, "deleted with its children orphaned and applied again", toReady)
+}
+
+// resourceChange says what differs between two versions of a resource
+// apart from its resourceVersion, and which managers wrote the later one.
+func resourceChange(before, after *redisv1alpha1.RedisEnterpriseCluster) string {
+	strip := func(o *redisv1alpha1.RedisEnterpriseCluster) *redisv1alpha1.RedisEnterpriseCluster {
+		o = o.DeepCopy()
+		o.ResourceVersion, o.ManagedFields = "", nil
+		return o
+	}
+	writers := make([]string, 0, len(after.ManagedFields))
+	for _, f := range after.ManagedFields {
+		writers = append(writers, fmt.Sprintf("%s %s %q at %s", f.Manager, f.Operation, f.Subresource, f.Time))
+	}
+	return cmp.Diff(strip(before), strip(after)) + "managers: " + strings.Join(writers, "; ")
 }

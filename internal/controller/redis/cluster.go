@@ -115,6 +115,9 @@ type redisOps struct {
 	backups       *redisBackups
 	// remembered is what each cluster's nodes were last reached with.
 	remembered *remembered
+	// lapses remembers since when each Running cluster has been seen
+	// otherwise.
+	lapses *lapses
 	// image is the operator's open-source Redis image (see
 	// redisenterprisecluster.Image).
 	image string
@@ -143,6 +146,7 @@ func ClusterKind(opts Options) engine.Kind[*redisv1alpha1.RedisEnterpriseCluster
 		gauges:        newRedisGauges(opts.Metrics),
 		backups:       newRedisBackups(opts.SnapshotImage, opts.Metrics),
 		remembered:    &remembered{},
+		lapses:        &lapses{},
 		image:         cmp.Or(opts.Image, redisenterprisecluster.DefaultImage),
 		config:        &liveConfig{},
 	}
@@ -173,6 +177,7 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 			ops.gauges.forget(key)
 			ops.backups.gauges.Forget(key)
 			ops.remembered.forget(key)
+			ops.lapses.forget(key)
 			ops.config.forget(key)
 		},
 		WakeOn: []string{switchover.Annotation, redisv1alpha1.ElectAnnotation, redisv1alpha1.BackupNowAnnotation},
@@ -211,7 +216,7 @@ func (ops *redisOps) kind() engine.Kind[*redisv1alpha1.RedisEnterpriseCluster] {
 		Act: func(ctx context.Context, c engine.Clients, o *redisv1alpha1.RedisEnterpriseCluster, pass *redisPass) (*redisStepped, engine.Step, error) {
 			stepped, s, err := ops.with(c).act(ctx, o, gvk, pass)
 			s.Notices = append(s.Notices, imageNotices(o, ops.image)...)
-			if err != nil || s.Failure != nil || !pass.Decision.backups || !persistent(&o.Spec) {
+			if err != nil || s.Failure != nil || !pass.Decision.backups || pass.Decision.held || !persistent(&o.Spec) {
 				return stepped, s, err
 			}
 			g, s, err := growClaims(ctx, c, o, s)
@@ -299,6 +304,10 @@ type redisPlan struct {
 	// request is the switchover request the plan answers ("" when none
 	// is pending).
 	request string
+	// held: the decision is a lapse of a Running cluster seen by one look
+	// only (see lapses): the status stays as it is, and the pass does
+	// nothing but have the nodes reload their certificates where due.
+	held bool
 }
 
 // redisStepped is what a step leaves for the status: the primary, the
@@ -558,7 +567,15 @@ func (ops *redisOps) plan(o *redisv1alpha1.RedisEnterpriseCluster, seen *redisOb
 		}
 		in.Nodes = append(in.Nodes, node)
 	}
-	return redisPlan{decision: redisenterprisecluster.Plan(in), backups: scope == engine.AllSteps, request: request}
+	d := redisenterprisecluster.Plan(in)
+	// A lapse of a Running cluster is reported once a second look finds
+	// it too (see lapses); a switchover refused is answered at once.
+	lapsed := o.Status.State == redisv1alpha1.StateRunning && d.State != redisv1alpha1.StateRunning &&
+		d.Action == redisenterprisecluster.None && !d.Failure && request == ""
+	if ops.lapses.hold(client.ObjectKeyFromObject(o), lapsed, ops.clock.Now()) {
+		return redisPlan{decision: d, held: true, backups: scope == engine.AllSteps}
+	}
+	return redisPlan{decision: d, backups: scope == engine.AllSteps, request: request}
 }
 
 // act takes the planned step, has the nodes reload their certificates
@@ -572,6 +589,13 @@ func (ops *redisOps) act(ctx context.Context, o *redisv1alpha1.RedisEnterpriseCl
 	}
 	if plan.waiting != "" {
 		return nil, engine.Step{Waiting: plan.waiting, RequeueAfter: redisWaitInterval}, nil
+	}
+	if plan.held {
+		ctrl.LoggerFrom(ctx).V(1).Info("Lapse seen once, looking again before the status says so", "state", plan.decision.State, "reason", plan.decision.Message)
+		if plan.backups {
+			ops.reloadCertificates(ctx, pass.Prepared.tls, seen.nodes, seen.redis)
+		}
+		return nil, engine.Step{RequeueAfter: redisWaitInterval}, nil
 	}
 	stepped, s, err := ops.take(ctx, o, plan.decision, plan.request, seen)
 	if stepped != nil {
