@@ -180,6 +180,10 @@ func (c Client) do(ctx context.Context, addr, cmd string, args ...any) (any, err
 		redis.DialReadTimeout(CallTimeout),
 		redis.DialWriteTimeout(CallTimeout),
 		redis.DialUseTLS(c.TLS != nil && !c.Plain[addr]),
+		// The handshake is bounded by the call timeout: redigo's own
+		// bound (10 s) does not follow ctx, and a node that is stopped
+		// accepts the connection and answers nothing.
+		redis.DialTLSHandshakeTimeout(CallTimeout),
 		redis.DialTLSConfig(c.Sessions.Config(c.TLS, addr)))
 	if err != nil {
 		return nil, err
