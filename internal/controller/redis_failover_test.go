@@ -121,6 +121,24 @@ func (f *redisFixture) readyReason() string {
 	return ""
 }
 
+// run brings the fixture's cluster to Running.
+func (f *redisFixture) run() {
+	f.t.Helper()
+	f.mustPass()
+	f.settle()
+	f.mustPass()
+	if f.obj.Status.State != redisv1alpha1.StateRunning {
+		f.t.Fatalf("state %s (%s), want Running", f.obj.Status.State, f.readyMessage())
+	}
+}
+
+func (f *redisFixture) readyMessage() string {
+	if c := meta.FindStatusCondition(f.obj.Status.Conditions, conditions.Ready); c != nil {
+		return c.Reason + ": " + c.Message
+	}
+	return ""
+}
+
 func (f *redisFixture) roleLabel(i int) string {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.obj.Namespace, Name: redisenterprisecluster.PodName("r", i)}}
 	get(f.t, pod)

@@ -9,25 +9,12 @@ import (
 	redisv1alpha1 "github.com/app-operator/app-operator/api/redislabs/v1alpha1"
 )
 
-// runningFixture is a cluster of three nodes brought to Running, r-0 its
-// primary.
-func runningFixture(t *testing.T) *redisFixture {
-	t.Helper()
-	f := newRedisFixture(t, runningNodes())
-	f.mustPass()
-	f.settle()
-	f.mustPass()
-	if f.obj.Status.State != redisv1alpha1.StateRunning {
-		t.Fatalf("state %s (%s), want Running", f.obj.Status.State, f.readyReason())
-	}
-	return f
-}
-
 // A replica of a Running cluster that misses one look (its answer slow on
 // a loaded machine) does not move the status: no write, Ready unchanged.
 // Missed by a second look a second later, the status says so.
 func TestRedisALapseSeenByOneLookLeavesTheStatusAlone(t *testing.T) {
-	f := runningFixture(t)
+	f := newRedisFixture(t, runningNodes())
+	f.run()
 	before := f.obj.ResourceVersion
 
 	f.redis.Nodes[nodeAddr(2)].Silent = true
@@ -65,7 +52,8 @@ func TestRedisALapseSeenByOneLookLeavesTheStatusAlone(t *testing.T) {
 // A step is never held: a Running cluster's primary found BUSY by one
 // look is sent SCRIPT KILL at that look, and the status says why.
 func TestRedisALapseThatAsksForAStepIsNotHeld(t *testing.T) {
-	f := runningFixture(t)
+	f := newRedisFixture(t, runningNodes())
+	f.run()
 	f.redis.Nodes[nodeAddr(0)].Busy = true
 	f.mustPass()
 	if got := f.redis.CallsMatching("killscript"); !slices.Equal(got, []string{"killscript " + nodeAddr(0)}) {

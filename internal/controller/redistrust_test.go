@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -100,30 +99,12 @@ func runningNodes() map[int]*controller.FakeRedisNode {
 	return map[int]*controller.FakeRedisNode{0: primary, 1: replicaOf(r0Host, 100, true), 2: replicaOf(r0Host, 100, true)}
 }
 
-// run brings the fixture's cluster to Running.
-func (f *secureFixture) run() {
-	f.t.Helper()
-	f.mustPass()
-	f.settle()
-	f.mustPass()
-	if f.obj.Status.State != redisv1alpha1.StateRunning {
-		f.t.Fatalf("state %s (%s), want Running", f.obj.Status.State, f.readyMessage())
-	}
-}
-
 // primaryDown makes r-0 silent and its replicas hear nothing from it.
 func (f *secureFixture) primaryDown() {
 	f.redis.Update(nodeAddr(0), func(n *controller.FakeRedisNode) { n.Silent = true })
 	for _, i := range []int{1, 2} {
 		f.redis.Update(nodeAddr(i), func(n *controller.FakeRedisNode) { n.Info.LinkUp, n.Info.LastIO = false, -1 })
 	}
-}
-
-func (f *secureFixture) readyMessage() string {
-	if c := meta.FindStatusCondition(f.obj.Status.Conditions, conditions.Ready); c != nil {
-		return c.Reason + ": " + c.Message
-	}
-	return ""
 }
 
 // secret reads the Secret name of the fixture's namespace.
